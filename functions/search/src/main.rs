@@ -1,0 +1,16 @@
+//! Lambda entrypoint of `search`: build the adapters once, then serve requests.
+
+use std::convert::Infallible;
+
+use lambda_http::{Error, Request, run, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_http::tracing::init_default_subscriber();
+    let service = shared::compose::search_from_env().await?;
+    run(service_fn(|req: Request| {
+        let service = &service;
+        async move { Ok::<_, Infallible>(search::handle(service, req).await) }
+    }))
+    .await
+}

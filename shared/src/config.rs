@@ -1,0 +1,122 @@
+//! The one configuration loader: every environment variable the bundle reads is read here.
+//! Defaults make a fresh checkout run with no keys and no cloud (see README, `.env.example`).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// A secret from the environment. Its `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The value, for building an `Authorization` header and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Which record store adapter to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordStoreKind {
+    /// Embedded SQLite file under `DATA_DIR`.
+    Local,
+    /// DynamoDB table `TABLE_NAME` (endpoint overridable by `AWS_ENDPOINT_URL_DYNAMODB`).
+    DynamoDb { table: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub perplexity_api_key: Option<Secret>,
+    pub perplexity_base_url: String,
+    pub record_store: RecordStoreKind,
+    pub data_dir: PathBuf,
+    pub cache_ttl: Duration,
+    pub retry_base: Duration,
+    pub upstream_timeout: Duration,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|key| std::env::var(key).ok())
+    }
+
+    /// Reads configuration through `get` (a test passes a map). Empty values count as unset.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let get = |key: &str| get(key).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let record_store = match get("RECORD_STORE").as_deref().unwrap_or("local") {
+            "local" => RecordStoreKind::Local,
+            "dynamodb" => RecordStoreKind::DynamoDb {
+                table: get("TABLE_NAME")
+                    .ok_or_else(|| Error::Config("RECORD_STORE=dynamodb needs TABLE_NAME".into()))?,
+            },
+            other => {
+                return Err(Error::Config(format!("RECORD_STORE must be local or dynamodb, not {other:?}")));
+            }
+        };
+        let number = |key: &str, default: u64| -> Result<u64> {
+            match get(key) {
+                None => Ok(default),
+                Some(v) => v.parse().map_err(|_| Error::Config(format!("{key} must be a whole number, not {v:?}"))),
+            }
+        };
+        Ok(Self {
+            perplexity_api_key: get("PERPLEXITY_API_KEY").map(Secret),
+            perplexity_base_url: get("PERPLEXITY_BASE_URL")
+                .unwrap_or_else(|| "https://api.perplexity.ai".into())
+                .trim_end_matches('/')
+                .to_owned(),
+            record_store,
+            data_dir: get("DATA_DIR").map_or_else(|| PathBuf::from("./.data"), PathBuf::from),
+            cache_ttl: Duration::from_secs(number("CACHE_TTL_SECS", 3600)?),
+            retry_base: Duration::from_millis(number("RETRY_BASE_MS", 1000)?),
+            upstream_timeout: Duration::from_millis(number("UPSTREAM_TIMEOUT_MS", 30_000)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_the_embedded_no_key_setup() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.record_store, RecordStoreKind::Local);
+        assert!(c.perplexity_api_key.is_none());
+        assert_eq!(c.perplexity_base_url, "https://api.perplexity.ai");
+        assert_eq!(c.cache_ttl, Duration::from_secs(3600));
+        assert_eq!(c.retry_base, Duration::from_secs(1));
+        assert_eq!(c.data_dir, PathBuf::from("./.data"));
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let c = config(&[("PERPLEXITY_API_KEY", "pplx-very-secret")]).unwrap();
+        assert!(!format!("{c:?}").contains("very-secret"));
+        assert_eq!(c.perplexity_api_key.unwrap().expose(), "pplx-very-secret");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = config(&[("CACHE_TTL_SECS", "an hour")]).unwrap_err();
+        assert!(e.to_string().contains("CACHE_TTL_SECS"));
+        let e = config(&[("RECORD_STORE", "dynamodb")]).unwrap_err();
+        assert!(e.to_string().contains("TABLE_NAME"));
+    }
+}

@@ -1,0 +1,22 @@
+//! The research & retrieval bundle's library: domain types, ports (traits) and their adapters,
+//! and the citation logic. Functions under `functions/` are thin entrypoints over it; they
+//! build adapters through [`compose`] and hand them to plain async handlers.
+
+pub mod analysis;
+pub mod api;
+pub mod cache;
+pub mod citations;
+pub mod clock;
+pub mod compose;
+pub mod config;
+pub mod error;
+pub mod ledger;
+pub mod pricing;
+pub mod provider;
+pub mod query;
+pub mod records;
+pub mod retry;
+pub mod search;
+pub mod sources;
+
+pub use error::{Error, Result};

@@ -1,0 +1,80 @@
+//! The search-provider port: one question in, one answer with its raw citations out.
+//!
+//! An adapter makes a single attempt and classifies its failure ([`ProviderError`]); retrying,
+//! caching, citation cleaning and cost accounting happen once, in [`crate::search`], for every
+//! provider. Seed 000's four methods are the four [`crate::query::Kind`]s of one call, so a
+//! newer upstream API can replace an adapter without touching callers.
+
+pub mod mock;
+pub mod perplexity;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::citations::SearchHit;
+use crate::query::Query;
+use crate::retry::Retryable;
+
+/// Token counts and, when the upstream reports it, its own price for the call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The upstream's own figure (Perplexity `usage.cost.total_cost`); wins over the price table.
+    pub provider_cost_usd: Option<f64>,
+}
+
+/// What an upstream answered, before citations are cleaned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    /// Model that answered, as the upstream names it.
+    pub model: String,
+    pub content: String,
+    /// Citation URLs as given; `[n]` in the content refers to the n-th.
+    pub citations: Vec<String>,
+    pub search_results: Vec<SearchHit>,
+    pub images: Vec<String>,
+    pub usage: Usage,
+    /// The upstream's id for the call, for support tickets.
+    pub upstream_id: Option<String>,
+    /// Parts of the response that did not match the expected schema and were skipped.
+    pub schema_errors: Vec<String>,
+}
+
+/// Why one attempt failed. Messages never contain credentials.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum ProviderError {
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("network error: {0}")]
+    Network(String),
+    #[error("rate limited (HTTP 429)")]
+    RateLimited { retry_after: Option<Duration> },
+    #[error("upstream failed with HTTP {status}")]
+    Unavailable { status: u16, retry_after: Option<Duration> },
+    #[error("upstream refused the request with HTTP {status}: {message}")]
+    Refused { status: u16, message: String },
+    #[error("malformed response: {0}")]
+    Malformed(String),
+}
+
+impl Retryable for ProviderError {
+    fn retry_after(&self) -> Option<Option<Duration>> {
+        match self {
+            Self::Timeout(_) | Self::Network(_) => Some(None),
+            Self::RateLimited { retry_after } | Self::Unavailable { retry_after, .. } => Some(*retry_after),
+            Self::Refused { .. } | Self::Malformed(_) => None,
+        }
+    }
+}
+
+/// A web search upstream.
+#[async_trait]
+pub trait SearchProvider: Send + Sync {
+    /// Short lowercase name: `perplexity`, `tavily`, ... (used in responses and cost records).
+    fn name(&self) -> &'static str;
+    /// Answers `query` in one attempt.
+    async fn answer(&self, query: &Query) -> Result<Answer, ProviderError>;
+}

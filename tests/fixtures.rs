@@ -1,0 +1,45 @@
+//! The API Gateway (HTTP API, payload 2.0) event fixtures under `infra/events/`, the ones
+//! `cargo lambda invoke --data-file` and the demo send, route through the real handler.
+
+use integration::{Harness, StoreKind};
+use lambda_http::Body;
+use serde_json::Value;
+
+async fn invoke(h: &Harness, fixture: &str) -> (u16, Value) {
+    let path = format!("{}/../infra/events/{fixture}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let req =
+        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{fixture} is not an API Gateway event: {e}"));
+    let response = search::handle(&h.service, req).await;
+    let body = match response.body() {
+        Body::Text(t) => t.clone(),
+        other => String::from_utf8_lossy(other.as_ref()).into_owned(),
+    };
+    (response.status().as_u16(), serde_json::from_str(&body).expect("JSON body"))
+}
+
+#[tokio::test]
+async fn every_search_fixture_answers_with_its_method_on_the_embedded_default() {
+    let h = Harness::without_key(StoreKind::Local).await;
+    for (fixture, method, field) in [
+        ("search.json", "search", "content"),
+        ("search-competitors.json", "competitors", "topCompetitors"),
+        ("search-trends.json", "trends", "trends"),
+        ("search-topic.json", "topic", "keyPoints"),
+    ] {
+        let (status, r) = invoke(&h, fixture).await;
+        assert_eq!(status, 200, "{fixture}: {r}");
+        assert_eq!(r["method"], method, "{fixture}");
+        assert_eq!(r["mock"], true, "{fixture}");
+        assert!(!r[field].is_null(), "{fixture} lacks {field}");
+    }
+}
+
+#[tokio::test]
+async fn the_sources_and_malformed_fixtures_get_json_errors() {
+    let h = Harness::without_key(StoreKind::Local).await;
+    let (status, r) = invoke(&h, "sources.json").await;
+    assert_eq!((status, r["error"]["code"].as_str()), (404, Some("not_found")));
+    let (status, r) = invoke(&h, "search-malformed.json").await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("malformed_json")));
+}

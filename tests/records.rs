@@ -1,0 +1,136 @@
+//! One behavioural suite for the record store port, run on the embedded SQLite store and on
+//! DynamoDB Local: same writes, same reads, same TTL-on-read semantics.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use integration::{StoreKind, on_both_stores, store};
+use serde_json::json;
+use shared::ledger::{CostRecord, CostSource, Ledger};
+use shared::records::{LocalRecords, Record, RecordStore};
+use shared::retry::RetryPolicy;
+
+fn record(pk: &str, sk: &str, expires_at: Option<i64>, body: serde_json::Value) -> Record {
+    Record { pk: pk.into(), sk: sk.into(), expires_at, body }
+}
+
+async fn a_written_record_reads_back_with_its_body_intact(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    let body = json!({"content": "台灣咖啡市場 [1]", "n": 3, "cost": 0.0012, "ok": true, "none": null, "list": [{"url": "https://example.com"}]});
+    s.put(&record("p", "a", None, body.clone())).await.unwrap();
+    let got = s.get("p", "a", 0).await.unwrap().expect("record present");
+    assert_eq!(got.body, body);
+    assert_eq!(got.expires_at, None);
+    assert!(s.get("p", "b", 0).await.unwrap().is_none());
+    assert!(s.get("q", "a", 0).await.unwrap().is_none());
+}
+
+async fn a_second_write_to_the_same_key_replaces_the_first(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    s.put(&record("p", "a", Some(100), json!({"v": 1}))).await.unwrap();
+    s.put(&record("p", "a", None, json!({"v": 2}))).await.unwrap();
+    let got = s.get("p", "a", 1000).await.unwrap().expect("replaced record is live");
+    assert_eq!(got.body, json!({"v": 2}));
+    assert_eq!(s.query("p", "!", "~", 1000).await.unwrap().len(), 1);
+}
+
+async fn an_expired_record_is_absent_even_before_the_store_deletes_it(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    let now = Utc::now().timestamp();
+    s.put(&record("p", "old", Some(now - 1), json!({}))).await.unwrap();
+    s.put(&record("p", "edge", Some(now), json!({}))).await.unwrap();
+    s.put(&record("p", "new", Some(now + 60), json!({}))).await.unwrap();
+    assert!(s.get("p", "old", now).await.unwrap().is_none());
+    assert!(s.get("p", "edge", now).await.unwrap().is_none(), "expires_at == now is expired");
+    assert!(s.get("p", "new", now).await.unwrap().is_some());
+    let live: Vec<_> = s.query("p", "!", "~", now).await.unwrap().into_iter().map(|r| r.sk).collect();
+    assert_eq!(live, ["new"]);
+    // The same item is live to a reader whose clock is earlier.
+    assert!(s.get("p", "old", now - 10).await.unwrap().is_some());
+}
+
+async fn a_query_returns_the_range_in_sort_key_order(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    for sk in ["c", "a", "e", "b", "d"] {
+        s.put(&record("p", sk, None, json!({"sk": sk}))).await.unwrap();
+    }
+    s.put(&record("other", "b", None, json!({}))).await.unwrap();
+    let got: Vec<_> = s.query("p", "b", "d", 0).await.unwrap().into_iter().map(|r| r.sk).collect();
+    assert_eq!(got, ["b", "c", "d"]);
+}
+
+async fn a_batch_larger_than_dynamodbs_limit_is_written_whole(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    let batch: Vec<_> = (0..61).map(|i| record("batch", &format!("{i:05}"), None, json!({"i": i}))).collect();
+    s.put_all(&batch).await.unwrap();
+    let got = s.query("batch", "00000", "99999", 0).await.unwrap();
+    assert_eq!(got.len(), 61);
+    assert_eq!(got[60].body, json!({"i": 60}));
+}
+
+async fn the_ledger_reads_cost_records_by_time_range_across_days(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    let ledger = Ledger::new(Arc::clone(&s), RetryPolicy::new(std::time::Duration::from_millis(1)));
+    let t0 = Utc::now() - Duration::days(3);
+    for (i, offset) in [0, 1, 2, 3].into_iter().enumerate() {
+        ledger
+            .record(&CostRecord {
+                request_id: format!("r{i}"),
+                agent: "research".into(),
+                provider: "perplexity".into(),
+                model: "sonar".into(),
+                input_tokens: 100,
+                output_tokens: 50,
+                cost_usd: 0.00015,
+                cost_source: CostSource::PriceTable,
+                cached: false,
+                mock: false,
+                saved_usd: 0.0,
+                upstream_id: None,
+                timestamp: t0 + Duration::days(offset),
+            })
+            .await;
+    }
+    let now = Utc::now();
+    let got = ledger.between(t0 + Duration::hours(12), t0 + Duration::days(2), now).await.unwrap();
+    let ids: Vec<_> = got.iter().map(|c| c.request_id.as_str()).collect();
+    assert_eq!(ids, ["r1", "r2"]);
+    assert_eq!(ledger.between(t0, now, now).await.unwrap().len(), 4);
+}
+
+async fn empty_keys_are_refused_as_dynamodb_refuses_them(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    assert!(s.put(&record("p", "", None, json!({}))).await.is_err());
+    assert!(s.get("", "a", 0).await.is_err());
+    assert!(s.query("p", "", "z", 0).await.is_err());
+    assert!(s.query("p", "a", "z", 0).await.unwrap().is_empty(), "nothing was written");
+}
+
+on_both_stores!(
+    empty_keys_are_refused_as_dynamodb_refuses_them,
+    a_written_record_reads_back_with_its_body_intact,
+    a_second_write_to_the_same_key_replaces_the_first,
+    an_expired_record_is_absent_even_before_the_store_deletes_it,
+    a_query_returns_the_range_in_sort_key_order,
+    a_batch_larger_than_dynamodbs_limit_is_written_whole,
+    the_ledger_reads_cost_records_by_time_range_across_days,
+);
+
+/// Under `cargo lambda watch` each function is its own process on the same `DATA_DIR`: two
+/// independent connections writing at once must both land and see each other's writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_openers_of_one_local_store_write_concurrently_and_see_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = LocalRecords::open(dir.path()).unwrap();
+    let b = LocalRecords::open(dir.path()).unwrap();
+    let write = |s: LocalRecords, who: &'static str| async move {
+        for i in 0..200 {
+            s.put(&Record { pk: "shared".into(), sk: format!("{who}{i:04}"), expires_at: None, body: json!(i) })
+                .await
+                .unwrap();
+        }
+    };
+    tokio::join!(write(a.clone(), "a"), write(b.clone(), "b"));
+    assert_eq!(a.query("shared", "!", "~", 0).await.unwrap().len(), 400);
+    assert_eq!(b.query("shared", "b", "b~", 0).await.unwrap().len(), 200);
+}

@@ -1,0 +1,192 @@
+//! `cargo xtask bench`: figures for the search function, each beside a baseline from the same
+//! run (the machine is shared; ratios travel, absolute numbers do not).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use serde_json::json;
+use shared::citations::{self, SearchHit};
+use shared::clock::SystemClock;
+use shared::config::Config;
+use shared::records::LocalRecords;
+
+use crate::runtime_api::RuntimeApi;
+use crate::{Result, build_function, fixture, sample_upstream};
+
+pub async fn run() -> Result {
+    citation_extraction();
+    handler_cache_hit().await?;
+    cold_start().await?;
+    Ok(())
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn p90(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[(samples.len() * 9 / 10).min(samples.len() - 1)]
+}
+
+/// 1 MB of answer text: paragraphs with inline markers, reference definitions (some junk),
+/// 200 API citations with duplicates and 200 titled search results.
+fn large_answer() -> (String, Vec<String>, Vec<SearchHit>) {
+    let mut content = String::with_capacity(1 << 20);
+    let mut i = 0;
+    while content.len() < (1 << 20) - 400 {
+        i += 1;
+        content.push_str(&format!(
+            "台灣精品咖啡市場第{i}段：消費者偏好淺焙與手沖，連鎖品牌持續擴張 [{}][{}]。The market grew {}% year over year [{}].\n",
+            i % 200 + 1, i % 37 + 1, i % 50, i % 250 + 1
+        ));
+        if i % 10 == 0 {
+            content.push_str(&format!(
+                "[{}]: https://news.example.org/article/{}?utm_source=x#p{}.\n",
+                200 + i % 60,
+                i % 500,
+                i
+            ));
+        }
+    }
+    let citations = (0..200).map(|n| format!("https://site{}.example.com/report/{}", n % 150, n)).collect();
+    let hits = (0..200)
+        .map(|n| SearchHit {
+            url: format!("https://site{}.example.com/report/{}", n % 150, n),
+            title: Some(format!("報告 {n}")),
+            date: None,
+        })
+        .collect();
+    (content, citations, hits)
+}
+
+fn citation_extraction() {
+    let (content, api, hits) = large_answer();
+    let now = Utc::now();
+    let found = citations::extract(&content, &api, &hits, now);
+    let samples: Vec<Duration> = (0..30)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(citations::extract(std::hint::black_box(&content), &api, &hits, now));
+            t.elapsed()
+        })
+        .collect();
+    // Baseline: one pass of a byte scan over the same text (the least any extraction must do).
+    let scan: Vec<Duration> = (0..30)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(content.bytes().filter(|b| *b == b'[').count());
+            t.elapsed()
+        })
+        .collect();
+    let m = median(samples.clone());
+    println!(
+        "\n== citation extraction on {:.2} MB ({} sources, {} unbacked markers found)",
+        content.len() as f64 / 1e6,
+        found.sources.len(),
+        found.unbacked_markers.len()
+    );
+    println!(
+        "median {:.2} ms, p90 {:.2} ms; seed budget 100 ms -> {:.1}% of budget; {:.1}x a bare byte scan ({:.3} ms)",
+        ms(m),
+        ms(p90(samples)),
+        ms(m) / 100.0 * 100.0,
+        m.as_secs_f64() / median(scan.clone()).as_secs_f64(),
+        ms(median(scan))
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+async fn handler_cache_hit() -> Result {
+    let upstream = sample_upstream::start().await;
+    let dir = tempfile::tempdir()?;
+    let uri = upstream.uri();
+    let config = Config::from_lookup(|k| match k {
+        "PERPLEXITY_API_KEY" => Some("bench".into()),
+        "PERPLEXITY_BASE_URL" => Some(uri.clone()),
+        _ => None,
+    })?;
+    let records = Arc::new(LocalRecords::open(dir.path())?);
+    let service = shared::compose::search_service(&config, records, Arc::new(SystemClock))?;
+    let request = |body: serde_json::Value| {
+        lambda_http::http::Request::builder()
+            .method("POST")
+            .uri("/search")
+            .body(lambda_http::Body::from(body.to_string()))
+            .expect("request")
+    };
+    let timed = |body: serde_json::Value| {
+        let service = &service;
+        async move {
+            let t = Instant::now();
+            let r = search::handle(service, request(body)).await;
+            assert_eq!(r.status(), 200);
+            t.elapsed()
+        }
+    };
+    let mut misses = Vec::new();
+    for i in 0..40 {
+        misses.push(timed(json!({"query": format!("台灣 咖啡 市場 {i}")})).await);
+    }
+    let mut hits = Vec::new();
+    for i in 0..400 {
+        hits.push(timed(json!({"query": format!("台灣 咖啡 市場 {}", i % 40)})).await);
+    }
+    let (h, m) = (median(hits.clone()), median(misses));
+    println!("\n== search request through the handler (SQLite store in a temp dir)");
+    println!("cache hit: median {:.3} ms, p90 {:.3} ms (read + source write + cost record)", ms(h), ms(p90(hits)));
+    println!(
+        "cache miss against a sample upstream on loopback: median {:.3} ms -> a hit takes {:.0}% of a miss (a real Perplexity call is 1-5 s)",
+        ms(m),
+        h.as_secs_f64() / m.as_secs_f64() * 100.0
+    );
+    Ok(())
+}
+
+async fn cold_start() -> Result {
+    let binary = build_function("search", true)?;
+    let dir = tempfile::tempdir()?;
+    let event = fixture("search.json")?;
+    let env = [
+        ("RECORD_STORE", "local".to_owned()),
+        ("DATA_DIR", dir.path().display().to_string()),
+        ("PERPLEXITY_API_KEY", String::new()),
+    ];
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    let mut baseline = Vec::new();
+    for _ in 0..15 {
+        let t = Instant::now();
+        tokio::process::Command::new("true").status().await?;
+        baseline.push(t.elapsed());
+
+        let api = RuntimeApi::start().await?;
+        let t = Instant::now();
+        let mut child = api.spawn(&binary, &env, true)?;
+        api.invoke(event.clone()).await.map_err(|e| format!("cold invoke failed: {e}"))?;
+        cold.push(t.elapsed());
+        let t = Instant::now();
+        api.invoke(event.clone()).await.map_err(|e| format!("warm invoke failed: {e}"))?;
+        warm.push(t.elapsed());
+        child.kill().await?;
+    }
+    let size = std::fs::metadata(&binary)?.len();
+    let (c, w, b) = (median(cold.clone()), median(warm), median(baseline));
+    println!(
+        "\n== cold start of the release binary ({:.1} MB, embedded default) via a local Runtime API",
+        size as f64 / 1e6
+    );
+    println!("process start -> first response: median {:.1} ms, p90 {:.1} ms", ms(c), ms(p90(cold)));
+    println!(
+        "second (warm) request: median {:.2} ms; spawning `true`: {:.2} ms -> cold start = {:.1}x a bare process spawn",
+        ms(w),
+        ms(b),
+        c.as_secs_f64() / b.as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! `cargo xtask demo`: the search function, run as Lambda runs it, with no keys and no cloud.
+
+use serde_json::{Value, json};
+
+use crate::runtime_api::RuntimeApi;
+use crate::{Result, api_event, build_function, fixture, sample_upstream};
+
+pub async fn run() -> Result {
+    let binary = build_function("search", false)?;
+    let data_dir = std::env::var("DATA_DIR").unwrap_or_else(|_| "./.data".into());
+
+    println!("\n=== 1. Embedded default: no PERPLEXITY_API_KEY, records in {data_dir}/records.sqlite3");
+    let api = RuntimeApi::start().await?;
+    let env =
+        [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.clone()), ("PERPLEXITY_API_KEY", String::new())];
+    let mut child = api.spawn(&binary, &env, true)?;
+    let mut first_id = String::new();
+    for name in ["search.json", "search-competitors.json", "search-trends.json", "search-topic.json"] {
+        let event = fixture(name)?;
+        let r = show(&api, &event).await?;
+        if first_id.is_empty() {
+            first_id = r["requestId"].as_str().unwrap_or_default().to_owned();
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        }
+    }
+    show(&api, &api_event("GET", &format!("/sources/{first_id}"), None)?).await?;
+    show(&api, &api_event("POST", "/search", Some(json!({"query": ""})))?).await?;
+    child.kill().await?;
+
+    println!("\n=== 2. The same binary against a sample Perplexity on 127.0.0.1 (labelled {})", sample_upstream::LABEL);
+    let upstream = sample_upstream::start().await;
+    let api = RuntimeApi::start().await?;
+    let env = [
+        ("RECORD_STORE", "local".to_owned()),
+        ("DATA_DIR", data_dir),
+        ("PERPLEXITY_API_KEY", "sample-key".to_owned()),
+        ("PERPLEXITY_BASE_URL", upstream.uri()),
+    ];
+    let mut child = api.spawn(&binary, &env, true)?;
+    let query = json!({"query": format!("台灣 咖啡 市場 demo {}", std::process::id())});
+    let live = show(&api, &api_event("POST", "/search", Some(query.clone()))?).await?;
+    println!("{}", live["references"].as_str().unwrap_or_default());
+    show(&api, &api_event("POST", "/search", Some(query))?).await?;
+    show(&api, &api_event("GET", &format!("/sources/{}", live["requestId"].as_str().unwrap_or_default()), None)?)
+        .await?;
+    child.kill().await?;
+    println!(
+        "\nupstream calls made: {} (the repeat was a cache hit)",
+        upstream.received_requests().await.unwrap_or_default().len()
+    );
+    Ok(())
+}
+
+/// Invokes `event`, prints a one-line summary, returns the decoded response body.
+async fn show(api: &RuntimeApi, event: &Value) -> Result<Value> {
+    let route = format!(
+        "{} {}",
+        event["requestContext"]["http"]["method"].as_str().unwrap_or("?"),
+        event["rawPath"].as_str().unwrap_or("?")
+    );
+    let response = api.invoke(event.clone()).await.map_err(|e| format!("{route}: function error {e}"))?;
+    let status = response["statusCode"].as_u64().unwrap_or_default();
+    let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;
+    if let Some(err) = body.get("error") {
+        println!(
+            "{route} -> {status} {}: {}",
+            err["code"].as_str().unwrap_or("?"),
+            err["message"].as_str().unwrap_or("?")
+        );
+    } else if body.get("sources").is_some() && body.get("method").is_none() {
+        println!("{route} -> {status} {} stored sources", body["sources"].as_array().map_or(0, Vec::len));
+    } else {
+        println!(
+            "{route} -> {status} provider={} mock={} dataSource={} cached={} sources={} costUsd={}",
+            body["provider"],
+            body["mock"],
+            body["dataSource"],
+            body["cached"],
+            body["sources"].as_array().map_or(0, Vec::len),
+            body["usage"]["costUsd"],
+        );
+    }
+    Ok(body)
+}

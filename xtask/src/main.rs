@@ -1,0 +1,75 @@
+//! Repository chores, `cargo xtask <command>`:
+//!
+//! - `demo`: runs the `search` function binary as Lambda runs it (a local Runtime API), on the
+//!   embedded default: no keys, no cloud, SQLite under `DATA_DIR`, labelled mock data; then
+//!   against a labelled sample upstream on 127.0.0.1 to show caching and stored citations.
+//! - `bench`: prints citation extraction on 1 MB, a cache-hit request through the handler,
+//!   and the cold start of the release binary, each beside a baseline measured in the same run.
+
+mod bench;
+mod demo;
+mod runtime_api;
+mod sample_upstream;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+#[tokio::main]
+async fn main() -> Result {
+    match std::env::args().nth(1).as_deref() {
+        Some("demo") => demo::run().await,
+        Some("bench") => bench::run().await,
+        _ => {
+            eprintln!("usage: cargo xtask <demo|bench>");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The workspace root.
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Builds function `name` (`release` or dev profile) and returns its binary's path, in the
+/// target directory this xtask itself was built into.
+fn build_function(name: &str, release: bool) -> Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root()).args(["build", "--quiet", "-p", name]);
+    if release {
+        cmd.arg("--release");
+    }
+    eprintln!("building {name} ({})...", if release { "release" } else { "dev" });
+    if !cmd.status()?.success() {
+        return Err(format!("cargo build -p {name} failed").into());
+    }
+    let exe = std::env::current_exe()?;
+    let target = exe.parent().and_then(|p| p.parent()).ok_or("xtask binary has no target dir")?;
+    Ok(target.join(if release { "release" } else { "debug" }).join(name))
+}
+
+/// An API Gateway HTTP API event for `method path` with `body`, from the repository's fixture.
+fn api_event(method: &str, path: &str, body: Option<serde_json::Value>) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(root().join("infra/events/search.json"))?;
+    let mut event: serde_json::Value = serde_json::from_str(&text)?;
+    event["rawPath"] = path.into();
+    event["routeKey"] = format!("{method} {path}").into();
+    event["requestContext"]["http"]["method"] = method.into();
+    event["requestContext"]["http"]["path"] = path.into();
+    event["requestContext"]["routeKey"] = format!("{method} {path}").into();
+    match body {
+        Some(b) => event["body"] = b.to_string().into(),
+        None => {
+            event.as_object_mut().expect("event is an object").remove("body");
+        }
+    }
+    Ok(event)
+}
+
+/// A fixture event from `infra/events/`.
+fn fixture(name: &str) -> Result<serde_json::Value> {
+    Ok(serde_json::from_str(&std::fs::read_to_string(root().join("infra/events").join(name))?)?)
+}
