@@ -412,6 +412,7 @@ async fn bad_input_gets_a_named_4xx_and_changes_nothing(kind: StoreKind) {
         ("POST", "/search", json!({"query": long}).to_string(), 400, "query_too_long"),
         ("POST", "/search", json!({"query": "x", "model": "gpt-5"}).to_string(), 400, "unknown_model"),
         ("POST", "/search/trends", json!({"topic": "x", "timeframe": "decade"}).to_string(), 400, "unknown_timeframe"),
+        ("POST", "/search", json!({"query": "x", "regoin": "TW"}).to_string(), 400, "unknown_field"),
         ("POST", "/search", "x".repeat(70_000), 413, "payload_too_large"),
         ("GET", "/search", "".into(), 405, "method_not_allowed"),
         ("DELETE", "/sources/abc", "".into(), 405, "method_not_allowed"),

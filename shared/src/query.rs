@@ -13,6 +13,8 @@ pub const MAX_QUERY_CHARS: usize = 4000;
 pub const MAX_DOMAINS: usize = 20;
 /// Most entries in `aspects`.
 pub const MAX_ASPECTS: usize = 10;
+/// Fields every method accepts besides its own.
+const COMMON_FIELDS: &[&str] = &["region", "model", "domains", "agent"];
 
 /// Perplexity models this bundle prices and accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,6 +144,21 @@ impl Query {
         let obj =
             value.as_object().ok_or_else(|| Error::invalid("malformed_json", "request body must be a JSON object"))?;
         let field = Fields(obj);
+        let own: &[&str] = match kind {
+            "search" => &["query", "recency"],
+            "competitors" => &["keyword", "domain", "recency"],
+            "trends" => &["topic", "timeframe"],
+            "topic" => &["topic", "aspects", "recency"],
+            other => return Err(Error::NotFound(format!("no search method {other:?}"))),
+        };
+        if let Some(unknown) = obj.keys().find(|k| !own.contains(&k.as_str()) && !COMMON_FIELDS.contains(&k.as_str())) {
+            let mut known: Vec<&str> = own.iter().chain(COMMON_FIELDS).copied().collect();
+            known.sort_unstable();
+            return Err(Error::invalid(
+                "unknown_field",
+                format!("field {unknown:?} is not accepted here; known fields: {}", known.join(", ")),
+            ));
+        }
         let (text_field, kind) = match kind {
             "search" => ("query", Kind::Search),
             "competitors" => (
@@ -157,8 +174,7 @@ impl Query {
                     },
                 },
             ),
-            "topic" => ("topic", Kind::Topic { aspects: aspects(&field)? }),
-            other => return Err(Error::NotFound(format!("no search method {other:?}"))),
+            _ => ("topic", Kind::Topic { aspects: aspects(&field)? }),
         };
         let text = field
             .string(text_field)?
@@ -350,7 +366,9 @@ mod tests {
             ("search", serde_json::json!({"query": "x", "domains": ["a.com", "-b.com"]}), "invalid_domains"),
             ("search", serde_json::json!({"query": "x", "agent": "Robert'); DROP"}), "invalid_agent"),
             ("trends", serde_json::json!({"topic": "x", "timeframe": "year"}), "unknown_timeframe"),
-            ("competitors", serde_json::json!({"query": "x"}), "missing_query"),
+            ("competitors", serde_json::json!({"keyword": ""}), "missing_query"),
+            ("search", serde_json::json!({"query": "x", "recencey": "week"}), "unknown_field"),
+            ("trends", serde_json::json!({"topic": "x", "recency": "week"}), "unknown_field"),
         ];
         for (kind, body, code) in cases {
             let err = q(kind, body.clone()).unwrap_err();

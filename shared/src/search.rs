@@ -93,7 +93,7 @@ impl SearchService {
     }
 
     /// Answers `query`. Never fails: upstream faults become labelled mock data.
-    #[tracing::instrument(skip_all, fields(request_id, agent = %query.agent, method = query.kind.name()))]
+    #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
     pub async fn run(&self, query: &Query, request_id: &str) -> SearchResponse {
         let Some(provider) = &self.provider else {
             tracing::warn!("Perplexity API Key 未設置");

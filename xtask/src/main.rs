@@ -20,6 +20,15 @@ type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 async fn main() -> Result {
     match std::env::args().nth(1).as_deref() {
         Some("demo") => demo::run().await,
+        Some("bench") if cfg!(debug_assertions) => {
+            // Figures from unoptimised code mean nothing: run again, optimised.
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .current_dir(root())
+                .args(["run", "--quiet", "--profile", "bench-tools", "-p", "xtask", "--", "bench"])
+                .status()?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
         Some("bench") => bench::run().await,
         _ => {
             eprintln!("usage: cargo xtask <demo|bench>");
