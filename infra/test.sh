@@ -23,4 +23,12 @@ trap 'kill "$DYNAMODB_LOCAL_PID" 2>/dev/null || true' EXIT
 echo "DynamoDB Local at $DYNAMODB_LOCAL_ENDPOINT"
 
 echo "== cargo test"
-cargo test --workspace --locked "$@"
+log="$(mktemp)"
+set +e
+cargo test --workspace --locked "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole suite (cargo prints one per test binary).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+rm -f "$log"
+exit "$status"
