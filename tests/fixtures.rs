@@ -10,7 +10,7 @@ async fn invoke(h: &Harness, fixture: &str) -> (u16, Value) {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let req =
         lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{fixture} is not an API Gateway event: {e}"));
-    let response = search::handle(&h.service, req).await;
+    let response = search::handle(&h.app, req).await;
     let body = match response.body() {
         Body::Text(t) => t.clone(),
         other => String::from_utf8_lossy(other.as_ref()).into_owned(),
@@ -33,6 +33,18 @@ async fn every_search_fixture_answers_with_its_method_on_the_embedded_default() 
         assert_eq!(r["mock"], true, "{fixture}");
         assert!(!r[field].is_null(), "{fixture} lacks {field}");
     }
+}
+
+#[tokio::test]
+async fn the_tools_and_research_fixtures_run_on_the_embedded_default() {
+    let h = Harness::without_key(StoreKind::Local).await;
+    let (status, r) = invoke(&h, "tools.json").await;
+    assert_eq!((status, r["tools"].as_array().map(Vec::len)), (200, Some(0)), "no Tavily key: no tools");
+    let (status, r) = invoke(&h, "tools-search-web.json").await;
+    assert_eq!((status, r["error"]["code"].as_str()), (404, Some("not_found")));
+    let (status, r) = invoke(&h, "research.json").await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["mock"].as_bool(), r["results"].as_array().map(Vec::len)), (Some(true), Some(3)));
 }
 
 #[tokio::test]

@@ -81,6 +81,7 @@ async fn the_ledger_reads_cost_records_by_time_range_across_days(kind: StoreKind
                 model: "sonar".into(),
                 input_tokens: 100,
                 output_tokens: 50,
+                credits: 0,
                 cost_usd: 0.00015,
                 cost_source: CostSource::PriceTable,
                 cached: false,

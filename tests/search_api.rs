@@ -393,7 +393,7 @@ async fn an_unusable_structured_answer_falls_back_but_is_still_accounted(kind: S
     let (status, r) = h.post("/search/trends", json!({"topic": "AI"})).await;
     assert_eq!(status, 200);
     assert_eq!(r["mock"], true);
-    assert!(r["fallbackReason"].as_str().unwrap().starts_with("unusable_response"));
+    assert!(r["fallbackReason"].as_str().unwrap().contains("unusable_response"), "{}", r["fallbackReason"]);
     assert!(r["trends"].as_array().is_some(), "mock data has the seed shape");
     let costs = h.costs().await;
     assert!(costs.iter().any(|c| !c.mock && (c.cost_usd - 0.001).abs() < 1e-12), "{costs:?}");

@@ -26,6 +26,18 @@ pub struct Trend {
     pub relevance: f64,
 }
 
+/// One finding of the research node (seed 001's `ResearchData.results[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub title: String,
+    /// Seed 001 accepts `summary` for it.
+    #[serde(alias = "summary")]
+    pub content: String,
+    /// Seed 001 accepts `url` for it.
+    #[serde(default, alias = "url", skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Statistic {
     pub stat: String,
@@ -76,6 +88,16 @@ pub fn json_schema(kind: &Kind) -> Option<Value> {
             }),
             &["summary", "keyPoints", "statistics", "expertOpinions", "relatedTopics"],
         )),
+        Kind::Research { .. } => Some(object(
+            json!({
+                "query": {"type": "string"},
+                "results": {"type": "array", "items": object(json!({
+                    "title": {"type": "string"}, "content": {"type": "string"}, "source": {"type": "string"},
+                }), &["title", "content", "source"])},
+                "summary": {"type": "string"},
+            }),
+            &["query", "results", "summary"],
+        )),
     }
 }
 
@@ -115,6 +137,9 @@ fn fields(kind: &Kind) -> &'static [(&'static str, Shape)] {
             ("expertOpinions", Shape::Texts),
             ("relatedTopics", Shape::Texts),
         ],
+        Kind::Research { .. } => {
+            &[("query", Shape::Text), ("results", Shape::Items(item::<Finding>)), ("summary", Shape::Text)]
+        }
     }
 }
 
@@ -173,7 +198,7 @@ pub fn extract(kind: &Kind, content: &str) -> Structured {
 
 /// Finds the JSON object in `content`: the whole text, a fenced block, or the span from the
 /// first `{` to the last `}`.
-fn parse_json_object(content: &str) -> Option<Value> {
+pub(crate) fn parse_json_object(content: &str) -> Option<Value> {
     let trimmed = content.trim();
     let unfenced = trimmed
         .strip_prefix("```json")

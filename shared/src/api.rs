@@ -12,7 +12,11 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// A JSON response.
 pub fn json(status: u16, body: &impl Serialize) -> Response<Body> {
-    let text = serde_json::to_string(body).expect("response bodies serialise");
+    raw_json(status, serde_json::to_string(body).expect("response bodies serialise"))
+}
+
+/// A response whose body is already JSON text.
+pub fn raw_json(status: u16, text: String) -> Response<Body> {
     Response::builder()
         .status(status)
         .header(CONTENT_TYPE, "application/json; charset=utf-8")

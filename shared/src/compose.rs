@@ -8,11 +8,15 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, RecordStoreKind};
 use crate::error::{Error, Result};
 use crate::pricing::PriceTable;
-use crate::provider::SearchProvider;
+use crate::provider::codex::CodexCli;
 use crate::provider::perplexity::Perplexity;
+use crate::provider::tavily::Tavily;
+use crate::provider::{Breaker, SearchProvider};
 use crate::records::{DynamoRecords, LocalRecords, RecordStore};
+use crate::research_node::ResearchNode;
 use crate::retry::RetryPolicy;
-use crate::search::SearchService;
+use crate::search::{Provider, SearchService};
+use crate::tools::Tools;
 
 /// The record store `config` selects.
 pub async fn records(config: &Config) -> Result<Arc<dyn RecordStore>> {
@@ -22,32 +26,84 @@ pub async fn records(config: &Config) -> Result<Arc<dyn RecordStore>> {
     })
 }
 
-/// The Perplexity adapter, if a key is configured.
-pub fn perplexity(config: &Config) -> Result<Option<Arc<dyn SearchProvider>>> {
-    let Some(key) = &config.perplexity_api_key else {
-        tracing::warn!("Perplexity API Key 未設置: search answers will be labelled mock data (模擬資料)");
-        return Ok(None);
-    };
-    let client = Perplexity::new(&config.perplexity_base_url, key.clone(), config.upstream_timeout)
+/// The Tavily adapter, if a key is configured (it also backs the `search_web` tool).
+pub fn tavily(config: &Config) -> Result<Option<Arc<Tavily>>> {
+    let Some(key) = &config.tavily_api_key else { return Ok(None) };
+    let client = Tavily::new(&config.tavily_base_url, key.clone(), config.upstream_timeout)
         .map_err(|e| Error::Config(e.to_string()))?;
     Ok(Some(Arc::new(client)))
 }
 
-/// The search service over `records` and `clock`, configured by `config`.
-pub fn search_service(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<SearchService> {
-    Ok(SearchService {
-        provider: perplexity(config)?,
-        records,
-        clock,
+/// The configured search providers in `SEARCH_PROVIDERS` order, each with its breaker.
+/// A provider without a key is left out; with none at all, answers are labelled mock data.
+pub fn providers(config: &Config, tavily: Option<Arc<Tavily>>) -> Result<Vec<Provider>> {
+    let mut out = Vec::new();
+    for name in &config.search_providers {
+        let adapter: Option<Arc<dyn SearchProvider>> = match name.as_str() {
+            "perplexity" => match &config.perplexity_api_key {
+                Some(key) => Some(Arc::new(
+                    Perplexity::new(&config.perplexity_base_url, key.clone(), config.upstream_timeout)
+                        .map_err(|e| Error::Config(e.to_string()))?,
+                )),
+                None => {
+                    tracing::warn!("Perplexity API Key 未設置");
+                    None
+                }
+            },
+            "tavily" => tavily.clone().map(|t| t as Arc<dyn SearchProvider>),
+            _ => None,
+        };
+        if let Some(adapter) = adapter {
+            out.push(Provider { adapter, breaker: Breaker::new(config.breaker_failures, config.breaker_cooldown) });
+        }
+    }
+    if out.is_empty() {
+        tracing::warn!("no search provider configured: answers will be labelled mock data (模擬資料)");
+    }
+    Ok(out)
+}
+
+/// Everything the `search` function serves: searches, tools and the research node.
+pub struct SearchFunction {
+    pub search: Arc<SearchService>,
+    pub tools: Tools,
+    pub research: ResearchNode,
+}
+
+/// The `search` function's services over `records` and `clock`, configured by `config`.
+pub fn search_function(
+    config: &Config,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
+) -> Result<SearchFunction> {
+    let tavily = tavily(config)?;
+    let search = Arc::new(SearchService {
+        providers: providers(config, tavily.clone())?,
+        records: Arc::clone(&records),
+        clock: Arc::clone(&clock),
         prices: PriceTable::default(),
         cache_ttl: config.cache_ttl,
         retry: RetryPolicy::new(config.retry_base),
-    })
+    });
+    let tools = Tools { tavily, ledger: search.ledger(), prices: PriceTable::default(), clock: Arc::clone(&clock) };
+    let research = ResearchNode {
+        search: Arc::clone(&search),
+        codex: CodexCli {
+            command: config.codex_command.clone(),
+            args: config.codex_args.clone(),
+            timeout: config.codex_timeout,
+            retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
+        },
+        provider: config.research_provider,
+        records,
+        clock,
+    };
+    Ok(SearchFunction { search, tools, research })
 }
 
-/// The search service as the environment configures it.
-pub async fn search_from_env() -> Result<SearchService> {
+/// The `search` function's services as the environment configures them.
+pub async fn search_function_from_env() -> Result<SearchFunction> {
     let config = Config::from_env()?;
     let records = records(&config).await?;
-    search_service(&config, records, Arc::new(SystemClock))
+    search_function(&config, records, Arc::new(SystemClock))
 }

@@ -42,6 +42,30 @@ pub struct Config {
     pub cache_ttl: Duration,
     pub retry_base: Duration,
     pub upstream_timeout: Duration,
+    pub tavily_api_key: Option<Secret>,
+    pub tavily_base_url: String,
+    /// Failover order of the search providers (names), e.g. `perplexity,tavily`.
+    pub search_providers: Vec<String>,
+    /// Consecutive failed requests after which a provider is skipped for `breaker_cooldown`.
+    pub breaker_failures: u32,
+    pub breaker_cooldown: Duration,
+    /// The CLI provider: program, its arguments before the prompt, per-run timeout, and
+    /// the first retry delay (then doubled: 5 s, 10 s, 20 s by default).
+    pub codex_command: String,
+    pub codex_args: Vec<String>,
+    pub codex_timeout: Duration,
+    pub codex_retry_base: Duration,
+    /// Which provider the research node uses.
+    pub research_provider: ResearchProvider,
+}
+
+/// The research node's source of results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResearchProvider {
+    /// The search provider chain (`SEARCH_PROVIDERS`), falling back to labelled mock data.
+    Search,
+    /// The Codex CLI (`CODEX_COMMAND CODEX_ARGS <prompt>`).
+    Codex,
 }
 
 impl Config {
@@ -80,6 +104,42 @@ impl Config {
             cache_ttl: Duration::from_secs(number("CACHE_TTL_SECS", 3600)?),
             retry_base: Duration::from_millis(number("RETRY_BASE_MS", 1000)?),
             upstream_timeout: Duration::from_millis(number("UPSTREAM_TIMEOUT_MS", 30_000)?),
+            tavily_api_key: get("TAVILY_API_KEY").map(Secret),
+            tavily_base_url: get("TAVILY_BASE_URL")
+                .unwrap_or_else(|| "https://api.tavily.com".into())
+                .trim_end_matches('/')
+                .to_owned(),
+            search_providers: {
+                let names: Vec<String> = get("SEARCH_PROVIDERS")
+                    .unwrap_or_else(|| "perplexity,tavily".into())
+                    .split(',')
+                    .map(|n| n.trim().to_ascii_lowercase())
+                    .filter(|n| !n.is_empty())
+                    .collect();
+                if let Some(bad) = names.iter().find(|n| !matches!(n.as_str(), "perplexity" | "tavily")) {
+                    return Err(Error::Config(format!(
+                        "SEARCH_PROVIDERS names unknown provider {bad:?} (known: perplexity, tavily)"
+                    )));
+                }
+                names
+            },
+            breaker_failures: u32::try_from(number("BREAKER_FAILURES", 3)?).unwrap_or(u32::MAX).max(1),
+            breaker_cooldown: Duration::from_secs(number("BREAKER_COOLDOWN_SECS", 60)?),
+            codex_command: get("CODEX_COMMAND").unwrap_or_else(|| "codex".into()),
+            codex_args: get("CODEX_ARGS")
+                .unwrap_or_else(|| "--search".into())
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+            codex_timeout: Duration::from_secs(number("CODEX_TIMEOUT_SECS", 600)?),
+            codex_retry_base: Duration::from_millis(number("CODEX_RETRY_BASE_MS", 5000)?),
+            research_provider: match get("RESEARCH_PROVIDER").as_deref().unwrap_or("search") {
+                "search" => ResearchProvider::Search,
+                "codex" => ResearchProvider::Codex,
+                other => {
+                    return Err(Error::Config(format!("RESEARCH_PROVIDER must be search or codex, not {other:?}")));
+                }
+            },
         })
     }
 }
@@ -103,6 +163,12 @@ mod tests {
         assert_eq!(c.cache_ttl, Duration::from_secs(3600));
         assert_eq!(c.retry_base, Duration::from_secs(1));
         assert_eq!(c.data_dir, PathBuf::from("./.data"));
+        assert_eq!(c.search_providers, ["perplexity", "tavily"]);
+        assert!(c.tavily_api_key.is_none());
+        assert_eq!((c.codex_command.as_str(), c.codex_args.as_slice()), ("codex", &["--search".to_string()][..]));
+        assert_eq!(c.codex_timeout, Duration::from_secs(600));
+        assert_eq!(c.codex_retry_base, Duration::from_secs(5));
+        assert_eq!(c.research_provider, ResearchProvider::Search);
     }
 
     #[test]
@@ -118,5 +184,7 @@ mod tests {
         assert!(e.to_string().contains("CACHE_TTL_SECS"));
         let e = config(&[("RECORD_STORE", "dynamodb")]).unwrap_err();
         assert!(e.to_string().contains("TABLE_NAME"));
+        let e = config(&[("SEARCH_PROVIDERS", "perplexity,bing")]).unwrap_err();
+        assert!(e.to_string().contains("bing"));
     }
 }

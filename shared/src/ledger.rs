@@ -39,6 +39,9 @@ pub struct CostRecord {
     pub model: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Billing credits of per-request upstreams (Tavily).
+    #[serde(default)]
+    pub credits: u32,
     pub cost_usd: f64,
     pub cost_source: CostSource,
     pub cached: bool,

@@ -15,8 +15,11 @@ pub mod pricing;
 pub mod provider;
 pub mod query;
 pub mod records;
+pub mod research_node;
 pub mod retry;
 pub mod search;
 pub mod sources;
+pub mod tools;
+pub mod topics;
 
 pub use error::{Error, Result};

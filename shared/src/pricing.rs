@@ -6,6 +6,8 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
+use crate::provider::Usage;
+
 /// Prices of one `provider/model`.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct Price {
@@ -13,6 +15,9 @@ pub struct Price {
     pub output_per_1k_usd: f64,
     #[serde(default)]
     pub per_request_usd: f64,
+    /// Per billing credit (Tavily).
+    #[serde(default)]
+    pub per_credit_usd: f64,
 }
 
 /// Prices keyed by `provider/model`.
@@ -26,18 +31,19 @@ impl Default for PriceTable {
 }
 
 impl PriceTable {
-    /// Parses a table: `{"provider/model": {"input_per_1k_usd", "output_per_1k_usd", "per_request_usd"}}`.
+    /// Parses a table: `{"provider/model": {"input_per_1k_usd", "output_per_1k_usd", "per_request_usd", "per_credit_usd"}}`.
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(text).map(Self)
     }
 
     /// The cost of one call in USD, rounded to 1e-10 (no float noise in reports), or `None`
     /// if the model is not in the table.
-    pub fn cost(&self, provider: &str, model: &str, input_tokens: u64, output_tokens: u64) -> Option<f64> {
+    pub fn cost(&self, provider: &str, model: &str, usage: &Usage) -> Option<f64> {
         let p = self.0.get(&format!("{provider}/{model}"))?;
-        let usd = input_tokens as f64 * p.input_per_1k_usd / 1000.0
-            + output_tokens as f64 * p.output_per_1k_usd / 1000.0
-            + p.per_request_usd;
+        let usd = usage.input_tokens as f64 * p.input_per_1k_usd / 1000.0
+            + usage.output_tokens as f64 * p.output_per_1k_usd / 1000.0
+            + p.per_request_usd
+            + f64::from(usage.credits) * p.per_credit_usd;
         Some((usd * 1e10).round() / 1e10)
     }
 }
@@ -49,10 +55,13 @@ mod tests {
     #[test]
     fn defaults_reproduce_seed_000() {
         let t = PriceTable::default();
+        let tokens = |i, o| Usage { input_tokens: i, output_tokens: o, ..Usage::default() };
         // cost_usd = (input_tokens + output_tokens) × 0.001 / 1000
-        assert!((t.cost("perplexity", "sonar", 800, 400).unwrap() - 0.0012).abs() < 1e-12);
-        assert!((t.cost("perplexity", "sonar-pro", 800, 400).unwrap() - 0.0036).abs() < 1e-12);
-        assert_eq!(t.cost("perplexity", "sonar", 420, 380), Some(0.0008));
-        assert_eq!(t.cost("perplexity", "unknown", 1, 1), None);
+        assert!((t.cost("perplexity", "sonar", &tokens(800, 400)).unwrap() - 0.0012).abs() < 1e-12);
+        assert!((t.cost("perplexity", "sonar-pro", &tokens(800, 400)).unwrap() - 0.0036).abs() < 1e-12);
+        assert_eq!(t.cost("perplexity", "sonar", &tokens(420, 380)), Some(0.0008));
+        assert_eq!(t.cost("perplexity", "unknown", &tokens(1, 1)), None);
+        let credits = Usage { credits: 2, ..Usage::default() };
+        assert_eq!(t.cost("tavily", "basic", &credits), Some(0.016));
     }
 }

@@ -90,6 +90,9 @@ pub enum Kind {
     Trends { timeframe: Recency },
     /// `researchTopic(topic, aspects?)`
     Topic { aspects: Vec<String> },
+    /// The research node (seed 001): the text is the whole research prompt; the answer is
+    /// `{query, results[{title, content, source}], summary}` with about `topic_count` results.
+    Research { topic_count: u32 },
 }
 
 impl Kind {
@@ -99,6 +102,7 @@ impl Kind {
             Self::Competitors { .. } => "competitors",
             Self::Trends { .. } => "trends",
             Self::Topic { .. } => "topic",
+            Self::Research { .. } => "research",
         }
     }
 }

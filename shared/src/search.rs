@@ -19,8 +19,8 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::ledger::{CostRecord, CostSource, Ledger};
 use crate::pricing::PriceTable;
-use crate::provider::{Answer, SearchProvider, mock};
-use crate::query::Query;
+use crate::provider::{Answer, Breaker, SearchProvider, mock};
+use crate::query::{Kind, Query};
 use crate::records::RecordStore;
 use crate::retry::{RetryPolicy, with_backoff};
 use crate::sources;
@@ -31,8 +31,15 @@ use crate::sources;
 pub struct UsageReport {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Billing credits (Tavily); omitted when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub credits: u32,
     pub cost_usd: f64,
     pub cost_source: CostSource,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The answer to one search request (the HTTP response body of the `search` routes).
@@ -73,9 +80,16 @@ pub struct SearchResponse {
     pub data: Map<String, Value>,
 }
 
+/// A configured search provider and its circuit breaker.
+pub struct Provider {
+    pub adapter: Arc<dyn SearchProvider>,
+    pub breaker: Breaker,
+}
+
 /// Everything the search routes need, built once per process.
 pub struct SearchService {
-    pub provider: Option<Arc<dyn SearchProvider>>,
+    /// The providers in failover order (`SEARCH_PROVIDERS`); empty means mock data only.
+    pub providers: Vec<Provider>,
     pub records: Arc<dyn RecordStore>,
     pub clock: Arc<dyn Clock>,
     pub prices: PriceTable,
@@ -87,53 +101,94 @@ pub struct SearchService {
 const STORE_RETRY: RetryPolicy =
     RetryPolicy { retries: 2, base: Duration::from_millis(50), max_wait: Duration::from_secs(1) };
 
+const FREE: UsageReport =
+    UsageReport { input_tokens: 0, output_tokens: 0, credits: 0, cost_usd: 0.0, cost_source: CostSource::Free };
+
 impl SearchService {
-    fn ledger(&self) -> Ledger {
+    /// The cost ledger over this service's record store.
+    pub fn ledger(&self) -> Ledger {
         Ledger::new(Arc::clone(&self.records), STORE_RETRY)
     }
 
-    /// Answers `query`. Never fails: upstream faults become labelled mock data.
+    /// Answers `query` from the first provider that can. Never fails: when none is configured
+    /// or all fail, the answer is labelled mock data.
     #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
     pub async fn run(&self, query: &Query, request_id: &str) -> SearchResponse {
-        let Some(provider) = &self.provider else {
+        if self.providers.is_empty() {
             tracing::warn!("Perplexity API Key 未設置");
-            return self.fallback(query, request_id, "no_api_key: PERPLEXITY_API_KEY is not set").await;
-        };
+            return self
+                .fallback(
+                    query,
+                    request_id,
+                    "no_api_key: no search provider key is set (PERPLEXITY_API_KEY, TAVILY_API_KEY)",
+                )
+                .await;
+        }
+        let candidates: Vec<&Provider> = self.providers.iter().filter(|p| p.adapter.supports(&query.kind)).collect();
+        if candidates.is_empty() {
+            let reason = format!("unsupported: no configured provider answers {} requests", query.kind.name());
+            return self.fallback(query, request_id, &reason).await;
+        }
         let key = query.cache_key();
         if let Some(mut hit) = cache::get::<SearchResponse>(&*self.records, &key, self.clock.now()).await {
             tracing::info!(cache_key = %key, "使用快取的 Perplexity 結果");
             let saved = hit.usage.cost_usd;
             hit.request_id = request_id.to_owned();
             hit.cached = true;
-            hit.usage = UsageReport { input_tokens: 0, output_tokens: 0, cost_usd: 0.0, cost_source: CostSource::Free };
-            self.finish(&mut hit, query, provider.name(), None, saved).await;
+            hit.usage = FREE;
+            let cost = self.cost_record(query, &hit, &FREE, None, saved);
+            self.finish(&mut hit, cost).await;
             return hit;
         }
-        let answer = with_backoff(self.retry, provider.name(), |_| provider.answer(query)).await;
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(e) => {
-                tracing::error!(provider = provider.name(), error = %e, "upstream failed; answering with mock data");
-                return self.fallback(query, request_id, &format!("upstream_failed: {e}")).await;
+        let mut failures = Vec::new();
+        for provider in candidates {
+            let name = provider.adapter.name();
+            if !provider.breaker.allows(self.clock.now()) {
+                tracing::info!(provider = name, "circuit open; skipping provider");
+                failures.push(format!("{name}: skipped (circuit open after repeated failures)"));
+                continue;
             }
-        };
-        let usage = self.price(provider.name(), query, &answer);
-        let cost =
-            self.cost_record(query, request_id, provider.name(), &usage, answer.upstream_id.clone(), false, false, 0.0);
-        let Some(mut response) = self.build(query, request_id, provider.name(), answer, usage) else {
-            // Paid for, but nothing usable: account for it, then fall back.
+            let failure = match with_backoff(self.retry, name, |_| provider.adapter.answer(query)).await {
+                Ok(answer) => match self.answered(query, request_id, name, answer, &key).await {
+                    Some(response) => {
+                        provider.breaker.success();
+                        return response;
+                    }
+                    None => "unusable_response: nothing in the answer matched the schema".to_owned(),
+                },
+                Err(e) => e.to_string(),
+            };
+            tracing::error!(provider = name, error = %failure, "provider failed; trying the next");
+            if provider.breaker.failure(self.clock.now()) {
+                tracing::warn!(provider = name, "circuit opened: provider skipped during its cool-down");
+            }
+            failures.push(format!("{name}: {failure}"));
+        }
+        self.fallback(query, request_id, &format!("upstream_failed: {}", failures.join("; "))).await
+    }
+
+    /// Accounts for a live answer and, if it is usable, cleans, caches and stores it.
+    async fn answered(
+        &self,
+        query: &Query,
+        request_id: &str,
+        provider: &str,
+        answer: Answer,
+        key: &str,
+    ) -> Option<SearchResponse> {
+        let usage = self.price(provider, &answer);
+        let upstream_id = answer.upstream_id.clone();
+        let (mut response, usable) = self.build(query, request_id, provider, answer, usage.clone());
+        let cost = self.cost_record(query, &response, &usage, upstream_id, 0.0);
+        if !usable {
+            // Paid for, but nothing usable: account for it all the same.
             self.ledger().record(&cost).await;
-            return self
-                .fallback(query, request_id, "unusable_response: nothing in the upstream answer matched the schema")
-                .await;
-        };
+            return None;
+        }
         let expires = self.clock.now() + chrono::Duration::from_std(self.cache_ttl).unwrap_or_default();
         let cached = response.clone();
-        tokio::join!(
-            cache::put(&*self.records, &key, &cached, expires),
-            self.finish(&mut response, query, provider.name(), Some(cost), 0.0),
-        );
-        response
+        tokio::join!(cache::put(&*self.records, key, &cached, expires), self.finish(&mut response, cost));
+        Some(response)
     }
 
     /// The stored sources of `request_id`; `None` if no such request was answered.
@@ -142,38 +197,17 @@ impl SearchService {
     }
 
     async fn fallback(&self, query: &Query, request_id: &str, reason: &str) -> SearchResponse {
-        let answer = mock::answer(query);
-        let usage = UsageReport { input_tokens: 0, output_tokens: 0, cost_usd: 0.0, cost_source: CostSource::Free };
-        let mut response = self.build(query, request_id, "mock", answer, usage).expect("mock answers always validate");
+        let (mut response, _) = self.build(query, request_id, "mock", mock::answer(query), FREE);
         response.mock = true;
         response.data_source = mock::DATA_SOURCE.to_owned();
         response.fallback_reason = Some(reason.to_owned());
-        self.finish(&mut response, query, "mock", None, 0.0).await;
+        let cost = self.cost_record(query, &response, &FREE, None, 0.0);
+        self.finish(&mut response, cost).await;
         response
     }
 
-    /// Stores the sources and records the cost (a free one if `cost` is `None`).
-    async fn finish(
-        &self,
-        response: &mut SearchResponse,
-        query: &Query,
-        provider: &str,
-        cost: Option<CostRecord>,
-        saved_usd: f64,
-    ) {
-        let cost = cost.unwrap_or_else(|| {
-            let free = UsageReport { input_tokens: 0, output_tokens: 0, cost_usd: 0.0, cost_source: CostSource::Free };
-            self.cost_record(
-                query,
-                &response.request_id,
-                provider,
-                &free,
-                None,
-                response.cached,
-                response.mock,
-                saved_usd,
-            )
-        });
+    /// Stores the sources of `response` and records `cost`.
+    async fn finish(&self, response: &mut SearchResponse, cost: CostRecord) {
         let now = self.clock.now();
         let store = with_backoff(STORE_RETRY, "sources", |_| {
             sources::store(&*self.records, &response.request_id, &response.sources, now)
@@ -190,48 +224,53 @@ impl SearchService {
         };
     }
 
-    fn price(&self, provider: &str, query: &Query, answer: &Answer) -> UsageReport {
+    fn price(&self, provider: &str, answer: &Answer) -> UsageReport {
         let u = &answer.usage;
         let (cost_usd, cost_source) = match u.provider_cost_usd {
             Some(c) => (c, CostSource::Provider),
-            None => match self.prices.cost(provider, query.model.as_str(), u.input_tokens, u.output_tokens) {
+            None => match self.prices.cost(provider, &answer.model, u) {
                 Some(c) => (c, CostSource::PriceTable),
                 None => (0.0, CostSource::Unpriced),
             },
         };
-        UsageReport { input_tokens: u.input_tokens, output_tokens: u.output_tokens, cost_usd, cost_source }
+        UsageReport {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            credits: u.credits,
+            cost_usd,
+            cost_source,
+        }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The cost record of `response` (its request, provider, model, cached and mock flags).
     fn cost_record(
         &self,
         query: &Query,
-        request_id: &str,
-        provider: &str,
+        response: &SearchResponse,
         usage: &UsageReport,
         upstream_id: Option<String>,
-        cached: bool,
-        mock: bool,
         saved_usd: f64,
     ) -> CostRecord {
         CostRecord {
-            request_id: request_id.to_owned(),
+            request_id: response.request_id.clone(),
             agent: query.agent.clone(),
-            provider: provider.to_owned(),
-            model: query.model.as_str().to_owned(),
+            provider: response.provider.clone(),
+            model: response.model.clone(),
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
+            credits: usage.credits,
             cost_usd: usage.cost_usd,
             cost_source: usage.cost_source,
-            cached,
-            mock,
+            cached: response.cached,
+            mock: response.mock,
             saved_usd,
             upstream_id,
             timestamp: self.clock.now(),
         }
     }
 
-    /// Builds the response from an answer; `None` if a structured method got nothing usable.
+    /// Builds the response from an answer, and says whether it is usable: a structured method
+    /// needs at least one field that validated.
     fn build(
         &self,
         query: &Query,
@@ -239,16 +278,13 @@ impl SearchService {
         provider: &str,
         answer: Answer,
         usage: UsageReport,
-    ) -> Option<SearchResponse> {
+    ) -> (SearchResponse, bool) {
         let structured = analysis::extract(&query.kind, &answer.content);
-        let data = match (&query.kind, structured.fields) {
-            (crate::query::Kind::Search, _) => Map::new(),
-            (_, Some(fields)) => fields,
-            (_, None) => {
-                tracing::warn!(errors = ?structured.errors, "structured answer failed validation entirely");
-                return None;
-            }
-        };
+        let usable = query.kind == Kind::Search || structured.fields.is_some();
+        if !usable {
+            tracing::warn!(errors = ?structured.errors, "structured answer failed validation entirely");
+        }
+        let data = structured.fields.unwrap_or_default();
         let found = citations::extract(&answer.content, &answer.citations, &answer.search_results, self.clock.now());
         if !found.rejected.is_empty() {
             tracing::warn!(rejected = ?found.rejected, "citations refused");
@@ -258,11 +294,11 @@ impl SearchService {
         if !validation_errors.is_empty() {
             tracing::warn!(errors = ?validation_errors, "upstream response partly failed validation; kept what parsed");
         }
-        Some(SearchResponse {
+        let response = SearchResponse {
             request_id: request_id.to_owned(),
             method: query.kind.name().to_owned(),
             provider: provider.to_owned(),
-            model: if answer.model.is_empty() { query.model.as_str().to_owned() } else { answer.model },
+            model: answer.model,
             cached: false,
             mock: false,
             data_source: provider.to_owned(),
@@ -279,6 +315,7 @@ impl SearchService {
             usage,
             sources_stored: false,
             data,
-        })
+        };
+        (response, usable)
     }
 }

@@ -12,9 +12,9 @@ use chrono::Utc;
 use lambda_http::{Body, Request};
 use serde_json::Value;
 use shared::clock::{Clock, ManualClock};
+use shared::compose::SearchFunction;
 use shared::config::Config;
 use shared::records::{DynamoRecords, LocalRecords, RecordStore};
-use shared::search::SearchService;
 use wiremock::MockServer;
 
 /// Which record store adapter a test runs on.
@@ -61,48 +61,71 @@ pub async fn store(kind: StoreKind) -> (Arc<dyn RecordStore>, StoreGuard) {
     }
 }
 
-/// The search handler wired to a real store, a movable clock and (optionally) a fake
-/// Perplexity.
+/// The search handler wired to a real store, a movable clock and fake upstreams.
 pub struct Harness {
-    pub service: SearchService,
+    pub app: SearchFunction,
     pub clock: Arc<ManualClock>,
     pub records: Arc<dyn RecordStore>,
-    /// The fake Perplexity; `None` when the harness runs with no key.
+    /// The fake Perplexity; `None` when the harness runs without its key.
     pub upstream: Option<MockServer>,
+    /// The fake Tavily; `None` when the harness runs without its key.
+    pub tavily: Option<MockServer>,
     _guard: StoreGuard,
 }
 
-/// The key the harness configures; tests assert it never leaks.
+/// The keys the harness configures; tests assert they never leak.
 pub const TEST_KEY: &str = "pplx-test-secret-key-0123456789";
+pub const TAVILY_KEY: &str = "tvly-test-secret-key-9876543210";
+
+/// Which fake upstreams a harness has, and extra environment.
+#[derive(Default)]
+pub struct Setup<'a> {
+    pub perplexity: bool,
+    pub tavily: bool,
+    pub env: &'a [(&'a str, &'a str)],
+}
 
 impl Harness {
     /// A harness with a fake Perplexity and `PERPLEXITY_API_KEY` set.
     pub async fn new(kind: StoreKind) -> Self {
-        Self::build(kind, true).await
+        Self::with(kind, Setup { perplexity: true, ..Setup::default() }).await
     }
 
-    /// A harness with no `PERPLEXITY_API_KEY` (the embedded default).
+    /// A harness with no keys at all (the embedded default).
     pub async fn without_key(kind: StoreKind) -> Self {
-        Self::build(kind, false).await
+        Self::with(kind, Setup::default()).await
     }
 
-    async fn build(kind: StoreKind, with_key: bool) -> Self {
-        let upstream = if with_key { Some(MockServer::start().await) } else { None };
+    /// A harness as `setup` says.
+    pub async fn with(kind: StoreKind, setup: Setup<'_>) -> Self {
+        let upstream = if setup.perplexity { Some(MockServer::start().await) } else { None };
+        let tavily = if setup.tavily { Some(MockServer::start().await) } else { None };
         let (records, guard) = store(kind).await;
-        let uri = upstream.as_ref().map(MockServer::uri);
-        let config = Config::from_lookup(|key| match key {
-            "PERPLEXITY_API_KEY" if with_key => Some(TEST_KEY.into()),
-            "PERPLEXITY_BASE_URL" => uri.clone(),
-            "RETRY_BASE_MS" => Some("5".into()),
-            "UPSTREAM_TIMEOUT_MS" => Some("400".into()),
-            _ => None,
+        let (pplx_uri, tavily_uri) = (upstream.as_ref().map(MockServer::uri), tavily.as_ref().map(MockServer::uri));
+        let config = Config::from_lookup(|key| {
+            if let Some((_, v)) = setup.env.iter().find(|(k, _)| *k == key) {
+                return Some((*v).to_owned());
+            }
+            match key {
+                "PERPLEXITY_API_KEY" if setup.perplexity => Some(TEST_KEY.into()),
+                "PERPLEXITY_BASE_URL" => pplx_uri.clone(),
+                "TAVILY_API_KEY" if setup.tavily => Some(TAVILY_KEY.into()),
+                "TAVILY_BASE_URL" => tavily_uri.clone(),
+                "RETRY_BASE_MS" => Some("5".into()),
+                "UPSTREAM_TIMEOUT_MS" => Some("400".into()),
+                _ => None,
+            }
         })
         .expect("test config");
         let clock = Arc::new(ManualClock::new(Utc::now()));
-        let service =
-            shared::compose::search_service(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>)
-                .expect("search service");
-        Self { service, clock, records, upstream, _guard: guard }
+        let app = shared::compose::search_function(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>)
+            .expect("search function");
+        Self { app, clock, records, upstream, tavily, _guard: guard }
+    }
+
+    /// The fake Tavily.
+    pub fn tavily(&self) -> &MockServer {
+        self.tavily.as_ref().expect("this harness has a fake Tavily")
     }
 
     /// The fake Perplexity.
@@ -118,13 +141,13 @@ impl Harness {
             .header("content-type", "application/json")
             .body(Body::from(body.to_owned()))
             .expect("request");
-        let response = search::handle(&self.service, req).await;
+        let response = search::handle(&self.app, req).await;
         let status = response.status().as_u16();
         let text = match response.body() {
             Body::Text(t) => t.clone(),
             other => String::from_utf8_lossy(other.as_ref()).into_owned(),
         };
-        assert!(!text.contains(TEST_KEY), "the API key leaked into a response");
+        assert!(!text.contains(TEST_KEY) && !text.contains(TAVILY_KEY), "an API key leaked into a response");
         let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("response is not JSON ({e}): {text}"));
         (status, json)
     }
@@ -134,24 +157,32 @@ impl Harness {
         self.send("POST", path, &body.to_string()).await
     }
 
-    /// Requests the fake upstream received so far.
+    /// Requests the fake Perplexity received so far.
     pub async fn upstream_calls(&self) -> Vec<wiremock::Request> {
-        match &self.upstream {
-            Some(server) => server.received_requests().await.unwrap_or_default(),
-            None => Vec::new(),
-        }
+        received(&self.upstream).await
+    }
+
+    /// Requests the fake Tavily received so far.
+    pub async fn tavily_calls(&self) -> Vec<wiremock::Request> {
+        received(&self.tavily).await
     }
 
     /// Cost records of the last day (by the harness clock).
     pub async fn costs(&self) -> Vec<shared::ledger::CostRecord> {
         let now = self.clock.now();
-        shared::ledger::Ledger::new(
-            Arc::clone(&self.records),
-            shared::retry::RetryPolicy::new(std::time::Duration::from_millis(1)),
-        )
-        .between(now - chrono::Duration::days(1), now + chrono::Duration::seconds(1), now)
-        .await
-        .expect("read ledger")
+        self.app
+            .search
+            .ledger()
+            .between(now - chrono::Duration::days(1), now + chrono::Duration::seconds(1), now)
+            .await
+            .expect("read ledger")
+    }
+}
+
+async fn received(server: &Option<MockServer>) -> Vec<wiremock::Request> {
+    match server {
+        Some(server) => server.received_requests().await.unwrap_or_default(),
+        None => Vec::new(),
     }
 }
 

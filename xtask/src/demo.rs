@@ -25,6 +25,11 @@ pub async fn run() -> Result {
     }
     show(&api, &api_event("GET", &format!("/sources/{first_id}"), None)?).await?;
     show(&api, &api_event("POST", "/search", Some(json!({"query": ""})))?).await?;
+    show(&api, &fixture("tools.json")?).await?;
+    let research = show(&api, &fixture("research.json")?).await?;
+    for r in research["results"].as_array().into_iter().flatten() {
+        println!("  - {}", r["title"].as_str().unwrap_or_default());
+    }
     child.kill().await?;
 
     println!("\n=== 2. The same binary against a sample Perplexity on 127.0.0.1 (labelled {})", sample_upstream::LABEL);
@@ -61,7 +66,20 @@ async fn show(api: &RuntimeApi, event: &Value) -> Result<Value> {
     let response = api.invoke(event.clone()).await.map_err(|e| format!("{route}: function error {e}"))?;
     let status = response["statusCode"].as_u64().unwrap_or_default();
     let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;
-    if let Some(err) = body.get("error") {
+    if let Some(tools) = body.get("tools") {
+        println!(
+            "{route} -> {status} {} tools available (search_web needs TAVILY_API_KEY)",
+            tools.as_array().map_or(0, Vec::len)
+        );
+    } else if let Some(meta) = body.get("metadata") {
+        println!(
+            "{route} -> {status} provider={} mock={} results={} duplicatesFiltered={}",
+            body["provider"],
+            body["mock"],
+            body["results"].as_array().map_or(0, Vec::len),
+            meta["duplicatesFiltered"]
+        );
+    } else if let Some(err) = body.get("error") {
         println!(
             "{route} -> {status} {}: {}",
             err["code"].as_str().unwrap_or("?"),

@@ -42,6 +42,16 @@ pub fn answer(query: &Query) -> Answer {
             "relatedTopics": [format!("{t} 趨勢")],
         })
         .to_string(),
+        Kind::Research { topic_count } => json!({
+            "query": t.lines().next().unwrap_or_default(),
+            "results": (1..=*topic_count).map(|i| json!({
+                "title": format!("【模擬資料】トピック{i}"),
+                "content": "リサーチ結果のサンプルです。実際の運用では検索プロバイダーまたは Codex CLI の結果が入ります。",
+                "source": "https://example.com/mock/search-overview",
+            })).collect::<Vec<_>>(),
+            "summary": "【模擬資料】サンプルのリサーチ結果です。",
+        })
+        .to_string(),
     };
     Answer {
         model: "mock".into(),

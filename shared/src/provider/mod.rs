@@ -5,8 +5,14 @@
 //! provider. Seed 000's four methods are the four [`crate::query::Kind`]s of one call, so a
 //! newer upstream API can replace an adapter without touching callers.
 
+pub mod breaker;
+pub mod codex;
+mod http;
 pub mod mock;
 pub mod perplexity;
+pub mod tavily;
+
+pub use breaker::Breaker;
 
 use std::time::Duration;
 
@@ -14,7 +20,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::citations::SearchHit;
-use crate::query::Query;
+use crate::query::{Kind, Query};
 use crate::retry::Retryable;
 
 /// Token counts and, when the upstream reports it, its own price for the call.
@@ -24,12 +30,14 @@ pub struct Usage {
     pub output_tokens: u64,
     /// The upstream's own figure (Perplexity `usage.cost.total_cost`); wins over the price table.
     pub provider_cost_usd: Option<f64>,
+    /// Billing units of per-request upstreams (Tavily credits).
+    pub credits: u32,
 }
 
 /// What an upstream answered, before citations are cleaned.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Answer {
-    /// Model that answered, as the upstream names it.
+    /// The model (or tier) billed for the call: the price table's key under the provider.
     pub model: String,
     pub content: String,
     /// Citation URLs as given; `[n]` in the content refers to the n-th.
@@ -54,6 +62,10 @@ pub enum ProviderError {
     RateLimited { retry_after: Option<Duration> },
     #[error("upstream failed with HTTP {status}")]
     Unavailable { status: u16, retry_after: Option<Duration> },
+    #[error("upstream rejected the API key (HTTP {status})")]
+    Unauthorized { status: u16 },
+    #[error("upstream plan or spend limit reached (HTTP {status}): {message}")]
+    LimitReached { status: u16, message: String },
     #[error("upstream refused the request with HTTP {status}: {message}")]
     Refused { status: u16, message: String },
     #[error("malformed response: {0}")]
@@ -65,7 +77,7 @@ impl Retryable for ProviderError {
         match self {
             Self::Timeout(_) | Self::Network(_) => Some(None),
             Self::RateLimited { retry_after } | Self::Unavailable { retry_after, .. } => Some(*retry_after),
-            Self::Refused { .. } | Self::Malformed(_) => None,
+            Self::Unauthorized { .. } | Self::LimitReached { .. } | Self::Refused { .. } | Self::Malformed(_) => None,
         }
     }
 }
@@ -75,6 +87,10 @@ impl Retryable for ProviderError {
 pub trait SearchProvider: Send + Sync {
     /// Short lowercase name: `perplexity`, `tavily`, ... (used in responses and cost records).
     fn name(&self) -> &'static str;
+    /// Whether this provider can answer requests of `kind` (all, unless it says otherwise).
+    fn supports(&self, _kind: &Kind) -> bool {
+        true
+    }
     /// Answers `query` in one attempt.
     async fn answer(&self, query: &Query) -> Result<Answer, ProviderError>;
 }

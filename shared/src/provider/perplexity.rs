@@ -12,12 +12,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::http::JsonClient;
 use super::{Answer, ProviderError, Usage};
 use crate::analysis;
 use crate::citations::SearchHit;
 use crate::config::Secret;
 use crate::query::{Kind, Query, Recency};
-use crate::retry::parse_retry_after;
 
 /// Seed 000's system-prompt line for Chinese queries.
 pub const CJK_SYSTEM_LINE: &str = "針對中文查詢，請優先搜尋繁體中文和簡體中文的資源";
@@ -47,20 +47,18 @@ pub const CJK_DOMAINS: [&str; 18] = [
 
 /// The Perplexity adapter. Built once per process; cheap to share.
 pub struct Perplexity {
-    http: reqwest::Client,
+    http: JsonClient,
     endpoint: String,
     key: Secret,
-    timeout: Duration,
 }
 
 impl Perplexity {
     pub fn new(base_url: &str, key: Secret, timeout: Duration) -> Result<Self, ProviderError> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .build()
-            .map_err(|e| ProviderError::Network(format!("cannot build HTTP client: {e}")))?;
-        Ok(Self { http, endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')), key, timeout })
+        Ok(Self {
+            http: JsonClient::new(timeout)?,
+            endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            key,
+        })
     }
 
     /// The JSON body sent for `query`.
@@ -131,6 +129,10 @@ fn user_prompt(query: &Query) -> String {
              topic, a description and its relevance from 0 to 1; then give actionable insights.",
             timeframe.as_str()
         ),
+        Kind::Research { topic_count } => format!(
+            "{text}\n\nReturn about {topic_count} distinct topics as JSON: the query, one result per topic \
+             (title, content summary, source URL) and an overall summary."
+        ),
         Kind::Topic { aspects } => {
             let mut p = format!(
                 "Research \"{text}\" in depth: a summary, key points, statistics each with its source, \
@@ -155,50 +157,12 @@ impl super::SearchProvider for Perplexity {
     }
 
     async fn answer(&self, query: &Query) -> Result<Answer, ProviderError> {
-        let response = self
-            .http
-            .post(&self.endpoint)
-            .bearer_auth(self.key.expose())
-            .json(&Self::request_body(query))
-            .send()
-            .await
-            .map_err(|e| self.transport_error(&e))?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
-        let bytes = response.bytes().await.map_err(|e| self.transport_error(&e))?;
-        match status {
-            200..=299 => parse_response(&bytes),
-            429 => Err(ProviderError::RateLimited { retry_after }),
-            408 | 500..=599 => Err(ProviderError::Unavailable { status, retry_after }),
-            _ => Err(ProviderError::Refused { status, message: error_message(&bytes) }),
-        }
+        let bytes = self.http.post(&self.endpoint, &self.key, &Self::request_body(query)).await?;
+        let mut answer = parse_response(&bytes)?;
+        // Billed by the model asked for (the response may name a dated variant).
+        answer.model = query.model.as_str().to_owned();
+        Ok(answer)
     }
-}
-
-impl Perplexity {
-    fn transport_error(&self, e: &reqwest::Error) -> ProviderError {
-        if e.is_timeout() {
-            ProviderError::Timeout(self.timeout)
-        } else {
-            // reqwest's message names the URL (no credentials: the key travels in a header).
-            ProviderError::Network(e.to_string())
-        }
-    }
-}
-
-/// The upstream's error message, shortened; never the request.
-fn error_message(body: &[u8]) -> String {
-    let parsed: Option<Value> = serde_json::from_slice(body).ok();
-    let message = parsed
-        .as_ref()
-        .and_then(|v| v["error"]["message"].as_str().or(v["detail"].as_str()).or(v["error"].as_str()))
-        .map(str::to_owned)
-        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    message.chars().take(200).collect()
 }
 
 /// Reads a chat-completions response leniently: every field that parses is kept, every one
@@ -263,6 +227,7 @@ pub fn parse_response(bytes: &[u8]) -> Result<Answer, ProviderError> {
                 .pointer("/cost/total_cost")
                 .and_then(Value::as_f64)
                 .filter(|c| c.is_finite() && *c >= 0.0),
+            credits: 0,
         },
         None => {
             errors.push("usage is missing".to_owned());

@@ -1,0 +1,98 @@
+//! Tools for AI assistants using function calling (seed 002): their OpenAI-style definitions
+//! and their execution. A tool is listed only when it can run: `search_web` needs a Tavily key,
+//! and without one the assistant simply has no search (nothing errors).
+//!
+//! A tool's result is what the model consumes: a JSON *string*. Failures are strings too
+//! (`{"error": ..., "message": ...}`), so the model can tell the user and carry on.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::citations;
+use crate::clock::Clock;
+use crate::ledger::{CostRecord, CostSource, Ledger};
+use crate::pricing::PriceTable;
+use crate::provider::tavily::{Tavily, WebResult};
+
+pub const SEARCH_WEB: &str = "search_web";
+
+/// The tools and what they need.
+pub struct Tools {
+    pub tavily: Option<Arc<Tavily>>,
+    pub ledger: Ledger,
+    pub prices: PriceTable,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Tools {
+    /// The definitions of the tools available now (`{"type": "function", "function": {name,
+    /// description, parameters}}`).
+    pub fn definitions(&self) -> Vec<Value> {
+        let mut tools = Vec::new();
+        if self.tavily.is_some() {
+            tools.push(json!({
+                "type": "function",
+                "function": {
+                    "name": SEARCH_WEB,
+                    "description": "Search the web for current information (news, recent facts, recommendations). Returns up to 3 results with title, url and content.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"query": {"type": "string", "description": "What to search for, in the user's language."}},
+                        "required": ["query"],
+                    },
+                },
+            }));
+        }
+        tools
+    }
+
+    /// Whether tool `name` is available.
+    pub fn has(&self, name: &str) -> bool {
+        name == SEARCH_WEB && self.tavily.is_some()
+    }
+
+    /// Runs `search_web` for `query`; the model-facing JSON string. Every call is accounted.
+    pub async fn search_web(&self, query: &str, agent: &str, request_id: &str) -> String {
+        let Some(tavily) = &self.tavily else {
+            return error_string("search_unavailable", "web search is not configured");
+        };
+        match tavily.search_web(query).await {
+            Ok((results, usage)) => {
+                let cost = self.prices.cost("tavily", "basic", &usage).unwrap_or(0.0);
+                self.ledger
+                    .record(&CostRecord {
+                        request_id: request_id.to_owned(),
+                        agent: agent.to_owned(),
+                        provider: "tavily".into(),
+                        model: "basic".into(),
+                        input_tokens: 0,
+                        output_tokens: 0,
+                        credits: usage.credits,
+                        cost_usd: cost,
+                        cost_source: CostSource::PriceTable,
+                        cached: false,
+                        mock: false,
+                        saved_usd: 0.0,
+                        upstream_id: None,
+                        timestamp: self.clock.now(),
+                    })
+                    .await;
+                // Only valid, public http(s) URLs reach the model.
+                let results: Vec<WebResult> = results
+                    .into_iter()
+                    .filter_map(|r| citations::normalise(&r.url).ok().map(|url| WebResult { url, ..r }))
+                    .collect();
+                serde_json::to_string(&results).expect("results serialise")
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "search_web failed");
+                error_string("search_failed", &format!("web search is temporarily unavailable: {e}"))
+            }
+        }
+    }
+}
+
+fn error_string(code: &str, message: &str) -> String {
+    json!({"error": code, "message": message}).to_string()
+}

@@ -1,0 +1,207 @@
+//! Tavily, the provider failover chain with its circuit breaker, and the `search_web` tool,
+//! against fake Perplexity and Tavily servers on 127.0.0.1.
+
+use std::time::{Duration, Instant};
+
+use integration::{Harness, Setup, StoreKind, TAVILY_KEY, completion, on_both_stores};
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+fn tavily_results() -> Value {
+    json!({
+        "query": "q",
+        "answer": "Tavily's short answer.",
+        "results": [
+            {"title": "First", "url": "https://one.example.com/a", "content": "one", "score": 0.9},
+            {"title": "Second", "url": "https://two.example.com/b#x", "content": "two", "score": 0.8},
+            {"title": "Bad", "url": "javascript:alert(1)", "content": "bad", "score": 0.7},
+            {"title": "Fourth", "url": "https://four.example.com/d", "content": "four", "score": 0.6}
+        ],
+        "images": [],
+        "response_time": 0.4,
+        "usage": {"credits": 1}
+    })
+}
+
+async fn tavily_answers(h: &Harness, status: u16, body: Value) {
+    Mock::given(method("POST"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(status).set_body_json(body))
+        .mount(h.tavily())
+        .await;
+}
+
+fn only_tavily() -> Setup<'static> {
+    Setup { tavily: true, ..Setup::default() }
+}
+
+// Given only Tavily, when searching, then its wire format is spoken and its results become
+// clean, titled sources, accounted per credit.
+async fn tavily_speaks_its_wire_format_and_feeds_the_citation_pipeline(kind: StoreKind) {
+    let h = Harness::with(kind, only_tavily()).await;
+    Mock::given(method("POST"))
+        .and(path("/search"))
+        .and(header("authorization", format!("Bearer {TAVILY_KEY}").as_str()))
+        .and(header("content-type", "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(tavily_results()))
+        .expect(1)
+        .mount(h.tavily())
+        .await;
+    let (status, r) =
+        h.post("/search", json!({"query": "coffee", "recency": "week", "domains": ["-spam.example.com"]})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["provider"].as_str(), r["mock"].as_bool()), (Some("tavily"), Some(false)));
+    assert_eq!(
+        r["citations"],
+        json!(["https://one.example.com/a", "https://two.example.com/b", "https://four.example.com/d"])
+    );
+    assert_eq!(r["sources"][1]["title"], "Second");
+    assert!(r["content"].as_str().unwrap().starts_with("Tavily's short answer."));
+    let sent: Value = serde_json::from_slice(&h.tavily_calls().await[0].body).unwrap();
+    assert_eq!(sent["query"], "coffee");
+    assert_eq!(sent["time_range"], "week");
+    assert_eq!(sent["exclude_domains"], json!(["spam.example.com"]));
+    assert_eq!(sent["search_depth"], "basic");
+    let costs = h.costs().await;
+    assert_eq!(costs.len(), 1);
+    assert_eq!((costs[0].provider.as_str(), costs[0].model.as_str(), costs[0].credits), ("tavily", "basic", 1));
+    assert!((costs[0].cost_usd - 0.008).abs() < 1e-12);
+}
+
+// Given each Tavily error class, then 401 and 432/433 are not retried, 429 honours
+// Retry-After, and the reason names the class.
+async fn tavily_error_classes_are_distinct(kind: StoreKind) {
+    for (status, calls, needle) in [
+        (401, 1, "rejected the API key"),
+        (432, 1, "plan or spend limit"),
+        (433, 1, "plan or spend limit"),
+        (400, 1, "refused the request with HTTP 400"),
+        (500, 4, "HTTP 500"),
+    ] {
+        let h = Harness::with(kind, only_tavily()).await;
+        tavily_answers(&h, status, json!({"detail": {"error": format!("error {status}")}})).await;
+        let (code, r) = h.post("/search", json!({"query": "coffee"})).await;
+        assert_eq!(code, 200);
+        assert_eq!(r["mock"], true, "{status}");
+        assert!(r["fallbackReason"].as_str().unwrap().contains(needle), "{status}: {}", r["fallbackReason"]);
+        assert_eq!(h.tavily_calls().await.len(), calls, "attempts on {status}");
+    }
+    let h = Harness::with(kind, only_tavily()).await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
+        .up_to_n_times(1)
+        .mount(h.tavily())
+        .await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let started = Instant::now();
+    let (_, r) = h.post("/search", json!({"query": "coffee"})).await;
+    assert!(started.elapsed() >= Duration::from_millis(950));
+    assert_eq!(r["provider"], "tavily");
+}
+
+// Given Perplexity failing, then Tavily answers; after BREAKER_FAILURES failed requests
+// Perplexity is skipped until its cool-down has passed, then tried again.
+async fn a_failing_provider_fails_over_and_is_skipped_during_its_cooldown(kind: StoreKind) {
+    let env = [("BREAKER_FAILURES", "2"), ("BREAKER_COOLDOWN_SECS", "60"), ("CACHE_TTL_SECS", "0")];
+    let h = Harness::with(kind, Setup { perplexity: true, tavily: true, env: &env }).await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(503)).mount(h.upstream()).await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    for i in 0..3 {
+        let (_, r) = h.post("/search", json!({"query": format!("coffee {i}")})).await;
+        assert_eq!(r["provider"], "tavily", "request {i}");
+        assert_eq!(r["mock"], false);
+    }
+    assert_eq!(h.upstream_calls().await.len(), 8, "two requests of 4 attempts; the third skipped Perplexity");
+    h.clock.advance(chrono::Duration::seconds(61));
+    h.post("/search", json!({"query": "coffee again"})).await;
+    assert_eq!(h.upstream_calls().await.len(), 12, "after the cool-down Perplexity is tried again");
+}
+
+// Given a JSON-schema method and only Tavily, then no provider can answer: labelled mock data.
+async fn structured_methods_skip_providers_that_cannot_answer_them(kind: StoreKind) {
+    let h = Harness::with(kind, only_tavily()).await;
+    let (_, r) = h.post("/search/trends", json!({"topic": "AI"})).await;
+    assert_eq!(r["mock"], true);
+    assert!(r["fallbackReason"].as_str().unwrap().starts_with("unsupported"));
+    assert!(h.tavily_calls().await.is_empty());
+}
+
+// Given a Tavily key, then /tools lists search_web; without one, it lists nothing and
+// /tools/search_web is absent.
+async fn tools_are_listed_only_when_they_can_run(kind: StoreKind) {
+    let h = Harness::with(kind, only_tavily()).await;
+    let (status, r) = h.send("GET", "/tools", "").await;
+    assert_eq!(status, 200);
+    assert_eq!(r["tools"].as_array().unwrap().len(), 1);
+    let f = &r["tools"][0]["function"];
+    assert_eq!((r["tools"][0]["type"].as_str(), f["name"].as_str()), (Some("function"), Some("search_web")));
+    assert_eq!(f["parameters"]["required"], json!(["query"]));
+    assert!(!f["description"].as_str().unwrap().is_empty());
+
+    let h = Harness::without_key(kind).await;
+    let (_, r) = h.send("GET", "/tools", "").await;
+    assert_eq!(r["tools"], json!([]));
+    let (status, r) = h.post("/tools/search_web", json!({"query": "x"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (404, Some("not_found")));
+}
+
+// Given search_web is called, then Tavily gets exactly seed 002's body and the model gets a
+// JSON string of at most 3 {title, url, content}; on failure a JSON error string, HTTP 200.
+async fn search_web_returns_a_model_ready_string(kind: StoreKind) {
+    let h = Harness::with(kind, only_tavily()).await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let (status, r) = h.post("/tools/search_web", json!({"query": "最新的识字教学方法"})).await;
+    assert_eq!(status, 200);
+    let sent: Value = serde_json::from_slice(&h.tavily_calls().await[0].body).unwrap();
+    assert_eq!(
+        sent,
+        json!({"query": "最新的识字教学方法", "search_depth": "basic", "max_results": 3, "include_answer": false,
+               "include_raw_content": false, "include_images": false})
+    );
+    assert_eq!(
+        r,
+        json!([
+            {"title": "First", "url": "https://one.example.com/a", "content": "one"},
+            {"title": "Second", "url": "https://two.example.com/b", "content": "two"}
+        ]),
+        "at most 3 results; the invalid URL is dropped"
+    );
+    assert_eq!(h.costs().await.iter().filter(|c| c.provider == "tavily").count(), 1);
+
+    let h = Harness::with(kind, only_tavily()).await;
+    tavily_answers(&h, 432, json!({"detail": {"error": "plan limit"}})).await;
+    let (status, r) = h.post("/tools/search_web", json!({"query": "x"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(r["error"], "search_failed");
+    assert!(r["message"].as_str().unwrap().contains("temporarily unavailable"));
+    let (status, r) = h.post("/tools/search_web", json!({"q": "x"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("missing_query")));
+}
+
+// Given Perplexity answers, then Tavily is never asked (the chain's order holds).
+async fn the_first_provider_that_answers_wins(kind: StoreKind) {
+    let h = Harness::with(kind, Setup { perplexity: true, tavily: true, ..Setup::default() }).await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            "ok [1]",
+            &["https://example.com/x"],
+            json!([]),
+            json!({"prompt_tokens": 1, "completion_tokens": 1}),
+        )))
+        .mount(h.upstream())
+        .await;
+    let (_, r) = h.post("/search", json!({"query": "coffee"})).await;
+    assert_eq!(r["provider"], "perplexity");
+    assert!(h.tavily_calls().await.is_empty());
+}
+
+on_both_stores!(
+    tavily_speaks_its_wire_format_and_feeds_the_citation_pipeline,
+    tavily_error_classes_are_distinct,
+    a_failing_provider_fails_over_and_is_skipped_during_its_cooldown,
+    structured_methods_skip_providers_that_cannot_answer_them,
+    tools_are_listed_only_when_they_can_run,
+    search_web_returns_a_model_ready_string,
+    the_first_provider_that_answers_wins,
+);

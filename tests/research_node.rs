@@ -1,0 +1,250 @@
+//! The research node (`POST /research`) with the Codex CLI provider against fake `codex`
+//! executables, and with the search provider chain; topic history on both record stores.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use integration::{Harness, Setup, StoreKind, completion, on_both_stores};
+use serde_json::{Value, json};
+use wiremock::matchers::method;
+use wiremock::{Mock, ResponseTemplate};
+
+/// A fake `codex` in `dir`: a shell script with `body`, which also records its argv
+/// (one argument per line, NUL-separated) in `dir/argv`.
+fn fake_codex(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("codex");
+    let argv = dir.join("argv");
+    let script = format!("#!/bin/sh\nprintf '%s\\0' \"$@\" > '{}'\n{body}\n", argv.display());
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn argv(dir: &Path) -> Vec<String> {
+    let raw = std::fs::read(dir.join("argv")).unwrap();
+    raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
+}
+
+const NEWS: &str = r#"{"query": "今日のAIニュース", "results": [
+  {"title": "OpenAI、GPT-4 Turboを発表", "content": "128K context", "source": "https://openai.example.com/blog"},
+  {"title": "Google、Gemini Proを一般公開", "summary": "multimodal", "url": "https://blog.example.com/gemini"},
+  {"title": "Anthropic、Claude 2.1をリリース", "content": "200K context"}
+], "summary": "三社が新モデルを発表"}"#;
+
+async fn codex_harness(kind: StoreKind, codex: &Path, extra: &[(&'static str, &'static str)]) -> Harness {
+    let command: &'static str = Box::leak(codex.display().to_string().into_boxed_str());
+    let mut env = vec![("RESEARCH_PROVIDER", "codex"), ("CODEX_COMMAND", command), ("CODEX_RETRY_BASE_MS", "10")];
+    env.extend_from_slice(extra);
+    let env: &'static [(&'static str, &'static str)] = Box::leak(env.into_boxed_slice());
+    Harness::with(kind, Setup { env, ..Setup::default() }).await
+}
+
+fn ai_news(pipeline: &str) -> Value {
+    json!({"pipelineId": pipeline, "config": {"defaultTheme": "今日のAIニュース", "defaultKeywords": ["AI", "LLM"], "topicCount": 3}})
+}
+
+// Given a CLI printing seed 001's JSON, then the node returns ResearchData with metadata, the
+// prompt reached the CLI as one argv element, and the topics join the history; the next run
+// excludes them in the prompt and drops them from the results.
+async fn codex_json_output_becomes_research_data_and_history(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = fake_codex(dir.path(), &format!("cat <<'JSON'\n{NEWS}\nJSON"));
+    let h = codex_harness(kind, &codex, &[]).await;
+    let (status, r) = h.post("/research", ai_news("news")).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["provider"].as_str(), r["parsedAs"].as_str()), (Some("codex"), Some("json")));
+    assert_eq!(r["query"], "今日のAIニュース");
+    assert_eq!(r["results"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        r["results"][1],
+        json!({"title": "Google、Gemini Proを一般公開", "content": "multimodal", "source": "https://blog.example.com/gemini"})
+    );
+    assert_eq!(r["summary"], "三社が新モデルを発表");
+    assert_eq!(
+        (r["metadata"]["uniqueTopicCount"].as_u64(), r["metadata"]["duplicatesFiltered"].as_u64()),
+        (Some(3), Some(0))
+    );
+    assert!(r["metadata"]["timestamp"].as_str().unwrap().ends_with('Z'));
+    let args = argv(dir.path());
+    assert_eq!(args.len(), 2, "--search and the prompt: {args:?}");
+    assert_eq!(args[0], "--search");
+    assert!(args[1].starts_with("以下のテーマについて最新の情報をリサーチしてください：\n\nテーマ: 今日のAIニュース"));
+    assert!(!args[1].contains("除外すべきトピック"));
+
+    // The same CLI answer the next day: every topic is a duplicate of yesterday's.
+    h.clock.advance(chrono::Duration::days(1));
+    let (_, r) = h.post("/research", ai_news("news")).await;
+    assert_eq!(r["results"], json!([]));
+    assert_eq!(r["metadata"]["duplicatesFiltered"], 3);
+    let prompt = &argv(dir.path())[1];
+    assert!(prompt.contains("【除外すべきトピック】\n以下のトピックは過去7日間で既に扱っているため、避けてください：\n- OpenAI、GPT-4 Turboを発表"), "{prompt}");
+    // Another pipeline has its own history.
+    let (_, r) = h.post("/research", ai_news("other")).await;
+    assert_eq!(r["metadata"]["duplicatesFiltered"], 0);
+}
+
+// Given history older than duplicateCheckDays, it is not excluded; older than maxHistoryDays,
+// it is gone (TTL), even before the store deletes it.
+async fn topic_history_honours_the_check_window_and_retention(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = fake_codex(dir.path(), &format!("cat <<'JSON'\n{NEWS}\nJSON"));
+    let h = codex_harness(kind, &codex, &[]).await;
+    let body = json!({"pipelineId": "p", "config": {"duplicateCheckDays": 2, "maxHistoryDays": 5}});
+    h.post("/research", body.clone()).await;
+    h.clock.advance(chrono::Duration::days(3));
+    let (_, r) = h.post("/research", body.clone()).await;
+    assert_eq!(r["metadata"]["duplicatesFiltered"], 0, "outside the 2-day window");
+    let longer = json!({"pipelineId": "p", "config": {"duplicateCheckDays": 30, "maxHistoryDays": 5}});
+    h.clock.advance(chrono::Duration::days(4));
+    let (_, r) = h.post("/research", longer.clone()).await;
+    assert_eq!(r["metadata"]["duplicatesFiltered"], 3, "day 3's entry is 4 days old: kept");
+    h.clock.advance(chrono::Duration::days(6));
+    let (_, r) = h.post("/research", longer).await;
+    assert_eq!(r["metadata"]["duplicatesFiltered"], 0, "entries past maxHistoryDays have expired");
+}
+
+// Given the text format, garbage, or a failing-then-succeeding CLI, then text is parsed,
+// garbage becomes labelled placeholders, and a non-zero exit is retried.
+async fn codex_text_garbage_and_retried_failures(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = fake_codex(
+        dir.path(),
+        "printf 'Title: 結果1\\n結果1の内容\\nSource: https://example.com/1\\n\\n## 結果2\\n結果2の内容\\n'",
+    );
+    let h = codex_harness(kind, &codex, &[]).await;
+    let (_, r) = h.post("/research", json!({"config": {"enableDuplicateCheck": false}})).await;
+    assert_eq!(r["parsedAs"], "text");
+    assert_eq!(r["results"][0], json!({"title": "結果1", "content": "結果1の内容", "source": "https://example.com/1"}));
+    assert_eq!(r["results"][1]["title"], "結果2");
+
+    let codex = fake_codex(dir.path(), "printf '\\001\\002 not json, no titles \\377'");
+    let h = codex_harness(kind, &codex, &[]).await;
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(r["parsedAs"], "placeholder");
+    assert_eq!(r["results"][0]["title"], "プレースホルダー情報1");
+
+    let counter = dir.path().join("count");
+    let body = format!(
+        "n=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'\nif [ $n -lt 3 ]; then echo 'transient failure' >&2; exit 7; fi\ncat <<'JSON'\n{NEWS}\nJSON",
+        c = counter.display()
+    );
+    let codex = fake_codex(dir.path(), &body);
+    let h = codex_harness(kind, &codex, &[]).await;
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["parsedAs"], "json");
+    assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "3", "two failures, then success");
+}
+
+// Given a CLI that always fails, or sleeps past the timeout, then after 1 + 3 attempts the
+// pipeline stops with a JSON error, and a sleeping CLI is killed.
+async fn codex_exhausted_retries_and_timeouts_stop_the_pipeline(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("count");
+    let codex =
+        fake_codex(dir.path(), &format!("echo x >> '{}'; echo 'model overloaded' >&2; exit 2", counter.display()));
+    let h = codex_harness(kind, &codex, &[]).await;
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (502, Some("cli_failed")));
+    assert!(r["error"]["message"].as_str().unwrap().contains("model overloaded"));
+    assert_eq!(std::fs::read_to_string(&counter).unwrap().lines().count(), 4);
+
+    let pids = dir.path().join("pids");
+    let codex = fake_codex(dir.path(), &format!("echo $$ >> '{}'\nexec sleep 30", pids.display()));
+    let h = codex_harness(kind, &codex, &[("CODEX_TIMEOUT_SECS", "1")]).await;
+    let started = Instant::now();
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (502, Some("cli_failed")));
+    assert!(r["error"]["message"].as_str().unwrap().contains("timed out"));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(stat.is_empty() || stat.contains(") Z "), "CLI {pid} still running: {stat}");
+    }
+}
+
+// Given no CLI at the configured path, then the node stops at once with a clear error.
+async fn a_missing_codex_binary_stops_at_once(kind: StoreKind) {
+    let h = codex_harness(kind, Path::new("/nonexistent/bin/codex"), &[("CODEX_RETRY_BASE_MS", "3000")]).await;
+    let started = Instant::now();
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (500, Some("cli_not_found")));
+    assert!(r["error"]["message"].as_str().unwrap().contains("/nonexistent/bin/codex"));
+    assert!(started.elapsed() < Duration::from_secs(2), "no retry");
+}
+
+// Given a prompt full of shell metacharacters, then it reaches the CLI byte for byte.
+async fn a_prompt_with_shell_metacharacters_arrives_intact(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("pwned");
+    let codex = fake_codex(dir.path(), &format!("cat <<'JSON'\n{NEWS}\nJSON"));
+    let h = codex_harness(kind, &codex, &[]).await;
+    let prompt = format!(
+        "調べて; touch {m} && echo $(touch {m}) `touch {m}` | rm -rf ~ > /dev/null 'q' \"dq\" \\ * ?",
+        m = marker.display()
+    );
+    let (status, _) = h.post("/research", json!({"prompts": {"researchPrompt": prompt}})).await;
+    assert_eq!(status, 200);
+    assert_eq!(argv(dir.path()), vec!["--search".to_string(), prompt]);
+    assert!(!marker.exists(), "the prompt was interpreted by a shell");
+}
+
+// Given RESEARCH_PROVIDER=search and no keys (the embedded default), then the node answers
+// with labelled mock data and does not record mock topics; with Perplexity, its JSON answer.
+async fn the_search_provider_runs_the_node_through_the_chain(kind: StoreKind) {
+    let h = Harness::without_key(kind).await;
+    let (status, r) = h.post("/research", ai_news("demo")).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["provider"].as_str(), r["mock"].as_bool()), (Some("mock"), Some(true)));
+    assert_eq!(r["results"].as_array().unwrap().len(), 3);
+    let (_, again) = h.post("/research", ai_news("demo")).await;
+    assert_eq!(again["metadata"]["duplicatesFiltered"], 0, "mock topics are not history");
+
+    let h = Harness::new(kind).await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            NEWS,
+            &["https://openai.example.com/blog"],
+            json!([]),
+            json!({"prompt_tokens": 900, "completion_tokens": 600}),
+        )))
+        .mount(h.upstream())
+        .await;
+    let (_, r) = h.post("/research", ai_news("live")).await;
+    assert_eq!((r["provider"].as_str(), r["mock"].as_bool()), (Some("perplexity"), Some(false)));
+    assert_eq!(r["results"].as_array().unwrap().len(), 3);
+    let sent: Value = serde_json::from_slice(&h.upstream_calls().await[0].body).unwrap();
+    assert_eq!(sent["response_format"]["type"], "json_schema");
+    assert!(sent["messages"][1]["content"].as_str().unwrap().contains("テーマ: 今日のAIニュース"));
+}
+
+// Given bad template settings, then a 400 names them and nothing runs.
+async fn bad_node_requests_are_refused(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = fake_codex(dir.path(), "echo '{}'");
+    let h = codex_harness(kind, &codex, &[]).await;
+    for body in [
+        json!({"config": {"promptTemplate": {"customRequirements": "one"}}}),
+        json!({"config": {"promptTemplate": {"customInstructions": 5}}}),
+        json!({"strategy": {"keywords": "AI"}}),
+        json!({"prompt": "typo"}),
+    ] {
+        let (status, r) = h.post("/research", body.clone()).await;
+        assert_eq!(status, 400, "{body}: {r}");
+    }
+    assert!(!dir.path().join("argv").exists(), "the CLI never ran");
+}
+
+on_both_stores!(
+    codex_json_output_becomes_research_data_and_history,
+    topic_history_honours_the_check_window_and_retention,
+    codex_text_garbage_and_retried_failures,
+    codex_exhausted_retries_and_timeouts_stop_the_pipeline,
+    a_missing_codex_binary_stops_at_once,
+    a_prompt_with_shell_metacharacters_arrives_intact,
+    the_search_provider_runs_the_node_through_the_chain,
+    bad_node_requests_are_refused,
+);
