@@ -196,7 +196,22 @@ async fn the_first_provider_that_answers_wins(kind: StoreKind) {
     assert!(h.tavily_calls().await.is_empty());
 }
 
+// Given only Tavily, then the research node gets its results as topics.
+async fn tavily_results_are_research_topics(kind: StoreKind) {
+    let h = Harness::with(kind, only_tavily()).await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let (status, r) = h.post("/research", json!({"strategy": {"contentTheme": "coffee"}})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["provider"].as_str(), r["query"].as_str()), (Some("tavily"), Some("coffee")));
+    let titles: Vec<_> = r["results"].as_array().unwrap().iter().map(|x| x["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["First", "Second", "Bad", "Fourth"]);
+    assert_eq!(r["results"][0]["source"], "https://one.example.com/a");
+    assert!(r["results"][2].get("source").is_none(), "an invalid URL is not passed on");
+    assert_eq!(r["summary"], "Tavily's short answer.");
+}
+
 on_both_stores!(
+    tavily_results_are_research_topics,
     tavily_speaks_its_wire_format_and_feeds_the_citation_pipeline,
     tavily_error_classes_are_distinct,
     a_failing_provider_fails_over_and_is_skipped_during_its_cooldown,

@@ -298,7 +298,7 @@ fn from_json(v: &Value, query: &str) -> ResearchData {
         })
         .unwrap_or_default();
     ResearchData {
-        query: text(v, &["query"]).unwrap_or_else(|| query.to_owned()),
+        query: text(v, &["query"]).filter(|q| !q.trim().is_empty()).unwrap_or_else(|| query.to_owned()),
         summary: text(v, &["summary"]).filter(|s| !s.is_empty()).unwrap_or_else(|| summary_of(&results)),
         results,
     }
@@ -421,6 +421,10 @@ impl ResearchNode {
                 (data, how, answer.provider, answer.mock)
             }
         };
+        // Sources are upstream URLs: only valid public http(s) ones are passed on.
+        for r in &mut data.results {
+            r.source = r.source.take().and_then(|s| crate::citations::normalise(&s).ok());
+        }
         let total = data.results.len();
         data.results.retain(|r| !topics::is_duplicate(&r.title, &previous));
         let duplicates = total - data.results.len();

@@ -158,7 +158,7 @@ impl super::SearchProvider for Tavily {
         let parsed = parse(&self.http.post(&self.endpoint, &self.key, &Self::request_body(query)).await?)?;
         let content = match &query.kind {
             Kind::Research { .. } => json!({
-                "query": query.text.lines().next().unwrap_or_default(),
+                "query": "",
                 "results": parsed.hits.iter().map(|(h, c)| json!({"title": h.title.clone().unwrap_or_default(), "content": c, "source": h.url})).collect::<Vec<_>>(),
                 "summary": parsed.answer.clone().unwrap_or_default(),
             })
