@@ -6,9 +6,12 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use integration::{StoreKind, on_both_stores, store};
 use serde_json::json;
-use shared::ledger::{CostRecord, CostSource, Ledger};
+use shared::clock::{Clock, ManualClock};
+use shared::ledger::{CallKind, Charge, Ledger, Outcome};
+use shared::pricing::PriceTable;
+use shared::provider::Usage;
 use shared::records::{LocalRecords, Record, RecordStore};
-use shared::retry::RetryPolicy;
+use shared::search::STORE_RETRY;
 
 fn record(pk: &str, sk: &str, expires_at: Option<i64>, body: serde_json::Value) -> Record {
     Record { pk: pk.into(), sk: sk.into(), expires_at, body }
@@ -70,33 +73,31 @@ async fn a_batch_larger_than_dynamodbs_limit_is_written_whole(kind: StoreKind) {
 
 async fn the_ledger_reads_cost_records_by_time_range_across_days(kind: StoreKind) {
     let (s, _g) = store(kind).await;
-    let ledger = Ledger::new(Arc::clone(&s), RetryPolicy::new(std::time::Duration::from_millis(1)));
     let t0 = Utc::now() - Duration::days(3);
-    for (i, offset) in [0, 1, 2, 3].into_iter().enumerate() {
-        ledger
-            .record(&CostRecord {
-                request_id: format!("r{i}"),
-                agent: "research".into(),
-                provider: "perplexity".into(),
-                model: "sonar".into(),
-                input_tokens: 100,
-                output_tokens: 50,
-                credits: 0,
-                cost_usd: 0.00015,
-                cost_source: CostSource::PriceTable,
-                cached: false,
-                mock: false,
-                saved_usd: 0.0,
-                upstream_id: None,
-                timestamp: t0 + Duration::days(offset),
-            })
-            .await;
+    let clock = Arc::new(ManualClock::new(t0));
+    let ledger = Ledger::new(Arc::clone(&s), Arc::new(PriceTable::default()), clock.clone(), STORE_RETRY);
+    let usage = Usage { input_tokens: 100, output_tokens: 50, ..Usage::default() };
+    for i in 0..4 {
+        let request_id = format!("r{i}");
+        let charge = Charge {
+            request_id: &request_id,
+            agent: "research",
+            kind: CallKind::Search,
+            provider: "perplexity",
+            model: "sonar",
+            usage: &usage,
+            outcome: Outcome::Live,
+            saved_usd: 0.0,
+            upstream_id: None,
+        };
+        let record = ledger.charge(&charge).await;
+        assert!((record.cost_usd - 0.00015).abs() < 1e-12);
+        clock.advance(Duration::days(1));
     }
-    let now = Utc::now();
-    let got = ledger.between(t0 + Duration::hours(12), t0 + Duration::days(2), now).await.unwrap();
+    let got = ledger.between(t0 + Duration::hours(12), t0 + Duration::days(2)).await.unwrap();
     let ids: Vec<_> = got.iter().map(|c| c.request_id.as_str()).collect();
-    assert_eq!(ids, ["r1", "r2"]);
-    assert_eq!(ledger.between(t0, now, now).await.unwrap().len(), 4);
+    assert_eq!(ids, ["r1", "r2"], "inclusive of `to`");
+    assert_eq!(ledger.between(t0, clock.now()).await.unwrap().len(), 4);
 }
 
 async fn empty_keys_are_refused_as_dynamodb_refuses_them(kind: StoreKind) {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, RecordStoreKind};
 use crate::error::{Error, Result};
+use crate::ledger::Ledger;
 use crate::pricing::PriceTable;
 use crate::provider::codex::CodexCli;
 use crate::provider::perplexity::Perplexity;
@@ -15,7 +16,7 @@ use crate::provider::{Breaker, SearchProvider};
 use crate::records::{DynamoRecords, LocalRecords, RecordStore};
 use crate::research_node::ResearchNode;
 use crate::retry::RetryPolicy;
-use crate::search::{Provider, SearchService};
+use crate::search::{Provider, STORE_RETRY, SearchService};
 use crate::tools::Tools;
 
 /// The record store `config` selects.
@@ -24,6 +25,19 @@ pub async fn records(config: &Config) -> Result<Arc<dyn RecordStore>> {
         RecordStoreKind::Local => Arc::new(LocalRecords::open(&config.data_dir)?),
         RecordStoreKind::DynamoDb { table } => Arc::new(DynamoRecords::from_env(table.clone()).await),
     })
+}
+
+/// The price table: the defaults, with `PRICE_TABLE_PATH` laid over them.
+pub fn prices(config: &Config) -> Result<PriceTable> {
+    match &config.price_table_path {
+        Some(path) => PriceTable::with_overrides(path).map_err(Error::Config),
+        None => Ok(PriceTable::default()),
+    }
+}
+
+/// The one cost ledger over `records`.
+pub fn ledger(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Ledger> {
+    Ok(Ledger::new(records, Arc::new(prices(config)?), clock, STORE_RETRY))
 }
 
 /// The Tavily adapter, if a key is configured (it also backs the `search_web` tool).
@@ -77,15 +91,16 @@ pub fn search_function(
     clock: Arc<dyn Clock>,
 ) -> Result<SearchFunction> {
     let tavily = tavily(config)?;
+    let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?;
     let search = Arc::new(SearchService {
         providers: providers(config, tavily.clone())?,
         records: Arc::clone(&records),
+        ledger: ledger.clone(),
         clock: Arc::clone(&clock),
-        prices: PriceTable::default(),
         cache_ttl: config.cache_ttl,
         retry: RetryPolicy::new(config.retry_base),
     });
-    let tools = Tools { tavily, ledger: search.ledger(), prices: PriceTable::default(), clock: Arc::clone(&clock) };
+    let tools = Tools { tavily, ledger };
     let research = ResearchNode {
         search: Arc::clone(&search),
         codex: CodexCli {

@@ -57,6 +57,8 @@ pub struct Config {
     pub codex_retry_base: Duration,
     /// Which provider the research node uses.
     pub research_provider: ResearchProvider,
+    /// A JSON price table laid over the defaults (`PRICE_TABLE_PATH`).
+    pub price_table_path: Option<PathBuf>,
 }
 
 /// The research node's source of results.
@@ -140,6 +142,7 @@ impl Config {
                     return Err(Error::Config(format!("RESEARCH_PROVIDER must be search or codex, not {other:?}")));
                 }
             },
+            price_table_path: get("PRICE_TABLE_PATH").map(PathBuf::from),
         })
     }
 }

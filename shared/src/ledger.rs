@@ -1,5 +1,6 @@
-//! The cost ledger: one record per upstream call, cache hit or mock answer, kept for 400 days
-//! and queryable by time range (partition per UTC day, sort key by time).
+//! The cost ledger: one record per paid call (search, LLM, embedding), cache hit, mock answer
+//! or failed upstream, kept for 400 days and queryable by time range (a partition per UTC
+//! day, sort key by time: a report reads only the days it covers, never the whole table).
 //!
 //! Writing never fails the request that paid for the call: a store error is retried, then
 //! logged with the whole record so it can be replayed from the logs.
@@ -9,7 +10,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Clock;
 use crate::error::Result;
+use crate::pricing::PriceTable;
+use crate::provider::Usage;
 use crate::records::{Record, RecordStore};
 use crate::retry::{RetryPolicy, with_backoff};
 
@@ -30,11 +34,39 @@ pub enum CostSource {
     Free,
 }
 
+/// What kind of paid call a record accounts for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// A web search provider (Perplexity, Tavily, the CLI).
+    #[default]
+    Search,
+    /// A chat model.
+    Llm,
+    /// An embedding model.
+    Embedding,
+}
+
+/// How a call ended, as the ledger needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The upstream answered (and billed).
+    Live,
+    /// Answered from the cache: free; `saved_usd` says what it would have cost.
+    Cached,
+    /// Labelled mock data: free.
+    Mock,
+    /// The upstream failed after its retries: free, and counts against its availability.
+    Failed,
+}
+
 /// One accounted call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CostRecord {
     pub request_id: String,
     pub agent: String,
+    #[serde(default)]
+    pub kind: CallKind,
     pub provider: String,
     pub model: String,
     pub input_tokens: u64,
@@ -46,6 +78,9 @@ pub struct CostRecord {
     pub cost_source: CostSource,
     pub cached: bool,
     pub mock: bool,
+    /// The upstream failed (no charge); used for availability.
+    #[serde(default)]
+    pub failed: bool,
     /// For a cache hit: what the call would have cost.
     #[serde(default)]
     pub saved_usd: f64,
@@ -53,10 +88,28 @@ pub struct CostRecord {
     pub timestamp: DateTime<Utc>,
 }
 
-/// Writes and reads cost records.
+/// A call to account for.
+#[derive(Debug, Clone)]
+pub struct Charge<'a> {
+    pub request_id: &'a str,
+    pub agent: &'a str,
+    pub kind: CallKind,
+    pub provider: &'a str,
+    /// The model or tier billed: the price table's key under the provider.
+    pub model: &'a str,
+    pub usage: &'a Usage,
+    pub outcome: Outcome,
+    pub saved_usd: f64,
+    pub upstream_id: Option<String>,
+}
+
+/// The one path every paid call is accounted through: prices it (the upstream's own figure
+/// wins over the price table) and writes it.
 #[derive(Clone)]
 pub struct Ledger {
     records: Arc<dyn RecordStore>,
+    prices: Arc<PriceTable>,
+    clock: Arc<dyn Clock>,
     retry: RetryPolicy,
 }
 
@@ -65,9 +118,62 @@ fn day_key(day: NaiveDate) -> String {
 }
 
 impl Ledger {
-    /// A ledger writing through `records`, retrying failed writes under `retry`.
-    pub fn new(records: Arc<dyn RecordStore>, retry: RetryPolicy) -> Self {
-        Self { records, retry }
+    /// A ledger writing through `records`, pricing with `prices`, retrying failed writes
+    /// under `retry`.
+    pub fn new(
+        records: Arc<dyn RecordStore>,
+        prices: Arc<PriceTable>,
+        clock: Arc<dyn Clock>,
+        retry: RetryPolicy,
+    ) -> Self {
+        Self { records, prices, clock, retry }
+    }
+
+    /// The cost record of `charge`, priced and stamped now (not yet written).
+    pub fn bill(&self, c: &Charge<'_>) -> CostRecord {
+        let u = c.usage;
+        let (cost_usd, cost_source) = match c.outcome {
+            Outcome::Cached | Outcome::Mock | Outcome::Failed => (0.0, CostSource::Free),
+            Outcome::Live => match u.provider_cost_usd {
+                Some(cost) => (cost, CostSource::Provider),
+                None => match self.prices.cost(c.provider, c.model, u) {
+                    Some(cost) => (cost, CostSource::PriceTable),
+                    None => {
+                        tracing::warn!(
+                            provider = c.provider,
+                            model = c.model,
+                            "no price for this model; recorded at $0"
+                        );
+                        (0.0, CostSource::Unpriced)
+                    }
+                },
+            },
+        };
+        CostRecord {
+            request_id: c.request_id.to_owned(),
+            agent: c.agent.to_owned(),
+            kind: c.kind,
+            provider: c.provider.to_owned(),
+            model: c.model.to_owned(),
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            credits: u.credits,
+            cost_usd,
+            cost_source,
+            cached: c.outcome == Outcome::Cached,
+            mock: c.outcome == Outcome::Mock,
+            failed: c.outcome == Outcome::Failed,
+            saved_usd: c.saved_usd,
+            upstream_id: c.upstream_id.clone(),
+            timestamp: self.clock.now(),
+        }
+    }
+
+    /// Bills `charge` and records it; returns the record.
+    pub async fn charge(&self, charge: &Charge<'_>) -> CostRecord {
+        let record = self.bill(charge);
+        self.record(&record).await;
+        record
     }
 
     /// Records `cost`. Never fails: when the retries are spent the record is logged as an error.
@@ -89,7 +195,8 @@ impl Ledger {
     }
 
     /// Cost records with `from <= timestamp <= to`, oldest first. Reads one partition per day.
-    pub async fn between(&self, from: DateTime<Utc>, to: DateTime<Utc>, now: DateTime<Utc>) -> Result<Vec<CostRecord>> {
+    pub async fn between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<CostRecord>> {
+        let now = self.clock.now();
         let mut out = Vec::new();
         let mut day = from.date_naive();
         let (lo, hi) = (

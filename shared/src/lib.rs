@@ -11,6 +11,7 @@ pub mod compose;
 pub mod config;
 pub mod error;
 pub mod ledger;
+pub mod metrics;
 pub mod pricing;
 pub mod provider;
 pub mod query;

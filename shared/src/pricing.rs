@@ -36,6 +36,15 @@ impl PriceTable {
         serde_json::from_str(text).map(Self)
     }
 
+    /// The defaults with the entries of the JSON file at `path` laid over them (`PRICE_TABLE_PATH`).
+    pub fn with_overrides(path: &std::path::Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let overrides = Self::from_json(&text).map_err(|e| format!("{} is not a price table: {e}", path.display()))?;
+        let mut table = Self::default();
+        table.0.extend(overrides.0);
+        Ok(table)
+    }
+
     /// The cost of one call in USD, rounded to 1e-10 (no float noise in reports), or `None`
     /// if the model is not in the table.
     pub fn cost(&self, provider: &str, model: &str, usage: &Usage) -> Option<f64> {
@@ -63,5 +72,21 @@ mod tests {
         assert_eq!(t.cost("perplexity", "unknown", &tokens(1, 1)), None);
         let credits = Usage { credits: 2, ..Usage::default() };
         assert_eq!(t.cost("tavily", "basic", &credits), Some(0.016));
+    }
+
+    #[test]
+    fn a_deployment_overrides_entries_and_adds_models() {
+        let dir = std::env::temp_dir().join(format!("prices-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("prices.json");
+        std::fs::write(&path, r#"{"perplexity/sonar": {"input_per_1k_usd": 0.002, "output_per_1k_usd": 0.004, "per_request_usd": 0.005},
+                                  "openrouter/deepseek-reasoner": {"input_per_1k_usd": 0.00055, "output_per_1k_usd": 0.00219}}"#).unwrap();
+        let t = PriceTable::with_overrides(&path).unwrap();
+        let u = Usage { input_tokens: 1000, output_tokens: 1000, ..Usage::default() };
+        assert_eq!(t.cost("perplexity", "sonar", &u), Some(0.011));
+        assert_eq!(t.cost("perplexity", "sonar-pro", &u), Some(0.006), "untouched defaults stay");
+        assert_eq!(t.cost("openrouter", "deepseek-reasoner", &u), Some(0.00274));
+        std::fs::write(&path, "{not json").unwrap();
+        assert!(PriceTable::with_overrides(&path).unwrap_err().contains("not a price table"));
     }
 }

@@ -17,9 +17,9 @@ use crate::cache;
 use crate::citations::{self, Rejected, Source};
 use crate::clock::Clock;
 use crate::error::Result;
-use crate::ledger::{CostRecord, CostSource, Ledger};
-use crate::pricing::PriceTable;
-use crate::provider::{Answer, Breaker, SearchProvider, mock};
+use crate::ledger::{CallKind, Charge, CostRecord, CostSource, Ledger, Outcome};
+use crate::metrics;
+use crate::provider::{Answer, Breaker, SearchProvider, Usage, mock};
 use crate::query::{Kind, Query};
 use crate::records::RecordStore;
 use crate::retry::{RetryPolicy, with_backoff};
@@ -91,38 +91,44 @@ pub struct SearchService {
     /// The providers in failover order (`SEARCH_PROVIDERS`); empty means mock data only.
     pub providers: Vec<Provider>,
     pub records: Arc<dyn RecordStore>,
+    pub ledger: Ledger,
     pub clock: Arc<dyn Clock>,
-    pub prices: PriceTable,
     pub cache_ttl: Duration,
     pub retry: RetryPolicy,
 }
 
 /// Retries for writes to our own store.
-const STORE_RETRY: RetryPolicy =
+pub const STORE_RETRY: RetryPolicy =
     RetryPolicy { retries: 2, base: Duration::from_millis(50), max_wait: Duration::from_secs(1) };
 
-const FREE: UsageReport =
-    UsageReport { input_tokens: 0, output_tokens: 0, credits: 0, cost_usd: 0.0, cost_source: CostSource::Free };
+impl From<&CostRecord> for UsageReport {
+    fn from(c: &CostRecord) -> Self {
+        Self {
+            input_tokens: c.input_tokens,
+            output_tokens: c.output_tokens,
+            credits: c.credits,
+            cost_usd: c.cost_usd,
+            cost_source: c.cost_source,
+        }
+    }
+}
 
 impl SearchService {
-    /// The cost ledger over this service's record store.
-    pub fn ledger(&self) -> Ledger {
-        Ledger::new(Arc::clone(&self.records), STORE_RETRY)
-    }
-
     /// Answers `query` from the first provider that can. Never fails: when none is configured
-    /// or all fail, the answer is labelled mock data.
+    /// or all fail, the answer is labelled mock data. Emits one metrics line per request.
     #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
     pub async fn run(&self, query: &Query, request_id: &str) -> SearchResponse {
+        let mut failed: Vec<&'static str> = Vec::new();
+        let response = self.answer(query, request_id, &mut failed).await;
+        metrics::SearchMetrics::of(&response, &failed).emit();
+        response
+    }
+
+    async fn answer(&self, query: &Query, request_id: &str, failed: &mut Vec<&'static str>) -> SearchResponse {
         if self.providers.is_empty() {
             tracing::warn!("Perplexity API Key 未設置");
-            return self
-                .fallback(
-                    query,
-                    request_id,
-                    "no_api_key: no search provider key is set (PERPLEXITY_API_KEY, TAVILY_API_KEY)",
-                )
-                .await;
+            let reason = "no_api_key: no search provider key is set (PERPLEXITY_API_KEY, TAVILY_API_KEY)";
+            return self.fallback(query, request_id, reason).await;
         }
         let candidates: Vec<&Provider> = self.providers.iter().filter(|p| p.adapter.supports(&query.kind)).collect();
         if candidates.is_empty() {
@@ -132,11 +138,10 @@ impl SearchService {
         let key = query.cache_key();
         if let Some(mut hit) = cache::get::<SearchResponse>(&*self.records, &key, self.clock.now()).await {
             tracing::info!(cache_key = %key, "使用快取的 Perplexity 結果");
-            let saved = hit.usage.cost_usd;
             hit.request_id = request_id.to_owned();
             hit.cached = true;
-            hit.usage = FREE;
-            let cost = self.cost_record(query, &hit, &FREE, None, saved);
+            let saved_usd = hit.usage.cost_usd;
+            let cost = self.bill(query, &hit, &Usage::default(), Outcome::Cached, saved_usd, None);
             self.finish(&mut hit, cost).await;
             return hit;
         }
@@ -156,12 +161,28 @@ impl SearchService {
                     }
                     None => "unusable_response: nothing in the answer matched the schema".to_owned(),
                 },
-                Err(e) => e.to_string(),
+                Err(e) => {
+                    // Free, but it counts against the provider's availability.
+                    let charge = Charge {
+                        request_id,
+                        agent: &query.agent,
+                        kind: CallKind::Search,
+                        provider: name,
+                        model: "",
+                        usage: &Usage::default(),
+                        outcome: Outcome::Failed,
+                        saved_usd: 0.0,
+                        upstream_id: None,
+                    };
+                    self.ledger.charge(&charge).await;
+                    e.to_string()
+                }
             };
             tracing::error!(provider = name, error = %failure, "provider failed; trying the next");
             if provider.breaker.failure(self.clock.now()) {
                 tracing::warn!(provider = name, "circuit opened: provider skipped during its cool-down");
             }
+            failed.push(name);
             failures.push(format!("{name}: {failure}"));
         }
         self.fallback(query, request_id, &format!("upstream_failed: {}", failures.join("; "))).await
@@ -176,16 +197,17 @@ impl SearchService {
         answer: Answer,
         key: &str,
     ) -> Option<SearchResponse> {
-        let usage = self.price(provider, &answer);
+        let usage = answer.usage.clone();
         let upstream_id = answer.upstream_id.clone();
-        let (mut response, usable) = self.build(query, request_id, provider, answer, usage.clone());
-        let cost = self.cost_record(query, &response, &usage, upstream_id, 0.0);
+        let (mut response, usable) = self.build(query, request_id, provider, answer);
+        let cost = self.bill(query, &response, &usage, Outcome::Live, 0.0, upstream_id);
         if !usable {
             // Paid for, but nothing usable: account for it all the same.
-            self.ledger().record(&cost).await;
+            self.ledger.record(&cost).await;
             return None;
         }
         let expires = self.clock.now() + chrono::Duration::from_std(self.cache_ttl).unwrap_or_default();
+        response.usage = UsageReport::from(&cost);
         let cached = response.clone();
         tokio::join!(cache::put(&*self.records, key, &cached, expires), self.finish(&mut response, cost));
         Some(response)
@@ -197,23 +219,23 @@ impl SearchService {
     }
 
     async fn fallback(&self, query: &Query, request_id: &str, reason: &str) -> SearchResponse {
-        let (mut response, _) = self.build(query, request_id, "mock", mock::answer(query), FREE);
+        let (mut response, _) = self.build(query, request_id, "mock", mock::answer(query));
         response.mock = true;
         response.data_source = mock::DATA_SOURCE.to_owned();
         response.fallback_reason = Some(reason.to_owned());
-        let cost = self.cost_record(query, &response, &FREE, None, 0.0);
+        let cost = self.bill(query, &response, &Usage::default(), Outcome::Mock, 0.0, None);
         self.finish(&mut response, cost).await;
         response
     }
 
-    /// Stores the sources of `response` and records `cost`.
+    /// Reports `cost` as this request's usage, stores the sources and records the cost.
     async fn finish(&self, response: &mut SearchResponse, cost: CostRecord) {
+        response.usage = UsageReport::from(&cost);
         let now = self.clock.now();
         let store = with_backoff(STORE_RETRY, "sources", |_| {
             sources::store(&*self.records, &response.request_id, &response.sources, now)
         });
-        let ledger = self.ledger();
-        let (stored, ()) = tokio::join!(store, ledger.record(&cost));
+        let (stored, ()) = tokio::join!(store, self.ledger.record(&cost));
         response.sources_stored = match stored {
             Ok(()) => true,
             Err(e) => {
@@ -224,61 +246,32 @@ impl SearchService {
         };
     }
 
-    fn price(&self, provider: &str, answer: &Answer) -> UsageReport {
-        let u = &answer.usage;
-        let (cost_usd, cost_source) = match u.provider_cost_usd {
-            Some(c) => (c, CostSource::Provider),
-            None => match self.prices.cost(provider, &answer.model, u) {
-                Some(c) => (c, CostSource::PriceTable),
-                None => (0.0, CostSource::Unpriced),
-            },
-        };
-        UsageReport {
-            input_tokens: u.input_tokens,
-            output_tokens: u.output_tokens,
-            credits: u.credits,
-            cost_usd,
-            cost_source,
-        }
-    }
-
-    /// The cost record of `response` (its request, provider, model, cached and mock flags).
-    fn cost_record(
+    /// The cost record of `response` (its request, provider and model) for `usage`.
+    fn bill(
         &self,
         query: &Query,
         response: &SearchResponse,
-        usage: &UsageReport,
-        upstream_id: Option<String>,
+        usage: &Usage,
+        outcome: Outcome,
         saved_usd: f64,
+        upstream_id: Option<String>,
     ) -> CostRecord {
-        CostRecord {
-            request_id: response.request_id.clone(),
-            agent: query.agent.clone(),
-            provider: response.provider.clone(),
-            model: response.model.clone(),
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            credits: usage.credits,
-            cost_usd: usage.cost_usd,
-            cost_source: usage.cost_source,
-            cached: response.cached,
-            mock: response.mock,
+        self.ledger.bill(&Charge {
+            request_id: &response.request_id,
+            agent: &query.agent,
+            kind: CallKind::Search,
+            provider: &response.provider,
+            model: &response.model,
+            usage,
+            outcome,
             saved_usd,
             upstream_id,
-            timestamp: self.clock.now(),
-        }
+        })
     }
 
     /// Builds the response from an answer, and says whether it is usable: a structured method
     /// needs at least one field that validated.
-    fn build(
-        &self,
-        query: &Query,
-        request_id: &str,
-        provider: &str,
-        answer: Answer,
-        usage: UsageReport,
-    ) -> (SearchResponse, bool) {
+    fn build(&self, query: &Query, request_id: &str, provider: &str, answer: Answer) -> (SearchResponse, bool) {
         let structured = analysis::extract(&query.kind, &answer.content);
         let usable = query.kind == Kind::Search || structured.fields.is_some();
         if !usable {
@@ -312,7 +305,14 @@ impl SearchService {
             rejected_citations: found.rejected,
             partial: !validation_errors.is_empty(),
             validation_errors,
-            usage,
+            // Set from the cost record when the request is billed.
+            usage: UsageReport {
+                input_tokens: 0,
+                output_tokens: 0,
+                credits: 0,
+                cost_usd: 0.0,
+                cost_source: CostSource::Free,
+            },
             sources_stored: false,
             data,
         };

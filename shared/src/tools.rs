@@ -10,9 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::citations;
-use crate::clock::Clock;
-use crate::ledger::{CostRecord, CostSource, Ledger};
-use crate::pricing::PriceTable;
+use crate::ledger::{CallKind, Charge, Ledger, Outcome};
 use crate::provider::tavily::{Tavily, WebResult};
 
 pub const SEARCH_WEB: &str = "search_web";
@@ -21,8 +19,6 @@ pub const SEARCH_WEB: &str = "search_web";
 pub struct Tools {
     pub tavily: Option<Arc<Tavily>>,
     pub ledger: Ledger,
-    pub prices: PriceTable,
-    pub clock: Arc<dyn Clock>,
 }
 
 impl Tools {
@@ -59,25 +55,18 @@ impl Tools {
         };
         match tavily.search_web(query).await {
             Ok((results, usage)) => {
-                let cost = self.prices.cost("tavily", "basic", &usage).unwrap_or(0.0);
-                self.ledger
-                    .record(&CostRecord {
-                        request_id: request_id.to_owned(),
-                        agent: agent.to_owned(),
-                        provider: "tavily".into(),
-                        model: "basic".into(),
-                        input_tokens: 0,
-                        output_tokens: 0,
-                        credits: usage.credits,
-                        cost_usd: cost,
-                        cost_source: CostSource::PriceTable,
-                        cached: false,
-                        mock: false,
-                        saved_usd: 0.0,
-                        upstream_id: None,
-                        timestamp: self.clock.now(),
-                    })
-                    .await;
+                let charge = Charge {
+                    request_id,
+                    agent,
+                    kind: CallKind::Search,
+                    provider: "tavily",
+                    model: "basic",
+                    usage: &usage,
+                    outcome: Outcome::Live,
+                    saved_usd: 0.0,
+                    upstream_id: None,
+                };
+                self.ledger.charge(&charge).await;
                 // Only valid, public http(s) URLs reach the model.
                 let results: Vec<WebResult> = results
                     .into_iter()

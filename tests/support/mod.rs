@@ -172,8 +172,8 @@ impl Harness {
         let now = self.clock.now();
         self.app
             .search
-            .ledger()
-            .between(now - chrono::Duration::days(1), now + chrono::Duration::seconds(1), now)
+            .ledger
+            .between(now - chrono::Duration::days(1), now + chrono::Duration::seconds(1))
             .await
             .expect("read ledger")
     }
