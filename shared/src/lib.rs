@@ -16,6 +16,7 @@ pub mod pricing;
 pub mod provider;
 pub mod query;
 pub mod records;
+pub mod report;
 pub mod research_node;
 pub mod retry;
 pub mod search;

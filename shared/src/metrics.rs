@@ -2,8 +2,6 @@
 //! standard output per request, which CloudWatch turns into metrics with no network call on
 //! the hot path. Namespace `ResearchBundle`.
 
-use std::io::Write;
-
 use serde_json::{Map, Value, json};
 
 use crate::search::SearchResponse;
@@ -36,8 +34,7 @@ pub fn render(dimensions: &[(&str, &str)], metrics: &[(&str, &str, f64)], timest
 
 /// Writes one EMF line to standard output (where Lambda's log agent picks it up).
 pub fn emit(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
+    println!("{line}");
 }
 
 /// What one search request tells the monitoring: which provider answered or failed, cache

@@ -37,7 +37,7 @@ pub async fn run() -> Result {
     let api = RuntimeApi::start().await?;
     let env = [
         ("RECORD_STORE", "local".to_owned()),
-        ("DATA_DIR", data_dir),
+        ("DATA_DIR", data_dir.clone()),
         ("PERPLEXITY_API_KEY", "sample-key".to_owned()),
         ("PERPLEXITY_BASE_URL", upstream.uri()),
     ];
@@ -53,6 +53,22 @@ pub async fn run() -> Result {
         "\nupstream calls made: {} (the repeat was a cache hit)",
         upstream.received_requests().await.unwrap_or_default().len()
     );
+
+    println!("\n=== 3. The cost-report function over the same records");
+    let binary = build_function("cost-report", false)?;
+    let api = RuntimeApi::start().await?;
+    let mut child =
+        api.spawn(&binary, &[("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.clone())], true)?;
+    let mut event = fixture("cost-report.json")?;
+    let text = api.invoke(event.clone()).await.map_err(|e| format!("cost-report: {e}"))?;
+    println!("{}", text["body"].as_str().unwrap_or_default());
+    event["queryStringParameters"]["format"] = "html".into();
+    event["rawQueryString"] = "groupBy=agent&format=html".into();
+    let page = api.invoke(event).await.map_err(|e| format!("cost-report: {e}"))?;
+    let path = std::path::Path::new(&data_dir).join("cost-report.html");
+    std::fs::write(&path, page["body"].as_str().unwrap_or_default())?;
+    println!("HTML report (open it in a browser): {}", path.display());
+    child.kill().await?;
     Ok(())
 }
 

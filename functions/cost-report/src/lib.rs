@@ -1,0 +1,104 @@
+//! The `cost-report` function's handler (seed 000's cost report, an operator endpoint).
+//!
+//! - `GET /cost-report?from=&to=&groupBy=agent|day|model&format=json|text|html` (defaults: the
+//!   last 7 days, agent, json). Bad parameters are a 400 JSON error.
+//! - A scheduled EventBridge event (arriving as a pass-through event): yesterday's digest by
+//!   agent, logged as structured JSON and published as EMF metrics; the digest is returned.
+
+use std::sync::Arc;
+
+use chrono::{Duration, NaiveTime, TimeZone, Utc};
+use lambda_http::http::header::CONTENT_TYPE;
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use shared::clock::{Clock, SystemClock};
+use shared::config::Config;
+use shared::ledger::Ledger;
+use shared::report::{Format, GroupBy, Params, Report, html, text};
+use shared::{Error, Result, api, compose, metrics};
+
+/// What the report needs: the ledger (read side) and the clock.
+pub struct App {
+    pub ledger: Ledger,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl App {
+    /// Built from the environment (record store, price table).
+    pub async fn from_env() -> Result<Self> {
+        let config = Config::from_env()?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let records = compose::records(&config).await?;
+        Ok(Self { ledger: compose::ledger(&config, records, Arc::clone(&clock))?, clock })
+    }
+}
+
+/// Handles one request or scheduled event. Never fails: errors become JSON error responses.
+pub async fn handle(app: &App, req: Request) -> Response<Body> {
+    route(app, &req).await.unwrap_or_else(|e| api::error(&e))
+}
+
+async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
+    if matches!(req.request_context_ref(), Some(RequestContext::PassThrough)) {
+        return digest(app, req).await;
+    }
+    let path = req.uri().path().trim_end_matches('/');
+    if path != "/cost-report" {
+        return Err(Error::NotFound(format!("no route for {} {path}", req.method())));
+    }
+    if req.method().as_str() != "GET" {
+        return Err(Error::MethodNotAllowed { method: req.method().to_string(), allowed: "GET" });
+    }
+    let query = req.query_string_parameters();
+    let params = Params::parse(query.iter(), app.clock.now())?;
+    let report = Report::build(&params, &app.ledger.between(params.from, params.to).await?);
+    Ok(match params.format {
+        Format::Json => api::json(200, &report),
+        Format::Text => typed(text::render(&report), "text/plain; charset=utf-8"),
+        Format::Html => typed(html::render(&report), "text/html; charset=utf-8"),
+    })
+}
+
+fn typed(body: String, content_type: &str) -> Response<Body> {
+    Response::builder()
+        .status(200)
+        .header(CONTENT_TYPE, content_type)
+        .body(Body::Text(body))
+        .expect("status and header are valid")
+}
+
+/// Yesterday's (UTC) digest by agent, for a scheduled event.
+async fn digest(app: &App, req: &Request) -> Result<Response<Body>> {
+    let event: serde_json::Value = serde_json::from_slice(req.body().as_ref()).unwrap_or_default();
+    let detail_type = event.get("detail-type").and_then(|v| v.as_str()).unwrap_or_default();
+    if detail_type != "Scheduled Event" {
+        return Err(Error::invalid("unsupported_event", format!("expected a Scheduled Event, got {detail_type:?}")));
+    }
+    let today = app.clock.now().date_naive();
+    let day = today - Duration::days(1);
+    let params = Params {
+        from: Utc.from_utc_datetime(&day.and_time(NaiveTime::MIN)),
+        to: Utc.from_utc_datetime(&today.and_time(NaiveTime::MIN)) - Duration::milliseconds(1),
+        group_by: GroupBy::Agent,
+        format: Format::Json,
+    };
+    let report = Report::build(&params, &app.ledger.between(params.from, params.to).await?);
+    let digest =
+        serde_json::json!({"day": day.format("%Y-%m-%d").to_string(), "report": report, "text": text::render(&report)});
+    tracing::info!(digest = %digest, "daily cost digest");
+    let at = app.clock.now().timestamp_millis();
+    for g in &report.groups {
+        metrics::emit(&metrics::render(
+            &[("Agent", &g.key)],
+            &[("DailyCostUsd", "None", g.total_usd), ("DailyCalls", "Count", g.calls as f64)],
+            at,
+        ));
+    }
+    let mut totals =
+        vec![("DailyCostUsd", "None", report.totals.cost_usd), ("DailyCacheSavedUsd", "None", report.cache.saved_usd)];
+    if let Some(rate) = report.cache.hit_rate {
+        totals.push(("DailyCacheHitRate", "Percent", rate * 100.0));
+    }
+    metrics::emit(&metrics::render(&[("Report", "daily")], &totals, at));
+    Ok(api::json(200, &digest))
+}

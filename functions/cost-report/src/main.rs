@@ -1,0 +1,17 @@
+//! Lambda entrypoint of `cost-report`: build the ledger once, then serve requests and
+//! scheduled events.
+
+use std::convert::Infallible;
+
+use lambda_http::{Error, Request, run, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_http::tracing::init_default_subscriber();
+    let app = cost_report::App::from_env().await?;
+    run(service_fn(|req: Request| {
+        let app = &app;
+        async move { Ok::<_, Infallible>(cost_report::handle(app, req).await) }
+    }))
+    .await
+}

@@ -1,0 +1,301 @@
+//! The cost report end to end: real searches through the search handler (fake Perplexity and
+//! Tavily on 127.0.0.1), LLM and embedding calls through the one ledger path, then
+//! `GET /cost-report` in every grouping and format, and the scheduled digest, on both record
+//! stores. The HTML page is rendered in headless Chromium.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use integration::{Harness, Setup, StoreKind, completion, on_both_stores};
+use lambda_http::Body;
+use serde_json::{Value, json};
+use shared::clock::Clock;
+use shared::ledger::{CallKind, Charge, Outcome};
+use shared::provider::Usage;
+use wiremock::matchers::{body_string_contains, method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+/// Two days of activity: day 0 research (Perplexity, a cache hit, an LLM call); day 1 strategy
+/// (Perplexity fails, Tavily answers) and rag (an embedding call). Returns the harness, the
+/// report app over the same store and clock, and day 0.
+async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>) {
+    let h = Harness::with(kind, Setup { perplexity: true, tavily: true, ..Setup::default() }).await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("coffee"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            "Coffee [1]",
+            &["https://example.com/coffee"],
+            json!([]),
+            json!({"prompt_tokens": 800, "completion_tokens": 400}),
+        )))
+        .mount(h.upstream())
+        .await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(500)).mount(h.upstream()).await;
+    Mock::given(method("POST"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "answer": "a", "results": [{"title": "T", "url": "https://t.example.com/", "content": "c"}], "usage": {"credits": 1}
+        })))
+        .mount(h.tavily())
+        .await;
+    let day0 = h.clock.now();
+    let ledger = h.app.search.ledger.clone();
+    assert_eq!(h.post("/search", json!({"query": "coffee"})).await.1["cached"], false);
+    assert_eq!(h.post("/search", json!({"query": "coffee"})).await.1["cached"], true);
+    let llm = Usage { input_tokens: 2000, output_tokens: 1500, provider_cost_usd: Some(0.0044), credits: 0 };
+    ledger
+        .charge(&Charge {
+            request_id: "llm-1",
+            agent: "research",
+            kind: CallKind::Llm,
+            provider: "deepseek",
+            model: "deepseek-reasoner",
+            usage: &llm,
+            outcome: Outcome::Live,
+            saved_usd: 0.0,
+            upstream_id: None,
+        })
+        .await;
+    h.clock.advance(Duration::days(1));
+    let (_, r) = h.post("/search", json!({"query": "broken upstream", "agent": "strategy"})).await;
+    assert_eq!(r["provider"], "tavily");
+    let embedding = Usage { input_tokens: 1000, ..Usage::default() };
+    ledger
+        .charge(&Charge {
+            request_id: "emb-1",
+            agent: "rag",
+            kind: CallKind::Embedding,
+            provider: "zhipu",
+            model: "embedding-3",
+            usage: &embedding,
+            outcome: Outcome::Live,
+            saved_usd: 0.0,
+            upstream_id: None,
+        })
+        .await;
+    let app = cost_report::App { ledger, clock: Arc::clone(&h.clock) as Arc<dyn Clock> };
+    (h, app, day0)
+}
+
+async fn get(app: &cost_report::App, uri: &str) -> (u16, String, String) {
+    let req = lambda_http::http::Request::builder().method("GET").uri(uri).body(Body::Empty).unwrap();
+    let req = lambda_http::RequestExt::with_query_string_parameters(
+        req,
+        uri.split_once('?')
+            .map(|(_, q)| {
+                q.split('&')
+                    .filter_map(|p| p.split_once('='))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect::<std::collections::HashMap<_, _>>()
+            })
+            .unwrap_or_default(),
+    );
+    let response = cost_report::handle(app, req).await;
+    let content_type =
+        response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    let body = match response.body() {
+        Body::Text(t) => t.clone(),
+        other => String::from_utf8_lossy(other.as_ref()).into_owned(),
+    };
+    (response.status().as_u16(), content_type, body)
+}
+
+fn day(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d").to_string()
+}
+
+// Then the text report is seed 000's shape, character for character, in every grouping.
+async fn the_text_report_is_the_seeds_shape_in_every_grouping(kind: StoreKind) {
+    let (_h, app, day0) = activity(kind).await;
+    let (status, content_type, text) = get(&app, "/cost-report?format=text").await;
+    assert_eq!((status, content_type.as_str()), (200, "text/plain; charset=utf-8"));
+    assert_eq!(
+        text,
+        "Rag Agent:\n- Embeddings (embedding-3): $0.0001\nTotal: $0.0001\n\n\
+         Research Agent:\n- AI Model (deepseek-reasoner): $0.0044\n- Perplexity Search: $0.0012\nTotal: $0.0056\n\n\
+         Strategy Agent:\n- Tavily Search: $0.0080\nTotal: $0.0080\n"
+    );
+    let (_, _, text) = get(&app, "/cost-report?format=text&groupBy=day").await;
+    assert_eq!(
+        text,
+        format!(
+            "{}:\n- AI Model (deepseek-reasoner): $0.0044\n- Perplexity Search: $0.0012\nTotal: $0.0056\n\n\
+             {}:\n- Tavily Search: $0.0080\n- Embeddings (embedding-3): $0.0001\nTotal: $0.0081\n",
+            day(day0),
+            day(day0 + Duration::days(1))
+        )
+    );
+    let (_, _, text) = get(&app, "/cost-report?format=text&groupBy=model").await;
+    assert_eq!(
+        text,
+        "deepseek/deepseek-reasoner:\n- Research Agent: $0.0044\nTotal: $0.0044\n\n\
+         perplexity/sonar:\n- Research Agent: $0.0012\nTotal: $0.0012\n\n\
+         tavily/basic:\n- Strategy Agent: $0.0080\nTotal: $0.0080\n\n\
+         zhipu/embedding-3:\n- Rag Agent: $0.0001\nTotal: $0.0001\n"
+    );
+    // A period with nothing in it says so.
+    let (_, _, text) = get(&app, "/cost-report?format=text&from=2020-01-01&to=2020-01-31").await;
+    assert_eq!(text, "No costs recorded from 2020-01-01T00:00:00Z to 2020-01-31T23:59:59Z.\n");
+}
+
+// Then the JSON report has the lines, totals, cache savings and provider availability.
+async fn the_json_report_counts_costs_cache_and_availability(kind: StoreKind) {
+    let (_h, app, _) = activity(kind).await;
+    for group_by in ["agent", "day", "model"] {
+        let (status, content_type, body) = get(&app, &format!("/cost-report?groupBy={group_by}")).await;
+        assert_eq!((status, content_type.as_str()), (200, "application/json; charset=utf-8"));
+        let r: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(r["groupBy"], group_by);
+        assert!((r["totals"]["costUsd"].as_f64().unwrap() - 0.01367).abs() < 1e-9, "{}", r["totals"]);
+        assert_eq!(r["totals"]["calls"], 5);
+        let group_sum: f64 = r["groups"].as_array().unwrap().iter().map(|g| g["totalUsd"].as_f64().unwrap()).sum();
+        assert!((group_sum - 0.01367).abs() < 1e-9);
+    }
+    let (_, _, body) = get(&app, "/cost-report").await;
+    let r: Value = serde_json::from_str(&body).unwrap();
+    let research = r["groups"].as_array().unwrap().iter().find(|g| g["key"] == "research").unwrap();
+    let search = research["lines"].as_array().unwrap().iter().find(|l| l["label"] == "Perplexity Search").unwrap();
+    assert_eq!((search["calls"].as_u64(), search["cachedCalls"].as_u64()), (Some(2), Some(1)));
+    assert_eq!((search["inputTokens"].as_u64(), search["outputTokens"].as_u64()), (Some(800), Some(400)));
+    assert!((search["savedUsd"].as_f64().unwrap() - 0.0012).abs() < 1e-12);
+    assert_eq!((r["cache"]["hits"].as_u64(), r["cache"]["liveSearches"].as_u64()), (Some(1), Some(2)));
+    assert!((r["cache"]["hitRate"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12);
+    assert!((r["cache"]["savedUsd"].as_f64().unwrap() - 0.0012).abs() < 1e-12);
+    assert_eq!(
+        r["providers"],
+        json!([
+            {"provider": "perplexity", "successes": 1, "failures": 1, "availability": 0.5},
+            {"provider": "tavily", "successes": 1, "failures": 0, "availability": 1.0}
+        ])
+    );
+}
+
+// Given bad parameters or methods, then 4xx JSON errors.
+async fn bad_report_parameters_are_refused(kind: StoreKind) {
+    let (_h, app, _) = activity(kind).await;
+    for (uri, status) in [
+        ("/cost-report?from=2026-11-10&to=2026-11-01", 400),
+        ("/cost-report?groupBy=week", 400),
+        ("/cost-report?format=pdf", 400),
+        ("/cost-report?from=yesterday", 400),
+        ("/cost-report?from=2020-01-01&to=2026-01-01", 400),
+        ("/cost-report?limit=5", 400),
+        ("/elsewhere", 404),
+    ] {
+        let (got, _, body) = get(&app, uri).await;
+        let r: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(got, status, "{uri}: {body}");
+        assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+}
+
+// Given the daily schedule fires, then yesterday's digest by agent comes back (and is logged
+// and published as metrics).
+async fn the_scheduled_digest_reports_yesterday(kind: StoreKind) {
+    let (h, app, _) = activity(kind).await;
+    h.clock.advance(Duration::days(1));
+    let text =
+        std::fs::read_to_string(format!("{}/../infra/events/schedule.json", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let req = lambda_http::request::from_str(&text).expect("a scheduled event passes through");
+    let response = cost_report::handle(&app, req).await;
+    assert_eq!(response.status(), 200);
+    let digest: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    assert_eq!(digest["day"], day(h.clock.now() - Duration::days(1)));
+    assert_eq!(
+        digest["text"],
+        "Rag Agent:\n- Embeddings (embedding-3): $0.0001\nTotal: $0.0001\n\nStrategy Agent:\n- Tavily Search: $0.0080\nTotal: $0.0080\n"
+    );
+    assert_eq!(
+        digest["report"]["providers"][0],
+        json!({"provider": "perplexity", "successes": 0, "failures": 1, "availability": 0.0})
+    );
+}
+
+on_both_stores!(
+    the_text_report_is_the_seeds_shape_in_every_grouping,
+    the_json_report_counts_costs_cache_and_availability,
+    bad_report_parameters_are_refused,
+    the_scheduled_digest_reports_yesterday,
+);
+
+/// The Chromium the test command installs.
+fn chromium() -> String {
+    let candidates =
+        [std::env::var("CHROMIUM").unwrap_or_default(), "/usr/bin/chromium".into(), "/usr/bin/chromium-browser".into()];
+    candidates.into_iter().find(|c| !c.is_empty() && Path::new(c).exists()).unwrap_or_else(|| {
+        panic!("headless Chromium is not installed: run the suite with `bash infra/test.sh` (it installs Debian's chromium) or set CHROMIUM")
+    })
+}
+
+fn chromium_run(args: &[&str], profile: &Path) -> std::process::Output {
+    Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .output()
+        .expect("run chromium")
+}
+
+// Given the HTML report, when a browser renders it, then the chart's bars and the totals are
+// there and drawn in the agents' colours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_html_report_renders_its_chart_and_totals_in_chromium() {
+    let (_h, app, _) = activity(StoreKind::Local).await;
+    let (status, content_type, page) = get(&app, "/cost-report?format=html").await;
+    assert_eq!((status, content_type.as_str()), (200, "text/html; charset=utf-8"));
+    assert!(
+        !page.contains("http://")
+            || page.matches("http://").all(|_| page.contains("xmlns=\"http://www.w3.org/2000/svg\"")),
+        "no external resources"
+    );
+    assert!(!page.contains("<script") && !page.contains("<link"), "self-contained");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.html");
+    std::fs::write(&file, &page).unwrap();
+    let url = format!("file://{}", file.display());
+
+    let out = chromium_run(&["--dump-dom", &url], &dir.path().join("profile-dom"));
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("<svg id=\"chart\""),
+        "chromium did not render the page: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(dom.matches("class=\"bar\"").count(), 3, "one segment per agent-day with a cost");
+    assert!(dom.contains("id=\"total-cost\">$0.0137<"));
+    assert!(dom.contains("id=\"cache-hit-rate\">33.3%<"));
+    assert!(dom.contains("Research Agent") && dom.contains("Strategy Agent") && dom.contains("Rag Agent"));
+
+    let shot = dir.path().join("report.png");
+    let out = chromium_run(
+        &[&format!("--screenshot={}", shot.display()), "--window-size=1000,900", &url],
+        &dir.path().join("profile-png"),
+    );
+    assert!(shot.exists(), "no screenshot: {}", String::from_utf8_lossy(&out.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let count = |hex: &str| {
+        let rgb: Vec<u8> = (0..3).map(|i| u8::from_str_radix(&hex[1 + 2 * i..3 + 2 * i], 16).unwrap()).collect();
+        buf.chunks(channels).filter(|p| p[..3] == rgb[..]).count()
+    };
+    // Agents in name order: rag, research, strategy.
+    let (research, strategy) = (count(shared::report::html::PALETTE[1]), count(shared::report::html::PALETTE[2]));
+    assert!(research > 500, "research's bar is not drawn ({research} px)");
+    assert!(strategy > research, "strategy spent more, its bar is taller ({strategy} vs {research} px)");
+}
