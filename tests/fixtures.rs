@@ -55,3 +55,16 @@ async fn the_sources_and_malformed_fixtures_get_json_errors() {
     let (status, r) = invoke(&h, "search-malformed.json").await;
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("malformed_json")));
 }
+
+#[tokio::test]
+async fn the_cost_report_fixture_answers_in_text() {
+    let h = Harness::without_key(StoreKind::Local).await;
+    h.post("/search", serde_json::json!({"query": "coffee"})).await;
+    let app = cost_report::App { ledger: h.app.search.ledger.clone(), clock: h.clock.clone() };
+    let path = format!("{}/../infra/events/cost-report.json", env!("CARGO_MANIFEST_DIR"));
+    let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let response = cost_report::handle(&app, req).await;
+    assert_eq!(response.status(), 200);
+    let text = String::from_utf8_lossy(response.body().as_ref()).into_owned();
+    assert_eq!(text, "Research Agent:\n- Mock Search: $0.0000\nTotal: $0.0000\n");
+}

@@ -113,6 +113,20 @@ pub struct Ledger {
     retry: RetryPolicy,
 }
 
+fn to_record(cost: &CostRecord) -> Record {
+    Record {
+        pk: day_key(cost.timestamp.date_naive()),
+        sk: format!(
+            "{}#{}#{}",
+            cost.timestamp.to_rfc3339_opts(SecondsFormat::Micros, true),
+            cost.request_id,
+            cost.provider
+        ),
+        expires_at: Some((cost.timestamp + Duration::days(RETENTION_DAYS)).timestamp()),
+        body: serde_json::to_value(cost).expect("a cost record serialises"),
+    }
+}
+
 fn day_key(day: NaiveDate) -> String {
     format!("COST#{}", day.format("%Y-%m-%d"))
 }
@@ -178,20 +192,16 @@ impl Ledger {
 
     /// Records `cost`. Never fails: when the retries are spent the record is logged as an error.
     pub async fn record(&self, cost: &CostRecord) {
-        let record = Record {
-            pk: day_key(cost.timestamp.date_naive()),
-            sk: format!(
-                "{}#{}#{}",
-                cost.timestamp.to_rfc3339_opts(SecondsFormat::Micros, true),
-                cost.request_id,
-                cost.provider
-            ),
-            expires_at: Some((cost.timestamp + Duration::days(RETENTION_DAYS)).timestamp()),
-            body: serde_json::to_value(cost).expect("a cost record serialises"),
-        };
+        let record = to_record(cost);
         if let Err(e) = with_backoff(self.retry, "ledger", |_| self.records.put(&record)).await {
             tracing::error!(error = %e, cost = %record.body, "cost record not stored; replay from this log line");
         }
+    }
+
+    /// Records many cost records at once (imports, replays from logs); all or an error.
+    pub async fn record_all(&self, costs: &[CostRecord]) -> Result<()> {
+        let records: Vec<Record> = costs.iter().map(to_record).collect();
+        with_backoff(self.retry, "ledger", |_| self.records.put_all(&records)).await
     }
 
     /// Cost records with `from <= timestamp <= to`, oldest first. Reads one partition per day.

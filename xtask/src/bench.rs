@@ -9,15 +9,128 @@ use serde_json::json;
 use shared::citations::{self, SearchHit};
 use shared::clock::SystemClock;
 use shared::config::Config;
-use shared::records::LocalRecords;
+use shared::ledger::{CallKind, CostRecord, CostSource, Ledger};
+use shared::pricing::PriceTable;
+use shared::records::{DynamoRecords, LocalRecords, RecordStore};
+use shared::report::{Params, Report, html as report_html, text as report_text};
+use shared::search::STORE_RETRY;
 
 use crate::runtime_api::RuntimeApi;
 use crate::{Result, build_function, fixture, sample_upstream};
 
-pub async fn run() -> Result {
-    citation_extraction();
-    handler_cache_hit().await?;
-    cold_start().await?;
+/// Runs the benches named in `only` (`search`, `report`), or all.
+pub async fn run(only: Option<&str>) -> Result {
+    if only.is_none_or(|o| o == "search") {
+        citation_extraction();
+        handler_cache_hit().await?;
+        cold_start().await?;
+    }
+    if only.is_none_or(|o| o == "report") {
+        cost_report().await?;
+    }
+    Ok(())
+}
+
+/// 100k cost records over the last 7 days, several agents, providers and kinds.
+fn cost_records(n: usize, now: chrono::DateTime<Utc>) -> Vec<CostRecord> {
+    let agents = ["research", "strategy", "writing", "rag", "milestone", "detail"];
+    let span = chrono::Duration::days(7).num_milliseconds() - 1;
+    (0..n)
+        .map(|i| {
+            let (kind, provider, model) = match i % 5 {
+                0 => (CallKind::Llm, "deepseek", "deepseek-reasoner"),
+                1 => (CallKind::Embedding, "zhipu", "embedding-3"),
+                2 => (CallKind::Search, "tavily", "basic"),
+                _ => (CallKind::Search, "perplexity", "sonar"),
+            };
+            CostRecord {
+                request_id: format!("bench-{i:06}"),
+                agent: agents[i % agents.len()].into(),
+                kind,
+                provider: provider.into(),
+                model: model.into(),
+                input_tokens: 500 + (i % 700) as u64,
+                output_tokens: 200 + (i % 300) as u64,
+                credits: u32::from(provider == "tavily"),
+                cost_usd: 0.0001 * (1 + i % 50) as f64,
+                cost_source: CostSource::PriceTable,
+                cached: i % 7 == 0,
+                mock: false,
+                failed: i % 97 == 0,
+                saved_usd: if i % 7 == 0 { 0.0012 } else { 0.0 },
+                upstream_id: None,
+                timestamp: now - chrono::Duration::milliseconds((i as i64 * span) / n as i64),
+            }
+        })
+        .collect()
+}
+
+async fn cost_report() -> Result {
+    const N: usize = 100_000;
+    let now = Utc::now();
+    let records = cost_records(N, now);
+    let dir = tempfile::tempdir()?;
+    println!("\n== cost report over {N} cost records (7 days, 6 agents), default parameters");
+    report_on(Arc::new(LocalRecords::open(dir.path())?), "embedded SQLite", &records, now).await?;
+    match std::env::var("DYNAMODB_LOCAL_ENDPOINT") {
+        Ok(endpoint) => {
+            let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .region(aws_config::Region::new("us-east-1"))
+                .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("local", "local", None, None, "bench"))
+                .endpoint_url(endpoint)
+                .load()
+                .await;
+            let store =
+                DynamoRecords::new(aws_sdk_dynamodb::Client::new(&config), format!("bench-{}", uuid::Uuid::new_v4()));
+            store.create_table().await?;
+            report_on(Arc::new(store), "DynamoDB Local", &records, now).await?;
+        }
+        Err(_) => {
+            println!("DynamoDB Local: NOT MEASURED. Start it with `eval \"$(infra/dynamodb-local.sh)\"` and run again.")
+        }
+    }
+    Ok(())
+}
+
+async fn report_on(
+    store: Arc<dyn RecordStore>,
+    label: &str,
+    records: &[CostRecord],
+    now: chrono::DateTime<Utc>,
+) -> Result {
+    let ledger = Ledger::new(store, Arc::new(PriceTable::default()), Arc::new(SystemClock), STORE_RETRY);
+    let t = Instant::now();
+    for chunk in records.chunks(1000) {
+        ledger.record_all(chunk).await?;
+    }
+    let write = t.elapsed();
+    let params = Params::parse([], now)?;
+    let (mut read, mut build, mut render) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let t = Instant::now();
+        let got = ledger.between(params.from, params.to).await?;
+        read.push(t.elapsed());
+        assert!(got.len() >= records.len() - 1, "read {} of {} records", got.len(), records.len());
+        let t = Instant::now();
+        let report = Report::build(&params, &got);
+        build.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box((
+            report_text::render(&report),
+            report_html::render(&report),
+            serde_json::to_string(&report)?,
+        ));
+        render.push(t.elapsed());
+    }
+    let (r, b, x) = (median(read), median(build), median(render));
+    println!(
+        "{label}: read {:.0} ms + build {:.1} ms + render json/text/html {:.1} ms = {:.0} ms per report (median of 3); writing them took {:.1} s",
+        ms(r),
+        ms(b),
+        ms(x),
+        ms(r + b + x),
+        write.as_secs_f64()
+    );
     Ok(())
 }
 

@@ -3,8 +3,9 @@
 //! - `demo`: runs the `search` function binary as Lambda runs it (a local Runtime API), on the
 //!   embedded default: no keys, no cloud, SQLite under `DATA_DIR`, labelled mock data; then
 //!   against a labelled sample upstream on 127.0.0.1 to show caching and stored citations.
-//! - `bench`: prints citation extraction on 1 MB, a cache-hit request through the handler,
-//!   and the cold start of the release binary, each beside a baseline measured in the same run.
+//! - `bench [search|report]`: prints citation extraction on 1 MB, a cache-hit request through
+//!   the handler and the cold start of the release binary, each beside a baseline measured in
+//!   the same run; and the cost report over 100k records on SQLite and DynamoDB Local.
 
 mod bench;
 mod demo;
@@ -26,10 +27,11 @@ async fn main() -> Result {
             let status = Command::new(cargo)
                 .current_dir(root())
                 .args(["run", "--quiet", "--profile", "bench-tools", "-p", "xtask", "--", "bench"])
+                .args(std::env::args().nth(2))
                 .status()?;
             std::process::exit(status.code().unwrap_or(1));
         }
-        Some("bench") => bench::run().await,
+        Some("bench") => bench::run(std::env::args().nth(2).as_deref()).await,
         _ => {
             eprintln!("usage: cargo xtask <demo|bench>");
             std::process::exit(2);

@@ -212,7 +212,9 @@ fn call_label(r: &CostRecord) -> String {
 impl Report {
     /// Builds the report of `records` (those of `params`' period) grouped as `params` says.
     pub fn build(params: &Params, records: &[CostRecord]) -> Self {
-        let mut groups: BTreeMap<String, (String, BTreeMap<(u8, String), Line>)> = BTreeMap::new();
+        // Group key -> (title, (line rank, line label) -> line).
+        type Lines = BTreeMap<(u8, String), Line>;
+        let mut groups: BTreeMap<String, (String, Lines)> = BTreeMap::new();
         let mut totals = Totals::default();
         let mut cache = CacheStats::default();
         let mut providers: BTreeMap<String, (u64, u64)> = BTreeMap::new();
