@@ -68,3 +68,20 @@ async fn the_cost_report_fixture_answers_in_text() {
     let text = String::from_utf8_lossy(response.body().as_ref()).into_owned();
     assert_eq!(text, "Research Agent:\n- Mock Search: $0.0000\nTotal: $0.0000\n");
 }
+
+#[tokio::test]
+async fn the_research_create_fixture_opens_a_session() {
+    let (records, _guard) = integration::store(StoreKind::Local).await;
+    let config = shared::config::Config::from_lookup(|_| None).unwrap();
+    let clock: std::sync::Arc<dyn shared::clock::Clock> = std::sync::Arc::new(shared::clock::SystemClock);
+    let timeline = shared::compose::timeline(&config, records.clone(), clock.clone()).unwrap();
+    let app = research::App { timeline: std::sync::Arc::new(timeline), records, clock };
+    let path = format!("{}/../infra/events/research-create.json", env!("CARGO_MANIFEST_DIR"));
+    let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let response = research::handle(&app, req).await;
+    assert_eq!(response.status(), 200);
+    use http_body_util::BodyExt;
+    let body: Value = serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!((body["topic"].as_str(), body["language"].as_str()), (Some("iPhone"), Some("en")));
+    assert!(body["session_id"].as_str().is_some_and(|s| s.len() == 36));
+}

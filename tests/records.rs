@@ -108,7 +108,19 @@ async fn empty_keys_are_refused_as_dynamodb_refuses_them(kind: StoreKind) {
     assert!(s.query("p", "a", "z", 0).await.unwrap().is_empty(), "nothing was written");
 }
 
+async fn put_new_claims_a_key_once_unless_the_holder_expired(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    assert!(s.put_new(&record("claim", "x", Some(100), json!({"by": "a"})), 50).await.unwrap());
+    assert!(!s.put_new(&record("claim", "x", Some(200), json!({"by": "b"})), 60).await.unwrap(), "held");
+    assert_eq!(s.get("claim", "x", 60).await.unwrap().unwrap().body, json!({"by": "a"}));
+    assert!(s.put_new(&record("claim", "x", Some(300), json!({"by": "c"})), 100).await.unwrap(), "the holder expired");
+    assert_eq!(s.get("claim", "x", 150).await.unwrap().unwrap().body, json!({"by": "c"}));
+    s.put(&record("claim", "forever", None, json!({}))).await.unwrap();
+    assert!(!s.put_new(&record("claim", "forever", None, json!({})), i64::MAX).await.unwrap());
+}
+
 on_both_stores!(
+    put_new_claims_a_key_once_unless_the_holder_expired,
     empty_keys_are_refused_as_dynamodb_refuses_them,
     a_written_record_reads_back_with_its_body_intact,
     a_second_write_to_the_same_key_replaces_the_first,

@@ -8,6 +8,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, RecordStoreKind};
 use crate::error::{Error, Result};
 use crate::ledger::Ledger;
+use crate::llm::ChatModel;
+use crate::llm::mock::MockLlm;
+use crate::llm::openai::OpenAiCompatible;
 use crate::pricing::PriceTable;
 use crate::provider::codex::CodexCli;
 use crate::provider::perplexity::Perplexity;
@@ -17,6 +20,7 @@ use crate::records::{DynamoRecords, LocalRecords, RecordStore};
 use crate::research_node::ResearchNode;
 use crate::retry::RetryPolicy;
 use crate::search::{Provider, STORE_RETRY, SearchService};
+use crate::timeline::Timeline;
 use crate::tools::Tools;
 
 /// The record store `config` selects.
@@ -121,4 +125,32 @@ pub async fn search_function_from_env() -> Result<SearchFunction> {
     let config = Config::from_env()?;
     let records = records(&config).await?;
     search_function(&config, records, Arc::new(SystemClock))
+}
+
+/// The chat model: OpenAI-compatible with `LLM_API_KEY`, else the labelled mock.
+pub fn llm(config: &Config) -> Result<Arc<dyn ChatModel>> {
+    match &config.llm_api_key {
+        Some(key) => Ok(Arc::new(
+            OpenAiCompatible::new(&config.llm_base_url, key.clone(), &config.llm_provider, config.llm_timeout)
+                .map_err(|e| Error::Config(e.to_string()))?,
+        )),
+        None => {
+            tracing::warn!("LLM_API_KEY is not set: research answers will be labelled mock data (模擬資料)");
+            Ok(Arc::new(MockLlm))
+        }
+    }
+}
+
+/// The timeline research over `records` and `clock`, configured by `config`.
+pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Timeline> {
+    let search = search_function(config, Arc::clone(&records), Arc::clone(&clock))?.search;
+    Ok(Timeline {
+        llm: llm(config)?,
+        ledger: search.ledger.clone(),
+        search,
+        milestone_model: config.llm_milestone_model.clone(),
+        detail_model: config.llm_detail_model.clone(),
+        concurrency: config.detail_concurrency,
+        retry: RetryPolicy::new(config.retry_base),
+    })
 }

@@ -59,6 +59,16 @@ pub struct Config {
     pub research_provider: ResearchProvider,
     /// A JSON price table laid over the defaults (`PRICE_TABLE_PATH`).
     pub price_table_path: Option<PathBuf>,
+    /// The chat model (OpenAI-compatible); no key -> the labelled mock model.
+    pub llm_api_key: Option<Secret>,
+    pub llm_base_url: String,
+    /// Provider name for cost records and prices (`LLM_PROVIDER`).
+    pub llm_provider: String,
+    pub llm_milestone_model: String,
+    pub llm_detail_model: String,
+    pub llm_timeout: Duration,
+    /// Timeline detail agents at once.
+    pub detail_concurrency: usize,
 }
 
 /// The research node's source of results.
@@ -143,6 +153,20 @@ impl Config {
                 }
             },
             price_table_path: get("PRICE_TABLE_PATH").map(PathBuf::from),
+            llm_api_key: get("LLM_API_KEY").map(Secret),
+            llm_base_url: get("LLM_BASE_URL")
+                .unwrap_or_else(|| "https://openrouter.ai/api/v1".into())
+                .trim_end_matches('/')
+                .to_owned(),
+            llm_provider: get("LLM_PROVIDER").unwrap_or_else(|| "openrouter".into()),
+            llm_milestone_model: get("LLM_MILESTONE_MODEL")
+                .or_else(|| get("LLM_MODEL"))
+                .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
+            llm_detail_model: get("LLM_DETAIL_MODEL")
+                .or_else(|| get("LLM_MODEL"))
+                .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
+            llm_timeout: Duration::from_millis(number("LLM_TIMEOUT_MS", 120_000)?),
+            detail_concurrency: usize::try_from(number("DETAIL_CONCURRENCY", 4)?).unwrap_or(4).clamp(1, 32),
         })
     }
 }

@@ -2,6 +2,7 @@
 //! and the citation logic. Functions under `functions/` are thin entrypoints over it; they
 //! build adapters through [`compose`] and hand them to plain async handlers.
 
+pub mod agent;
 pub mod analysis;
 pub mod api;
 pub mod cache;
@@ -11,6 +12,7 @@ pub mod compose;
 pub mod config;
 pub mod error;
 pub mod ledger;
+pub mod llm;
 pub mod metrics;
 pub mod pricing;
 pub mod provider;
@@ -20,7 +22,9 @@ pub mod report;
 pub mod research_node;
 pub mod retry;
 pub mod search;
+pub mod sessions;
 pub mod sources;
+pub mod timeline;
 pub mod tools;
 pub mod topics;
 

@@ -7,7 +7,7 @@
 
 pub mod breaker;
 pub mod codex;
-mod http;
+pub(crate) mod http;
 pub mod mock;
 pub mod perplexity;
 pub mod tavily;

@@ -163,6 +163,23 @@ impl RecordStore for DynamoRecords {
         Ok(())
     }
 
+    async fn put_new(&self, record: &Record, now: i64) -> Result<bool> {
+        let written = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(record)))
+            .condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
+            .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(sdk_error(e)),
+        }
+    }
+
     async fn put_all(&self, records: &[Record]) -> Result<()> {
         for chunk in records.chunks(BATCH) {
             let mut pending: Vec<WriteRequest> = chunk

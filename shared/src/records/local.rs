@@ -105,6 +105,22 @@ impl RecordStore for LocalRecords {
         .await
     }
 
+    async fn put_new(&self, record: &Record, now: i64) -> Result<bool> {
+        check_keys(&[&record.pk, &record.sk])?;
+        let row = (record.pk.clone(), record.sk.clone(), record.expires_at, record.body.to_string());
+        self.with_conn(move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "INSERT INTO records (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (pk, sk) DO UPDATE SET expires_at = excluded.expires_at, body = excluded.body
+                 WHERE records.expires_at IS NOT NULL AND records.expires_at <= ?5",
+                )?
+                .execute(params![row.0, row.1, row.2, row.3, now])?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
     async fn get(&self, pk: &str, sk: &str, now: i64) -> Result<Option<Record>> {
         check_keys(&[pk, sk])?;
         let (pk, sk) = (pk.to_owned(), sk.to_owned());

@@ -40,6 +40,8 @@ impl Record {
 pub trait RecordStore: Send + Sync {
     /// Writes one record.
     async fn put(&self, record: &Record) -> Result<()>;
+    /// Writes `record` only if no live record has its key (an atomic claim); true if written.
+    async fn put_new(&self, record: &Record, now: i64) -> Result<bool>;
     /// Writes all `records`, or fails: none is silently dropped.
     async fn put_all(&self, records: &[Record]) -> Result<()>;
     /// The live record at `(pk, sk)`, if any.

@@ -1,0 +1,134 @@
+//! The `research` function's handler: timeline research (seed 003), streamed.
+//!
+//! - `POST /api/research` `{topic, language?}` -> `{session_id}`: the proposal is stored for a
+//!   day. `language` is zh, en or ja (default: detected from the topic).
+//! - `GET /api/research/{session_id}/stream` -> `text/event-stream` of seed 003's events.
+//!   An unknown or expired session is a 404; a session streams once (a second request is a
+//!   409 `already_streamed`: the research is paid for once, and a client that reconnects
+//!   starts a new session).
+//!
+//! The research runs while the stream is read; when the client goes away the stream is
+//! dropped and the research with it, so no model call bills after the client left.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use lambda_http::http::response::Builder;
+use lambda_http::{Body, Request, Response};
+use shared::clock::{Clock, SystemClock};
+use shared::config::Config;
+use shared::records::RecordStore;
+use shared::timeline::{Event, LANGUAGES, Proposal, Timeline, detect_language};
+use shared::{Error, Result, api, compose, sessions};
+use tokio::sync::mpsc;
+
+/// Response bodies: a whole JSON document, or the event stream.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// What the research routes need, built once per process.
+pub struct App {
+    pub timeline: Arc<Timeline>,
+    pub records: Arc<dyn RecordStore>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl App {
+    /// Built from the environment.
+    pub async fn from_env() -> Result<Self> {
+        let config = Config::from_env()?;
+        let records = compose::records(&config).await?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let timeline = compose::timeline(&config, Arc::clone(&records), Arc::clone(&clock))?;
+        Ok(Self { timeline: Arc::new(timeline), records, clock })
+    }
+}
+
+/// Handles one request. Never fails: errors become JSON error responses.
+pub async fn handle(app: &App, req: Request) -> Response<ResponseBody> {
+    match route(app, &req).await {
+        Ok(response) => response,
+        Err(e) => whole(api::error(&e)),
+    }
+}
+
+fn whole(response: Response<Body>) -> Response<ResponseBody> {
+    response.map(|body| Full::new(Bytes::copy_from_slice(body.as_ref())).boxed_unsync())
+}
+
+async fn route(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
+    let path = req.uri().path().trim_end_matches('/');
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let method = req.method().as_str();
+    match (method, segments.as_slice()) {
+        ("POST", ["api", "research"]) => create(app, req).await,
+        ("GET", ["api", "research", id, "stream"]) => stream(app, id).await,
+        (_, ["api", "research"]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "POST" }),
+        (_, ["api", "research", _, "stream"]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "GET" }),
+        _ => Err(Error::NotFound(format!("no route for {method} {path}"))),
+    }
+}
+
+async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
+    let body: serde_json::Value = serde_json::from_slice(api::body(req)?)
+        .map_err(|e| Error::invalid("malformed_json", format!("request body is not valid JSON: {e}")))?;
+    let obj = body.as_object().ok_or_else(|| Error::invalid("malformed_json", "request body must be a JSON object"))?;
+    if let Some(k) = obj.keys().find(|k| !["topic", "language"].contains(&k.as_str())) {
+        return Err(Error::invalid("unknown_field", format!("field {k:?} is not accepted; known: topic, language")));
+    }
+    let topic = obj
+        .get("topic")
+        .and_then(|t| t.as_str())
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && t.chars().count() <= 200)
+        .ok_or_else(|| Error::invalid("missing_topic", "topic is required: a string of 1 to 200 characters"))?;
+    let language = match obj.get("language") {
+        None | Some(serde_json::Value::Null) => detect_language(topic).to_owned(),
+        Some(serde_json::Value::String(l)) if LANGUAGES.contains(&l.as_str()) => l.clone(),
+        Some(other) => return Err(Error::invalid("unknown_language", format!("language {other} is not zh, en or ja"))),
+    };
+    let proposal = Proposal { topic: topic.to_owned(), language };
+    let id = sessions::create(&*app.records, &proposal, app.clock.now()).await?;
+    Ok(whole(api::json(
+        200,
+        &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language}),
+    )))
+}
+
+async fn stream(app: &App, id: &str) -> Result<Response<ResponseBody>> {
+    sessions::check_id(id)?;
+    let now = app.clock.now();
+    let proposal = sessions::load(&*app.records, id, now)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("no research session {id} (unknown or expired)")))?;
+    if !sessions::claim_stream(&*app.records, id, now).await? {
+        return Ok(whole(api::json(
+            409,
+            &serde_json::json!({"error": {"code": "already_streamed", "message": "this session was already streamed; create a new one"}}),
+        )));
+    }
+    let (tx, rx) = mpsc::channel::<Event>(32);
+    let timeline = Arc::clone(&app.timeline);
+    let session = id.to_owned();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = timeline.run(&proposal, &session, &tx) => {}
+            () = tx.closed() => tracing::info!(session = %session, "client disconnected; research cancelled"),
+        }
+    });
+    let events = futures::stream::unfold(rx, |mut rx| async move {
+        let event = rx.recv().await?;
+        Some((Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(event.to_sse()))), rx))
+    });
+    let body = StreamBody::new(events.boxed()).boxed_unsync();
+    Ok(Builder::new()
+        .status(200)
+        .header(CONTENT_TYPE, "text/event-stream; charset=utf-8")
+        .header(CACHE_CONTROL, "no-cache")
+        .body(body)
+        .expect("status and headers are valid"))
+}

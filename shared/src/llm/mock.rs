@@ -1,0 +1,94 @@
+//! The chat model used when no `LLM_API_KEY` is set: deterministic, offline, and labelled
+//! (`【模擬資料】` in every text it writes). It follows the agents' protocol for real: a
+//! structured request with tools first asks for one search, then answers from its result, so
+//! the whole tool loop, the search port and the citation pipeline run end to end.
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use super::{ChatModel, ChatReply, ChatRequest, Message, ToolCall};
+use crate::provider::{ProviderError, Usage};
+
+/// Marks every mock text.
+pub const LABEL: &str = "【模擬資料】";
+
+pub struct MockLlm;
+
+/// The value of the `key：value` (or `key: value`) line of `text`.
+fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim_start_matches(['：', ':']).trim())
+}
+
+/// URLs in markdown links `](url)` of a tool result.
+fn links(text: &str) -> Vec<String> {
+    text.split("](").skip(1).filter_map(|rest| rest.split(')').next()).map(str::to_owned).collect()
+}
+
+#[async_trait]
+impl ChatModel for MockLlm {
+    fn provider(&self) -> &str {
+        "mock"
+    }
+
+    fn is_mock(&self) -> bool {
+        true
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, ProviderError> {
+        let user = request
+            .messages
+            .iter()
+            .find_map(|m| if let Message::User(t) = m { Some(t.as_str()) } else { None })
+            .unwrap_or("");
+        let tool_results: Vec<&str> = request
+            .messages
+            .iter()
+            .filter_map(|m| if let Message::Tool { content, .. } = m { Some(content.as_str()) } else { None })
+            .collect();
+        let schema = request.output_schema.as_ref().map_or("", |(name, _)| *name);
+        let reply =
+            |content: String| Ok(ChatReply { content: Some(content), usage: Usage::default(), ..ChatReply::default() });
+        match schema {
+            "milestones" => {
+                let topic = field(user, "主题").or_else(|| field(user, "Topic")).unwrap_or("topic");
+                let nodes: Vec<_> = (1..=5)
+                    .map(|i| {
+                        json!({
+                            "date": format!("{}-01-01", 2000 + 5 * i),
+                            "title": format!("{LABEL}{topic} milestone {i}"),
+                            "description": format!("{LABEL}A sample milestone of {topic}; set LLM_API_KEY for real research."),
+                            "significance": if i == 1 { "high" } else { "medium" },
+                        })
+                    })
+                    .collect();
+                reply(json!({"nodes": nodes}).to_string())
+            }
+            "node_detail" if tool_results.is_empty() && request.tools.iter().any(|t| t.name == "search") => {
+                let title = field(user, "标题").unwrap_or("milestone");
+                Ok(ChatReply {
+                    tool_calls: vec![ToolCall {
+                        id: "mock-call-1".into(),
+                        name: "search".into(),
+                        arguments: json!({"query": title}).to_string(),
+                    }],
+                    ..ChatReply::default()
+                })
+            }
+            "node_detail" => {
+                let title = field(user, "标题").unwrap_or("milestone");
+                let sources: Vec<String> = tool_results.iter().flat_map(|r| links(r)).collect();
+                reply(
+                    json!({
+                        "key_features": [format!("{LABEL}{title}: feature 1"), format!("{LABEL}{title}: feature 2"), format!("{LABEL}{title}: feature 3")],
+                        "impact": format!("{LABEL}The impact of {title}."),
+                        "key_people": [],
+                        "context": format!("{LABEL}The background of {title}."),
+                        "sources": sources,
+                    })
+                    .to_string(),
+                )
+            }
+            _ => reply(format!("{LABEL}{user}")),
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! The `research` function end to end: sessions, the SSE stream read by a real SSE parser,
+//! against a fake OpenAI-compatible server on 127.0.0.1 that answers with tool calls and
+//! structured output (and watches concurrency), and in mock mode.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::IntoResponse;
+use axum::routing::post;
+use axum::{Json, Router};
+use chrono::Utc;
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use http_body_util::BodyExt;
+use integration::{StoreGuard, StoreKind, on_both_stores, store};
+use lambda_http::Body;
+use serde_json::{Value, json};
+use shared::clock::{Clock, ManualClock};
+use shared::config::Config;
+
+/// A fake OpenAI-compatible chat server for the two agents.
+#[derive(Default)]
+struct FakeLlm {
+    nodes: usize,
+    /// Milliseconds a node's final detail answer takes, by node number (1-based).
+    delay: Option<fn(usize) -> u64>,
+    /// Node number whose final answer is a 500.
+    failing: Option<usize>,
+    requests: AtomicUsize,
+    active: Mutex<HashSet<usize>>,
+    max_active: AtomicUsize,
+    finished: Mutex<Vec<usize>>,
+}
+
+fn node_number(user: &str) -> usize {
+    user.lines().find_map(|l| l.strip_prefix("标题：Node ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+}
+
+fn completion(message: Value) -> Json<Value> {
+    Json(json!({
+        "id": "fake-1", "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 50}
+    }))
+}
+
+async fn chat(State(fake): State<Arc<FakeLlm>>, Json(body): Json<Value>) -> axum::response::Response {
+    fake.requests.fetch_add(1, Ordering::SeqCst);
+    let schema = body.pointer("/response_format/json_schema/name").and_then(Value::as_str).unwrap_or_default();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let user = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(body["tools"][0]["function"]["name"] == "search", "the search tool is offered");
+    if schema == "milestones" {
+        let nodes: Vec<Value> = (1..=fake.nodes)
+            .map(|i| json!({"date": format!("20{i:02}-01-01"), "title": format!("Node {i}"), "description": format!("Milestone {i}"), "significance": "high"}))
+            .collect();
+        return completion(json!({"role": "assistant", "content": json!({"nodes": nodes}).to_string()}))
+            .into_response();
+    }
+    let n = node_number(&user);
+    let tool_result =
+        messages.iter().find(|m| m["role"] == "tool").and_then(|m| m["content"].as_str()).map(str::to_owned);
+    let Some(tool_result) = tool_result else {
+        // Step 2 of the seed's workflow: one search for this node.
+        {
+            let mut active = fake.active.lock().unwrap();
+            active.insert(n);
+            fake.max_active.fetch_max(active.len(), Ordering::SeqCst);
+        }
+        return completion(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("call-{n}"), "type": "function", "function": {"name": "search", "arguments": json!({"query": format!("Node {n} facts")}).to_string()}}
+        ]}))
+        .into_response();
+    };
+    tokio::time::sleep(Duration::from_millis(fake.delay.map_or(10, |d| d(n)))).await;
+    if fake.failing == Some(n) {
+        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response();
+    }
+    fake.active.lock().unwrap().remove(&n);
+    fake.finished.lock().unwrap().push(n);
+    let url = tool_result.split("](").nth(1).and_then(|r| r.split(')').next()).unwrap_or_default().to_owned();
+    completion(json!({"role": "assistant", "content": json!({
+        "key_features": [format!("Node {n} a"), format!("Node {n} b"), format!("Node {n} c")],
+        "impact": "big", "key_people": ["Someone — the founder"], "context": "because",
+        "sources": [url, "https://invented.example.org/not-from-search"]
+    }).to_string()}))
+    .into_response()
+}
+
+async fn fake_llm(fake: Arc<FakeLlm>) -> String {
+    let app = Router::new().route("/chat/completions", post(chat)).with_state(fake);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+async fn app(kind: StoreKind, llm: Option<&str>) -> (research::App, Arc<ManualClock>, StoreGuard) {
+    let (records, guard) = store(kind).await;
+    let llm = llm.map(str::to_owned);
+    let config = Config::from_lookup(|k| match k {
+        "LLM_API_KEY" if llm.is_some() => Some("llm-test-key".into()),
+        "LLM_BASE_URL" => llm.clone(),
+        "RETRY_BASE_MS" => Some("5".into()),
+        _ => None,
+    })
+    .unwrap();
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let timeline =
+        shared::compose::timeline(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>).unwrap();
+    (research::App { timeline: Arc::new(timeline), records, clock: Arc::clone(&clock) as Arc<dyn Clock> }, clock, guard)
+}
+
+async fn request(
+    app: &research::App,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> lambda_http::Response<research::ResponseBody> {
+    let req = lambda_http::http::Request::builder().method(method).uri(path).body(Body::from(body.to_owned())).unwrap();
+    research::handle(app, req).await
+}
+
+async fn json_of(response: lambda_http::Response<research::ResponseBody>) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
+async fn new_session(app: &research::App, topic: &str) -> String {
+    let (status, r) = json_of(request(app, "POST", "/api/research", &json!({"topic": topic}).to_string()).await).await;
+    assert_eq!(status, 200, "{r}");
+    r["session_id"].as_str().unwrap().to_owned()
+}
+
+/// Opens the stream and parses it as SSE; `(event, data)` pairs.
+async fn events(app: &research::App, session: &str) -> impl futures::Stream<Item = (String, Value)> + use<> {
+    let response = request(app, "GET", &format!("/api/research/{session}/stream"), "").await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream; charset=utf-8");
+    response.into_body().into_data_stream().eventsource().map(|e| {
+        let e = e.expect("well-formed SSE");
+        (e.event, serde_json::from_str(&e.data).expect("JSON data"))
+    })
+}
+
+// Given no LLM key and no search key (the embedded default), then the whole flow runs on
+// labelled mock data, in seed 003's event order, with each node's sources in its event.
+async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
+    let (app, _clock, _g) = app(kind, None).await;
+    let session = new_session(&app, "人工智能发展史").await;
+    let got: Vec<(String, Value)> = events(&app, &session).await.collect().await;
+    let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "progress",
+            "skeleton",
+            "progress",
+            "node_detail",
+            "node_detail",
+            "node_detail",
+            "node_detail",
+            "node_detail",
+            "complete"
+        ]
+    );
+    assert_eq!(got[0].1, json!({"phase": "skeleton", "message": "正在构建时间线骨架...", "percent": 0}));
+    assert_eq!(got[2].1, json!({"phase": "detail", "message": "正在深度补充节点详情...", "percent": 0}));
+    let skeleton = &got[1].1;
+    assert_eq!(skeleton["mock"], true);
+    let ids: Vec<&str> = skeleton["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["ms_001", "ms_002", "ms_003", "ms_004", "ms_005"]);
+    assert_eq!(skeleton["nodes"][0]["status"], "skeleton");
+    assert!(skeleton["nodes"][0]["title"].as_str().unwrap().starts_with("【模擬資料】"));
+    for (_, data) in &got[3..8] {
+        assert!(ids.contains(&data["node_id"].as_str().unwrap()));
+        let d = &data["details"];
+        assert_eq!(d["key_features"].as_array().unwrap().len(), 3);
+        for field in ["impact", "context"] {
+            assert!(d[field].as_str().unwrap().starts_with("【模擬資料】"));
+        }
+        assert!(!d["sources"].as_array().unwrap().is_empty(), "the search tool's sources reach the event");
+        assert_eq!(data["sources"][0]["url"], d["sources"][0]);
+    }
+    assert_eq!(got[8].1, json!({"total_nodes": 5}));
+}
+
+// Given a real-protocol model, then tool calls and structured output drive the agents, detail
+// runs are at most 4 at once, events arrive in completion order, and a node only cites what
+// its searches returned.
+async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKind) {
+    let fake = Arc::new(FakeLlm {
+        nodes: 8,
+        delay: Some(|n| [0, 400, 50, 300, 20, 250, 10, 200, 30][n]),
+        ..FakeLlm::default()
+    });
+    let (app, _clock, _g) = app(kind, Some(&fake_llm(Arc::clone(&fake)).await)).await;
+    let session = new_session(&app, "iPhone").await;
+    let got: Vec<(String, Value)> = events(&app, &session).await.collect().await;
+    assert_eq!(got[0].1["message"], "Building timeline skeleton...");
+    let delivered: Vec<usize> = got
+        .iter()
+        .filter(|(n, _)| n == "node_detail")
+        .map(|(_, d)| d["node_id"].as_str().unwrap()[3..].parse().unwrap())
+        .collect();
+    assert_eq!(delivered.len(), 8);
+    assert_eq!(delivered, *fake.finished.lock().unwrap(), "pushed as each node finished");
+    assert_ne!(delivered, (1..=8).collect::<Vec<_>>(), "not in skeleton order");
+    assert_eq!(
+        fake.max_active.load(Ordering::SeqCst),
+        4,
+        "at most DETAIL_CONCURRENCY (4) detail runs at once, and all 4 used"
+    );
+    let detail = &got.iter().find(|(n, _)| n == "node_detail").unwrap().1;
+    assert_eq!(
+        detail["details"]["sources"],
+        json!(["https://example.com/mock/search-overview"]),
+        "the invented URL is dropped"
+    );
+    assert_eq!(got.last().unwrap(), &("complete".to_owned(), json!({"total_nodes": 8})));
+}
+
+// Given one node whose detail run keeps failing, then it stays a skeleton and the rest complete.
+async fn a_failing_node_is_skipped_and_the_rest_complete(kind: StoreKind) {
+    let fake = Arc::new(FakeLlm { nodes: 4, failing: Some(2), ..FakeLlm::default() });
+    let (app, _clock, _g) = app(kind, Some(&fake_llm(Arc::clone(&fake)).await)).await;
+    let session = new_session(&app, "iPhone").await;
+    let got: Vec<(String, Value)> = events(&app, &session).await.collect().await;
+    let mut ids: Vec<&str> =
+        got.iter().filter(|(n, _)| n == "node_detail").map(|(_, d)| d["node_id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["ms_001", "ms_003", "ms_004"]);
+    assert_eq!(got.last().unwrap().1, json!({"total_nodes": 4}));
+}
+
+// Given a client that leaves after the first node, then no further model calls are made.
+async fn a_dropped_client_stops_further_upstream_calls(kind: StoreKind) {
+    let fake = Arc::new(FakeLlm { nodes: 12, delay: Some(|n| 100 + 30 * n as u64), ..FakeLlm::default() });
+    let (app, _clock, _g) = app(kind, Some(&fake_llm(Arc::clone(&fake)).await)).await;
+    let session = new_session(&app, "iPhone").await;
+    let mut stream = Box::pin(events(&app, &session).await);
+    while let Some((name, _)) = stream.next().await {
+        if name == "node_detail" {
+            break;
+        }
+    }
+    drop(stream);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after_drop = fake.requests.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(fake.requests.load(Ordering::SeqCst), after_drop, "model calls went on after the client left");
+    assert!(fake.finished.lock().unwrap().len() < 12, "the research did not run to the end");
+}
+
+// Given unknown, expired or already streamed sessions and bad input, then JSON errors.
+async fn sessions_are_streamed_once_and_expire(kind: StoreKind) {
+    let (app, clock, _g) = app(kind, None).await;
+    let (status, r) =
+        json_of(request(&app, "GET", "/api/research/3f1d2c4e-0000-4000-8000-000000000000/stream", "").await).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (404, Some("not_found")));
+    let (status, _) = json_of(request(&app, "GET", "/api/research/not-a-session/stream", "").await).await;
+    assert_eq!(status, 404);
+    let session = new_session(&app, "iPhone").await;
+    let _first: Vec<_> = events(&app, &session).await.collect().await;
+    let (status, r) = json_of(request(&app, "GET", &format!("/api/research/{session}/stream"), "").await).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (409, Some("already_streamed")));
+    let stale = new_session(&app, "iPhone").await;
+    clock.advance(chrono::Duration::hours(25));
+    let (status, _) = json_of(request(&app, "GET", &format!("/api/research/{stale}/stream"), "").await).await;
+    assert_eq!(status, 404, "expired after a day");
+    for (body, code) in [
+        (json!({}).to_string(), "missing_topic"),
+        (json!({"topic": "x", "language": "fr"}).to_string(), "unknown_language"),
+        (json!({"topic": "x", "lang": "zh"}).to_string(), "unknown_field"),
+        ("{".to_owned(), "malformed_json"),
+    ] {
+        let (status, r) = json_of(request(&app, "POST", "/api/research", &body).await).await;
+        assert_eq!((status, r["error"]["code"].as_str()), (400, Some(code)), "{body}");
+    }
+    let (status, _) = json_of(request(&app, "GET", "/api/research", "").await).await;
+    assert_eq!(status, 405);
+}
+
+on_both_stores!(
+    mock_mode_streams_the_whole_flow_in_order,
+    detail_runs_are_bounded_and_delivered_in_completion_order,
+    a_failing_node_is_skipped_and_the_rest_complete,
+    a_dropped_client_stops_further_upstream_calls,
+    sessions_are_streamed_once_and_expire,
+);
