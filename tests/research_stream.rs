@@ -200,7 +200,7 @@ async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
 async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKind) {
     let fake = Arc::new(FakeLlm {
         nodes: 8,
-        delay: Some(|n| [0, 400, 50, 300, 20, 250, 10, 200, 30][n]),
+        delay: Some(|n| [0, 1200, 300, 900, 100, 450, 150, 600, 150][n]),
         ..FakeLlm::default()
     });
     let (app, _clock, _g) = app(kind, Some(&fake_llm(Arc::clone(&fake)).await)).await;
@@ -213,7 +213,9 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
         .map(|(_, d)| d["node_id"].as_str().unwrap()[3..].parse().unwrap())
         .collect();
     assert_eq!(delivered.len(), 8);
+    // Finish times are at least 100 ms apart (4, 2, 6, 5, 8, 3, 7, 1), so the order is not a race.
     assert_eq!(delivered, *fake.finished.lock().unwrap(), "pushed as each node finished");
+    assert_eq!(delivered, [4, 2, 6, 5, 8, 3, 7, 1]);
     assert_ne!(delivered, (1..=8).collect::<Vec<_>>(), "not in skeleton order");
     assert_eq!(
         fake.max_active.load(Ordering::SeqCst),

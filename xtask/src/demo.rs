@@ -69,6 +69,25 @@ pub async fn run() -> Result {
     std::fs::write(&path, page["body"].as_str().unwrap_or_default())?;
     println!("HTML report (open it in a browser): {}", path.display());
     child.kill().await?;
+
+    println!("\n=== 4. The research function (response streaming), mock model");
+    let binary = build_function("research", false)?;
+    let api = RuntimeApi::start().await?;
+    let env = [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.clone()), ("LLM_API_KEY", String::new())];
+    let mut child = api.spawn(&binary, &env, true)?;
+    let created = api.invoke(fixture("research-create.json")?).await.map_err(|e| format!("research: {e}"))?;
+    let session: Value = serde_json::from_str(created["body"].as_str().unwrap_or("{}"))?;
+    let id = session["session_id"].as_str().unwrap_or_default();
+    println!("POST /api/research -> {session}");
+    let streamed = api
+        .invoke(api_event("GET", &format!("/api/research/{id}/stream"), None)?)
+        .await
+        .map_err(|e| format!("research: {e}"))?;
+    for frame in streamed["body"].as_str().unwrap_or_default().split("\n\n").filter(|f| !f.is_empty()) {
+        let line: String = frame.replace('\n', " | ").chars().take(150).collect();
+        println!("  {line}");
+    }
+    child.kill().await?;
     Ok(())
 }
 

@@ -113,7 +113,15 @@ async fn finish(s: &Shared, id: &str, result: Result<Value, Value>) -> StatusCod
     }
 }
 
+/// A buffered response is the JSON document; a streamed one (response streaming) is a JSON
+/// prelude (status, headers), eight NUL bytes, then the body, returned as
+/// `{"statusCode", "headers", "body"}` like a buffered one.
 fn parse(body: &str) -> Value {
+    if let Some((prelude, rest)) = body.split_once("\0\0\0\0\0\0\0\0") {
+        let mut v: Value = serde_json::from_str(prelude).unwrap_or_default();
+        v["body"] = Value::String(rest.to_owned());
+        return v;
+    }
     serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_owned()))
 }
 
