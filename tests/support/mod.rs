@@ -27,21 +27,14 @@ pub enum StoreKind {
 /// Keeps a test's store alive (the temp dir of the local store).
 pub struct StoreGuard(#[allow(dead_code)] Option<tempfile::TempDir>);
 
-/// A DynamoDB client for DynamoDB Local at `DYNAMODB_LOCAL_ENDPOINT`.
-pub async fn dynamodb_local_client() -> aws_sdk_dynamodb::Client {
-    let endpoint = std::env::var("DYNAMODB_LOCAL_ENDPOINT").unwrap_or_else(|_| {
+/// The endpoint of the DynamoDB Local the test command started.
+pub fn dynamodb_local_endpoint() -> String {
+    std::env::var("DYNAMODB_LOCAL_ENDPOINT").unwrap_or_else(|_| {
         panic!(
             "DYNAMODB_LOCAL_ENDPOINT is not set: DynamoDB Local is not running. \
              Run the test suite with `bash infra/test.sh`, which installs and starts it."
         )
-    });
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("local", "local", None, None, "tests"))
-        .endpoint_url(endpoint)
-        .load()
-        .await;
-    aws_sdk_dynamodb::Client::new(&config)
+    })
 }
 
 /// A fresh, empty record store of `kind`.
@@ -54,7 +47,7 @@ pub async fn store(kind: StoreKind) -> (Arc<dyn RecordStore>, StoreGuard) {
         }
         StoreKind::DynamoDb => {
             let table = format!("test-{}", uuid::Uuid::new_v4());
-            let store = DynamoRecords::new(dynamodb_local_client().await, table);
+            let store = DynamoRecords::local(&dynamodb_local_endpoint(), table).await;
             store.create_table().await.expect("create table in DynamoDB Local");
             (Arc::new(store), StoreGuard(None))
         }

@@ -74,14 +74,7 @@ async fn cost_report() -> Result {
     report_on(Arc::new(LocalRecords::open(dir.path())?), "embedded SQLite", &records, now).await?;
     match std::env::var("DYNAMODB_LOCAL_ENDPOINT") {
         Ok(endpoint) => {
-            let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-                .region(aws_config::Region::new("us-east-1"))
-                .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("local", "local", None, None, "bench"))
-                .endpoint_url(endpoint)
-                .load()
-                .await;
-            let store =
-                DynamoRecords::new(aws_sdk_dynamodb::Client::new(&config), format!("bench-{}", uuid::Uuid::new_v4()));
+            let store = DynamoRecords::local(&endpoint, format!("bench-{}", uuid::Uuid::new_v4())).await;
             store.create_table().await?;
             report_on(Arc::new(store), "DynamoDB Local", &records, now).await?;
         }

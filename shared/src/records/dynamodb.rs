@@ -42,6 +42,18 @@ impl DynamoRecords {
         Self::new(Client::new(&sdk), table)
     }
 
+    /// A store on a DynamoDB Local at `endpoint` (fixed region, dummy credentials): for local
+    /// stacks, tests and benches.
+    pub async fn local(endpoint: &str, table: impl Into<String>) -> Self {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("local", "local", None, None, "local"))
+            .endpoint_url(endpoint)
+            .load()
+            .await;
+        Self::new(Client::new(&sdk), table)
+    }
+
     /// Creates the table with the bundle's key schema and TTL on `expires_at`, as template.yaml
     /// declares it; for local stacks and tests. Does nothing if the table exists.
     pub async fn create_table(&self) -> Result<()> {
