@@ -172,6 +172,22 @@ async fn the_json_report_counts_costs_cache_and_availability(kind: StoreKind) {
     );
 }
 
+// Then every grouping also renders as the HTML page, with the same totals.
+async fn every_grouping_renders_as_html(kind: StoreKind) {
+    let (_h, app, day0) = activity(kind).await;
+    for (group_by, group_title) in
+        [("agent", "Research Agent".to_owned()), ("day", day(day0)), ("model", "tavily/basic".to_owned())]
+    {
+        let (status, content_type, page) = get(&app, &format!("/cost-report?format=html&groupBy={group_by}")).await;
+        assert_eq!((status, content_type.as_str()), (200, "text/html; charset=utf-8"));
+        assert!(page.starts_with("<!doctype html>") && page.trim_end().ends_with("</html>"));
+        assert!(page.contains("id=\"total-cost\">$0.0137<"), "{group_by}");
+        assert!(page.contains(&format!("grouped by {group_by}")));
+        assert!(page.contains(&format!("<td>{group_title}</td>")), "{group_by}: {group_title}");
+        assert_eq!(page.matches("class=\"bar\"").count(), 3);
+    }
+}
+
 // Given bad parameters or methods, then 4xx JSON errors.
 async fn bad_report_parameters_are_refused(kind: StoreKind) {
     let (_h, app, _) = activity(kind).await;
@@ -214,6 +230,7 @@ async fn the_scheduled_digest_reports_yesterday(kind: StoreKind) {
 }
 
 on_both_stores!(
+    every_grouping_renders_as_html,
     the_text_report_is_the_seeds_shape_in_every_grouping,
     the_json_report_counts_costs_cache_and_availability,
     bad_report_parameters_are_refused,
