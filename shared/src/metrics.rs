@@ -1,6 +1,7 @@
 //! Operational metrics as CloudWatch Embedded Metric Format (EMF) log lines: one JSON line on
 //! standard output per request, which CloudWatch turns into metrics with no network call on
-//! the hot path. Namespace `ResearchBundle`.
+//! the hot path. Namespace `ResearchBundle`. Emitted only in a Lambda environment
+//! (`AWS_LAMBDA_FUNCTION_NAME` set), so library use, tests and benches stay quiet.
 
 use serde_json::{Map, Value, json};
 
@@ -32,9 +33,18 @@ pub fn render(dimensions: &[(&str, &str)], metrics: &[(&str, &str, f64)], timest
     Value::Object(doc).to_string()
 }
 
+/// Whether metrics go out: only inside a Lambda environment (the runtime, its emulators),
+/// where standard output is the log stream CloudWatch reads.
+pub fn enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some())
+}
+
 /// Writes one EMF line to standard output (where Lambda's log agent picks it up).
 pub fn emit(line: &str) {
-    println!("{line}");
+    if enabled() {
+        println!("{line}");
+    }
 }
 
 /// What one search request tells the monitoring: which provider answered or failed, cache
