@@ -177,6 +177,8 @@ async fn search_web_returns_a_model_ready_string(kind: StoreKind) {
     assert!(r["message"].as_str().unwrap().contains("temporarily unavailable"));
     let (status, r) = h.post("/tools/search_web", json!({"q": "x"})).await;
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("missing_query")));
+    let (status, r) = h.post("/tools/search_web", json!({"query": "x", "agent": "a b"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_agent")));
 }
 
 // Given Perplexity answers, then Tavily is never asked (the chain's order holds).

@@ -232,15 +232,21 @@ impl Query {
                 "domains must all include or all exclude (\"-example.com\"), not both",
             ));
         }
-        let agent = field.string("agent")?.unwrap_or_else(|| "research".into());
-        if agent.is_empty()
-            || agent.len() > 64
-            || !agent.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(Error::invalid("invalid_agent", "agent must be 1-64 characters of a-z, 0-9, '-' or '_'"));
-        }
-        Ok(Self { kind, text, region, model, recency, domains, agent: agent.to_ascii_lowercase() })
+        let agent = agent_name(field.string("agent")?.as_deref(), "research")?;
+        Ok(Self { kind, text, region, model, recency, domains, agent })
     }
+}
+
+/// Validates the `agent` a caller names for cost attribution (`default` when none); lower case.
+pub fn agent_name(agent: Option<&str>, default: &str) -> Result<String> {
+    let agent = agent.unwrap_or(default);
+    if agent.is_empty()
+        || agent.len() > 64
+        || !agent.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(Error::invalid("invalid_agent", "agent must be 1-64 characters of a-z, 0-9, '-' or '_'"));
+    }
+    Ok(agent.to_ascii_lowercase())
 }
 
 fn is_cjk_char(c: char) -> bool {

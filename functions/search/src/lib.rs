@@ -90,8 +90,12 @@ async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Respons
         .ok_or_else(|| {
             Error::invalid("missing_query", "query is required: a non-empty string of at most 400 characters")
         })?;
-    let agent = body.get("agent").and_then(|a| a.as_str()).unwrap_or("assistant");
-    let result = app.tools.search_web(query, agent, &api::request_id(req)).await;
+    let agent = match body.get("agent") {
+        None | Some(serde_json::Value::Null) => shared::query::agent_name(None, "assistant")?,
+        Some(serde_json::Value::String(a)) => shared::query::agent_name(Some(a), "assistant")?,
+        Some(_) => return Err(Error::invalid("invalid_agent", "agent must be a string")),
+    };
+    let result = app.tools.search_web(query, &agent, &api::request_id(req)).await;
     Ok(api::raw_json(200, result))
 }
 
