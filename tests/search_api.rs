@@ -284,7 +284,7 @@ async fn client_errors_other_than_429_are_not_retried(kind: StoreKind) {
 
 // Given a Chinese query, then the request carries seed 000's system line, the TW/HK/CN domain
 // filter and recency month, and the key only in the Authorization header.
-async fn cjk_queries_are_tuned_for_chinese_sources(kind: StoreKind) {
+async fn chinese_queries_are_tuned_for_chinese_sources(kind: StoreKind) {
     let h = Harness::new(kind).await;
     answer_with(&h, plain_answer()).await;
     h.post("/search", json!({"query": "台灣 手搖飲 趨勢"})).await;
@@ -442,7 +442,7 @@ on_both_stores!(
     malformed_json_falls_back_to_mock,
     a_response_missing_fields_is_partially_extracted,
     client_errors_other_than_429_are_not_retried,
-    cjk_queries_are_tuned_for_chinese_sources,
+    chinese_queries_are_tuned_for_chinese_sources,
     structured_methods_return_seed_shapes_with_partial_extraction,
     an_unusable_structured_answer_falls_back_but_is_still_accounted,
     bad_input_gets_a_named_4xx_and_changes_nothing,

@@ -21,6 +21,7 @@ pub mod records;
 pub mod report;
 pub mod research_node;
 pub mod retry;
+pub mod script;
 pub mod search;
 pub mod sessions;
 pub mod sources;

@@ -134,9 +134,10 @@ impl Query {
         format!("perplexity:search:{}", hex::encode(Sha256::digest(&canonical)))
     }
 
-    /// Whether the text contains CJK characters (Han, kana, hangul).
-    pub fn is_cjk(&self) -> bool {
-        self.text.chars().any(is_cjk_char)
+    /// Whether the text is Chinese (Han characters, no kana or hangul): seed 000's Chinese
+    /// query tuning applies. Japanese and Korean queries are not tuned for Chinese sources.
+    pub fn is_chinese(&self) -> bool {
+        crate::script::language(&self.text) == "zh"
     }
 
     /// Parses a request body of `kind`: `search` (`{query, region?, model?, recency?,
@@ -247,16 +248,6 @@ pub fn agent_name(agent: Option<&str>, default: &str) -> Result<String> {
         return Err(Error::invalid("invalid_agent", "agent must be 1-64 characters of a-z, 0-9, '-' or '_'"));
     }
     Ok(agent.to_ascii_lowercase())
-}
-
-fn is_cjk_char(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF      // hiragana, katakana
-        | 0x3400..=0x4DBF    // CJK extension A
-        | 0x4E00..=0x9FFF    // CJK unified ideographs
-        | 0xAC00..=0xD7AF    // hangul syllables
-        | 0xF900..=0xFAFF    // compatibility ideographs
-        | 0x20000..=0x2FA1F) // extensions B-F
 }
 
 fn aspects(field: &Fields<'_>) -> Result<Vec<String>> {
@@ -390,9 +381,10 @@ mod tests {
     }
 
     #[test]
-    fn detects_cjk_queries() {
-        assert!(q("search", serde_json::json!({"query": "台灣 咖啡"})).unwrap().is_cjk());
-        assert!(q("search", serde_json::json!({"query": "東京 カフェ"})).unwrap().is_cjk());
-        assert!(!q("search", serde_json::json!({"query": "coffee market"})).unwrap().is_cjk());
+    fn detects_chinese_queries() {
+        assert!(q("search", serde_json::json!({"query": "台灣 咖啡"})).unwrap().is_chinese());
+        assert!(q("search", serde_json::json!({"query": "人工智能 趋势"})).unwrap().is_chinese());
+        assert!(!q("search", serde_json::json!({"query": "東京 カフェ"})).unwrap().is_chinese());
+        assert!(!q("search", serde_json::json!({"query": "coffee market"})).unwrap().is_chinese());
     }
 }

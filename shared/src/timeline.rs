@@ -38,14 +38,12 @@ pub fn progress_message(phase: &str, language: &str) -> &'static str {
     }
 }
 
-/// The language of `topic` when the caller names none: kana -> ja, other CJK -> zh, else en.
+/// The language of `topic` when the caller names none: ja, zh, else en (the languages with
+/// progress messages).
 pub fn detect_language(topic: &str) -> &'static str {
-    if topic.chars().any(|c| matches!(c as u32, 0x3040..=0x30FF)) {
-        "ja"
-    } else if topic.chars().any(|c| matches!(c as u32, 0x4E00..=0x9FFF | 0x3400..=0x4DBF)) {
-        "zh"
-    } else {
-        "en"
+    match crate::script::language(topic) {
+        lang @ ("ja" | "zh") => lang,
+        _ => "en",
     }
 }
 

@@ -12,13 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::records::{Record, RecordStore};
+use crate::script::is_cjk;
 
 /// Titles more similar than this (or equal, ignoring case) are the same topic.
 pub const SIMILARITY_THRESHOLD: f64 = 0.7;
-
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
-}
 
 /// The tokens of `text`: lower-case words of letters and digits, and bigrams of CJK runs (a
 /// lone CJK character is its own token).

@@ -2,7 +2,7 @@
 //!
 //! Request parameters follow seed 000: temperature 0.2, `max_tokens` 4000, no images, no
 //! related questions; trends use `search_recency_filter` = the timeframe (week by default);
-//! CJK queries add the seed's system-prompt line, a `search_domain_filter` of Taiwan / Hong
+//! Chinese queries add the seed's system-prompt line, a `search_domain_filter` of Taiwan / Hong
 //! Kong / China domains and recency `month`, unless the caller chose domains or recency.
 //! Structured methods ask for `response_format: json_schema`. Citations arrive by default
 //! (`citations`, `search_results`); the obsolete `return_citations` is not sent.
@@ -22,7 +22,7 @@ use crate::query::{Kind, Query, Recency};
 /// Seed 000's system-prompt line for Chinese queries.
 pub const CJK_SYSTEM_LINE: &str = "針對中文查詢，請優先搜尋繁體中文和簡體中文的資源";
 
-/// Default `search_domain_filter` for CJK queries: Taiwan, Hong Kong and mainland China
+/// Default `search_domain_filter` for Chinese queries: Taiwan, Hong Kong and mainland China
 /// (public suffixes and major Chinese-language outlets; Perplexity allows 20 entries).
 pub const CJK_DOMAINS: [&str; 18] = [
     "gov.tw",
@@ -63,12 +63,12 @@ impl Perplexity {
 
     /// The JSON body sent for `query`.
     pub fn request_body(query: &Query) -> Value {
-        let cjk = query.is_cjk();
+        let chinese = query.is_chinese();
         let mut system = String::from(
             "You are a meticulous web research assistant. Ground every statement in current web \
              sources and cite them. Answer in the language of the question.",
         );
-        if cjk {
+        if chinese {
             system.push('\n');
             system.push_str(CJK_SYSTEM_LINE);
         }
@@ -89,14 +89,14 @@ impl Perplexity {
         });
         let recency = match &query.kind {
             Kind::Trends { timeframe } => Some(*timeframe),
-            _ => query.recency.or(cjk.then_some(Recency::Month)),
+            _ => query.recency.or(chinese.then_some(Recency::Month)),
         };
         if let Some(r) = recency {
             body["search_recency_filter"] = json!(r.as_str());
         }
         if !query.domains.is_empty() {
             body["search_domain_filter"] = json!(query.domains);
-        } else if cjk {
+        } else if chinese {
             body["search_domain_filter"] = json!(CJK_DOMAINS);
         }
         if let Some(region) = &query.region {
@@ -300,7 +300,14 @@ mod tests {
     }
 
     #[test]
-    fn cjk_queries_get_the_seed_line_regional_domains_and_a_month() {
+    fn japanese_queries_are_not_tuned_for_chinese_sources() {
+        let b = Perplexity::request_body(&query("search", json!({"query": "東京 カフェ 人気"})));
+        assert!(!b["messages"][0]["content"].as_str().unwrap().contains(CJK_SYSTEM_LINE));
+        assert!(b.get("search_domain_filter").is_none());
+    }
+
+    #[test]
+    fn chinese_queries_get_the_seed_line_regional_domains_and_a_month() {
         let b = Perplexity::request_body(&query("search", json!({"query": "台灣 咖啡 市場", "region": "tw"})));
         assert!(b["messages"][0]["content"].as_str().unwrap().contains(CJK_SYSTEM_LINE));
         assert_eq!(b["search_domain_filter"], json!(CJK_DOMAINS));
