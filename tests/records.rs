@@ -94,10 +94,26 @@ async fn the_ledger_reads_cost_records_by_time_range_across_days(kind: StoreKind
         assert!((record.cost_usd - 0.00015).abs() < 1e-12);
         clock.advance(Duration::days(1));
     }
+    // Calls of one request at the same instant are all kept.
+    let same = Charge {
+        request_id: "same",
+        agent: "detail",
+        kind: CallKind::Llm,
+        provider: "openrouter",
+        model: "m",
+        usage: &usage,
+        outcome: Outcome::Live,
+        saved_usd: 0.0,
+        upstream_id: None,
+    };
+    for _ in 0..3 {
+        ledger.charge(&same).await;
+    }
+    assert_eq!(ledger.between(clock.now(), clock.now()).await.unwrap().len(), 3);
     let got = ledger.between(t0 + Duration::hours(12), t0 + Duration::days(2)).await.unwrap();
     let ids: Vec<_> = got.iter().map(|c| c.request_id.as_str()).collect();
     assert_eq!(ids, ["r1", "r2"], "inclusive of `to`");
-    assert_eq!(ledger.between(t0, clock.now()).await.unwrap().len(), 4);
+    assert_eq!(ledger.between(t0, clock.now()).await.unwrap().len(), 7);
 }
 
 async fn empty_keys_are_refused_as_dynamodb_refuses_them(kind: StoreKind) {

@@ -229,6 +229,24 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
         "the invented URL is dropped"
     );
     assert_eq!(got.last().unwrap(), &("complete".to_owned(), json!({"total_nodes": 8})));
+    // Every model request is a cost record: 1 for the skeleton, 2 per node (search, answer).
+    let now = app.clock.now();
+    let costs =
+        app.timeline.ledger.between(now - chrono::Duration::hours(1), now + chrono::Duration::hours(1)).await.unwrap();
+    let llm =
+        |agent: &str| costs.iter().filter(|c| c.kind == shared::ledger::CallKind::Llm && c.agent == agent).count();
+    assert_eq!((llm("milestone"), llm("detail")), (1, 16));
+    assert_eq!(fake.requests.load(Ordering::SeqCst), 17);
+    let detail = costs.iter().find(|c| c.agent == "detail" && c.kind == shared::ledger::CallKind::Llm).unwrap();
+    assert_eq!(
+        (detail.provider.as_str(), detail.model.as_str(), detail.input_tokens),
+        ("openrouter", "deepseek/deepseek-chat", 100)
+    );
+    assert!(
+        (detail.cost_usd - (0.1 * 0.00027 + 0.05 * 0.0011)).abs() < 1e-12,
+        "priced from prices.json: {}",
+        detail.cost_usd
+    );
 }
 
 // Given one node whose detail run keeps failing, then it stays a skeleton and the rest complete.

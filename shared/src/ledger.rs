@@ -113,14 +113,18 @@ pub struct Ledger {
     retry: RetryPolicy,
 }
 
+/// The record of `cost`. The sort key starts with the time (range queries) and ends with a
+/// random id: one request may make several calls within the same microsecond (concurrent
+/// detail agents), and none may overwrite another.
 fn to_record(cost: &CostRecord) -> Record {
     Record {
         pk: day_key(cost.timestamp.date_naive()),
         sk: format!(
-            "{}#{}#{}",
+            "{}#{}#{}#{}",
             cost.timestamp.to_rfc3339_opts(SecondsFormat::Micros, true),
             cost.request_id,
-            cost.provider
+            cost.provider,
+            uuid::Uuid::new_v4().simple()
         ),
         expires_at: Some((cost.timestamp + Duration::days(RETENTION_DAYS)).timestamp()),
         body: serde_json::to_value(cost).expect("a cost record serialises"),
@@ -211,7 +215,7 @@ impl Ledger {
         let mut day = from.date_naive();
         let (lo, hi) = (
             from.to_rfc3339_opts(SecondsFormat::Micros, true),
-            // Sort keys are `<timestamp>#<request>#<provider>`: `~` sorts after every suffix.
+            // Sort keys are `<timestamp>#<request>#<provider>#<id>`: `~` sorts after every suffix.
             format!("{}~", to.to_rfc3339_opts(SecondsFormat::Micros, true)),
         );
         while day <= to.date_naive() {
