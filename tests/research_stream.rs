@@ -192,6 +192,12 @@ async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
         assert_eq!(data["sources"][0]["url"], d["sources"][0]);
     }
     assert_eq!(got[8].1, json!({"total_nodes": 5}));
+    // Each node's search keeps its own stored sources (request `<session>_<node>_<n>`).
+    for node in ["ms_001", "ms_005"] {
+        let stored =
+            shared::sources::list(&*app.records, &format!("{session}_{node}_1"), app.clock.now()).await.unwrap();
+        assert!(stored.is_some_and(|s| !s.is_empty()), "sources of {node}'s search");
+    }
 }
 
 // Given a real-protocol model, then tool calls and structured output drive the agents, detail

@@ -7,6 +7,7 @@
 //! The caller stops the run by dropping it (a client that left): in-flight model and search
 //! calls are dropped with it, so nothing bills after the client is gone.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -222,7 +223,9 @@ fn detail_schema() -> Value {
 struct SearchTool {
     search: Arc<SearchService>,
     agent: &'static str,
-    request_id: String,
+    /// The agent run (session and node); each search is request `<run>_<n>`.
+    run: String,
+    calls: AtomicUsize,
     found: Mutex<Vec<Source>>,
 }
 
@@ -250,7 +253,8 @@ impl Tools for SearchTool {
             domains: Vec::new(),
             agent: self.agent.into(),
         };
-        let answer = self.search.run(&query, &self.request_id).await;
+        let request_id = format!("{}_{}", self.run, self.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        let answer = self.search.run(&query, &request_id).await;
         let mut parts = Vec::new();
         if !answer.content.is_empty() {
             parts.push(format!("Summary: {}\n", answer.content.chars().take(300).collect::<String>()));
@@ -318,13 +322,14 @@ impl Timeline {
         send(Event::Complete { total_nodes: total }).await;
     }
 
+    /// A fresh `search` tool for one agent run; its searches are stored under
+    /// `<run>_<n>` (`<session>_ms_003_1`), so each keeps its own sources.
+    fn search_tool(&self, agent: &'static str, run: String) -> SearchTool {
+        SearchTool { search: Arc::clone(&self.search), agent, run, calls: AtomicUsize::new(0), found: Mutex::default() }
+    }
+
     async fn skeleton(&self, proposal: &Proposal, session_id: &str) -> Result<Vec<SkeletonNode>, agent::AgentError> {
-        let tools = SearchTool {
-            search: Arc::clone(&self.search),
-            agent: "milestone",
-            request_id: session_id.into(),
-            found: Mutex::default(),
-        };
+        let tools = self.search_tool("milestone", format!("{session_id}_skeleton"));
         let spec = AgentSpec {
             name: "milestone",
             model: &self.milestone_model,
@@ -359,12 +364,7 @@ impl Timeline {
         proposal: &Proposal,
         session_id: &str,
     ) -> Result<(NodeDetail, Vec<Source>), agent::AgentError> {
-        let tools = SearchTool {
-            search: Arc::clone(&self.search),
-            agent: "detail",
-            request_id: session_id.into(),
-            found: Mutex::default(),
-        };
+        let tools = self.search_tool("detail", format!("{session_id}_{}", node.id));
         let spec = AgentSpec {
             name: "detail",
             model: &self.detail_model,
