@@ -69,6 +69,8 @@ pub struct Config {
     pub llm_timeout: Duration,
     /// Timeline detail agents at once.
     pub detail_concurrency: usize,
+    /// Zone in which an activity's 周几 / 早上…深夜 are said (`ACTIVITY_TIMEZONE`).
+    pub activity_timezone: chrono_tz::Tz,
 }
 
 /// The research node's source of results.
@@ -167,6 +169,12 @@ impl Config {
                 .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
             llm_timeout: Duration::from_millis(number("LLM_TIMEOUT_MS", 120_000)?),
             detail_concurrency: usize::try_from(number("DETAIL_CONCURRENCY", 4)?).unwrap_or(4).clamp(1, 32),
+            activity_timezone: match get("ACTIVITY_TIMEZONE") {
+                None => chrono_tz::Asia::Shanghai,
+                Some(zone) => zone.parse().map_err(|_| {
+                    Error::Config(format!("ACTIVITY_TIMEZONE {zone:?} is not an IANA zone such as Asia/Shanghai"))
+                })?,
+            },
         })
     }
 }
@@ -196,6 +204,7 @@ mod tests {
         assert_eq!(c.codex_timeout, Duration::from_secs(600));
         assert_eq!(c.codex_retry_base, Duration::from_secs(5));
         assert_eq!(c.research_provider, ResearchProvider::Search);
+        assert_eq!(c.activity_timezone, chrono_tz::Asia::Shanghai);
     }
 
     #[test]
@@ -211,6 +220,8 @@ mod tests {
         assert!(e.to_string().contains("CACHE_TTL_SECS"));
         let e = config(&[("RECORD_STORE", "dynamodb")]).unwrap_err();
         assert!(e.to_string().contains("TABLE_NAME"));
+        let e = config(&[("ACTIVITY_TIMEZONE", "Mars/Olympus")]).unwrap_err();
+        assert!(e.to_string().contains("ACTIVITY_TIMEZONE"));
         let e = config(&[("SEARCH_PROVIDERS", "perplexity,bing")]).unwrap_err();
         assert!(e.to_string().contains("bing"));
     }

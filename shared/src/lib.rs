@@ -2,6 +2,7 @@
 //! and the citation logic. Functions under `functions/` are thin entrypoints over it; they
 //! build adapters through [`compose`] and hand them to plain async handlers.
 
+pub mod activity;
 pub mod agent;
 pub mod analysis;
 pub mod api;

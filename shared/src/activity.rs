@@ -1,0 +1,354 @@
+//! Activities (seed 004): the input model, its validation, and the enriched text an embedder
+//! reads.
+//!
+//! The enriched text follows seed 004 Requirement 2 line for line (`标题`, `描述`, `类型`,
+//! `标签`, `时间`, `地点`, `氛围`). Time is said in the activity's timezone
+//! (`ACTIVITY_TIMEZONE`, Asia/Shanghai by default) as 周一…周日 and a part of the day:
+//! 早上 05:00–11:59, 下午 12:00–17:59, 晚上 18:00–22:59, 深夜 23:00–04:59. The vibe is inferred
+//! by [`implied_vibe`] from a rule table (below), not by a model.
+//!
+//! This module stores nothing and calls nothing; indexing and retrieval build on it.
+
+use chrono::{DateTime, Datelike, Timelike, Utc, Weekday};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+pub const MAX_TITLE_CHARS: usize = 100;
+pub const MAX_DESCRIPTION_CHARS: usize = 2000;
+pub const MAX_TAGS: usize = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Active,
+    Draft,
+    Cancelled,
+    Completed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Location {
+    pub lat: f64,
+    pub lng: f64,
+}
+
+/// An activity as callers send it (camelCase, seed 004).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Activity {
+    pub id: String,
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub start_at: DateTime<Utc>,
+    #[serde(default)]
+    pub location_name: String,
+    pub location: Location,
+    pub status: Status,
+    pub current_participants: u32,
+    pub max_participants: u32,
+}
+
+fn field_error(field: &str, message: impl std::fmt::Display) -> Error {
+    Error::invalid("invalid_activity", format!("{field}: {message}"))
+}
+
+fn bounded(field: &str, value: &str, min: usize, max: usize) -> Result<()> {
+    let n = value.trim().chars().count();
+    if n < min || value.chars().count() > max {
+        return Err(field_error(field, format!("must be {min} to {max} characters")));
+    }
+    Ok(())
+}
+
+impl Activity {
+    /// Parses and validates one activity; the error names the field.
+    pub fn from_json(value: serde_json::Value) -> Result<Self> {
+        let activity: Self = serde_json::from_value(value).map_err(|e| field_error("activity", e))?;
+        activity.validate()?;
+        Ok(activity)
+    }
+
+    /// Checks coordinates, participant counts and text lengths.
+    pub fn validate(&self) -> Result<()> {
+        bounded("id", &self.id, 1, 128)?;
+        if !self.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            return Err(field_error("id", "must be letters, digits, '-' or '_'"));
+        }
+        bounded("title", &self.title, 1, MAX_TITLE_CHARS)?;
+        bounded("description", &self.description, 0, MAX_DESCRIPTION_CHARS)?;
+        bounded("type", &self.kind, 1, 50)?;
+        bounded("locationName", &self.location_name, 0, 200)?;
+        if self.tags.len() > MAX_TAGS {
+            return Err(field_error("tags", format!("at most {MAX_TAGS} tags")));
+        }
+        for tag in &self.tags {
+            bounded("tags", tag, 1, 30)?;
+        }
+        let Location { lat, lng } = self.location;
+        if !(-90.0..=90.0).contains(&lat) || !lat.is_finite() {
+            return Err(field_error("location.lat", format!("{lat} is not between -90 and 90")));
+        }
+        if !(-180.0..=180.0).contains(&lng) || !lng.is_finite() {
+            return Err(field_error("location.lng", format!("{lng} is not between -180 and 180")));
+        }
+        if self.max_participants == 0 {
+            return Err(field_error("maxParticipants", "must be at least 1"));
+        }
+        if self.current_participants > self.max_participants {
+            return Err(field_error("currentParticipants", "must not exceed maxParticipants"));
+        }
+        Ok(())
+    }
+
+    /// Places still free.
+    pub fn spots_left(&self) -> u32 {
+        self.max_participants - self.current_participants
+    }
+
+    /// Hash of what the embedding depends on (title, description, type, tags): an update
+    /// that keeps it needs no new embedding.
+    pub fn content_hash(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [&self.title, &self.description, &self.kind] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        for tag in &self.tags {
+            h.update(tag.as_bytes());
+            h.update([1]);
+        }
+        hex::encode(h.finalize())
+    }
+
+    /// Seed 004's enriched text, with time in `zone`.
+    pub fn enriched_text(&self, zone: Tz) -> String {
+        let local = self.start_at.with_timezone(&zone);
+        format!(
+            "标题: {}\n描述: {}\n类型: {}\n标签: {}\n时间: {} {}\n地点: {}\n氛围: {}",
+            self.title,
+            self.description,
+            self.kind,
+            self.tags.join(", "),
+            day_of_week(local.weekday()),
+            time_of_day(local.hour()),
+            self.location_name,
+            implied_vibe(self)
+        )
+    }
+}
+
+/// 周一 … 周日.
+pub fn day_of_week(day: Weekday) -> &'static str {
+    match day {
+        Weekday::Mon => "周一",
+        Weekday::Tue => "周二",
+        Weekday::Wed => "周三",
+        Weekday::Thu => "周四",
+        Weekday::Fri => "周五",
+        Weekday::Sat => "周六",
+        Weekday::Sun => "周日",
+    }
+}
+
+/// 早上 05–11, 下午 12–17, 晚上 18–22, 深夜 23–04 (local hours).
+pub fn time_of_day(hour: u32) -> &'static str {
+    match hour {
+        5..=11 => "早上",
+        12..=17 => "下午",
+        18..=22 => "晚上",
+        _ => "深夜",
+    }
+}
+
+/// The rule table: a vibe, and words in the type, tags, title or description that imply it.
+pub const VIBE_RULES: &[(&str, &[&str])] = &[
+    (
+        "热闹",
+        &[
+            "派对",
+            "聚会",
+            "酒吧",
+            "啤酒",
+            "大排档",
+            "蹦迪",
+            "音乐节",
+            "狂欢",
+            "KTV",
+            "K歌",
+            "剧本杀",
+            "狼人杀",
+            "桌游",
+            "夜市",
+            "演唱会",
+            "livehouse",
+            "嗨",
+        ],
+    ),
+    (
+        "安静",
+        &[
+            "读书",
+            "阅读",
+            "冥想",
+            "白噪音",
+            "茶",
+            "书法",
+            "手工",
+            "瑜伽",
+            "发呆",
+            "画画",
+            "图书馆",
+            "插花",
+            "陶艺",
+            "安静",
+            "静谧",
+            "放空",
+        ],
+    ),
+    ("商务", &["商务", "创业", "融资", "路演", "行业", "峰会", "职场", "投资", "论坛", "人脉", "对接"]),
+    (
+        "运动",
+        &[
+            "跑步",
+            "徒步",
+            "骑行",
+            "羽毛球",
+            "篮球",
+            "足球",
+            "健身",
+            "攀岩",
+            "冲浪",
+            "游泳",
+            "滑板",
+            "飞盘",
+            "登山",
+            "网球",
+        ],
+    ),
+    ("户外", &["露营", "徒步", "野餐", "登山", "公园", "海边", "户外", "骑行"]),
+    ("文艺", &["展览", "画展", "电影", "话剧", "音乐会", "摄影", "诗歌", "艺术", "文艺"]),
+    ("美食", &["美食", "火锅", "烧烤", "大排档", "品鉴", "咖啡", "烘焙", "料理", "辣", "小龙虾"]),
+    ("亲子", &["亲子", "孩子", "儿童", "宝宝", "家庭"]),
+    ("交友", &["交友", "相亲", "破冰", "新朋友", "单身", "认识"]),
+];
+
+/// The vibes an activity implies (rule table order), then its scale: 小局 (≤ 6 places),
+/// 大型 (≥ 30). With no rule matched, 轻松.
+pub fn implied_vibe(a: &Activity) -> String {
+    let text = format!("{} {} {} {}", a.kind, a.tags.join(" "), a.title, a.description).to_lowercase();
+    let mut vibes: Vec<&str> = VIBE_RULES
+        .iter()
+        .filter(|(_, words)| words.iter().any(|w| text.contains(&w.to_lowercase())))
+        .map(|(vibe, _)| *vibe)
+        .collect();
+    if vibes.is_empty() {
+        vibes.push("轻松");
+    }
+    match a.max_participants {
+        0..=6 => vibes.push("小局"),
+        30.. => vibes.push("大型"),
+        _ => {}
+    }
+    vibes.join("、")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn activity(title: &str, kind: &str, description: &str, max: u32) -> Activity {
+        Activity {
+            id: "a1".into(),
+            title: title.into(),
+            description: description.into(),
+            kind: kind.into(),
+            tags: vec![],
+            start_at: "2026-11-27T12:30:00Z".parse().unwrap(), // Friday 20:30 in Shanghai
+            location_name: "静安区愚园路".into(),
+            location: Location { lat: 31.22, lng: 121.44 },
+            status: Status::Active,
+            current_participants: 2,
+            max_participants: max,
+        }
+    }
+
+    #[test]
+    fn enriched_text_is_seed_004s_seven_lines_in_the_activity_timezone() {
+        let mut a = activity("白噪音读书局", "读书会", "雨声白噪音里安静看书，放空发呆也可以。", 6);
+        a.tags = vec!["读书".into(), "放松".into()];
+        assert_eq!(
+            a.enriched_text(chrono_tz::Asia::Shanghai),
+            "标题: 白噪音读书局\n描述: 雨声白噪音里安静看书，放空发呆也可以。\n类型: 读书会\n标签: 读书, 放松\n时间: 周五 晚上\n地点: 静安区愚园路\n氛围: 安静、小局"
+        );
+        // The same instant is Friday early afternoon in London.
+        assert!(a.enriched_text(chrono_tz::Europe::London).contains("时间: 周五 下午"));
+    }
+
+    #[test]
+    fn vibes_come_from_realistic_descriptions() {
+        let cases = [
+            (activity("周五大排档啤酒局", "美食", "下班来撸串喝啤酒，人多热闹，欢迎新朋友！", 20), "热闹、美食、交友"),
+            (activity("创业者早餐会", "沙龙", "聊聊融资和产品，认识同行业的创业伙伴。", 40), "商务、交友、大型"),
+            (activity("周末西湖徒步", "运动", "十公里环湖徒步，适合有一定体力的朋友。", 15), "运动、户外"),
+            (activity("亲子陶艺体验", "手作", "带孩子一起捏陶土，老师全程指导。", 8), "安静、亲子"),
+            (activity("随便走走", "其他", "没有安排，见面再说。", 10), "轻松"),
+        ];
+        for (a, expected) in cases {
+            assert_eq!(implied_vibe(&a), expected, "{}", a.title);
+        }
+    }
+
+    #[test]
+    fn parts_of_the_day_follow_the_documented_ranges() {
+        let got: Vec<_> = [4, 5, 11, 12, 17, 18, 22, 23, 0].into_iter().map(time_of_day).collect();
+        assert_eq!(got, ["深夜", "早上", "早上", "下午", "下午", "晚上", "晚上", "深夜", "深夜"]);
+    }
+
+    #[test]
+    fn bad_activities_name_the_field() {
+        let good = json!({
+            "id": "a1", "title": "读书局", "description": "", "type": "读书会", "tags": ["读书"],
+            "startAt": "2026-11-27T12:30:00Z", "locationName": "上海", "location": {"lat": 31.2, "lng": 121.4},
+            "status": "active", "currentParticipants": 1, "maxParticipants": 6
+        });
+        let a = Activity::from_json(good.clone()).unwrap();
+        assert_eq!(a.spots_left(), 5);
+        for (patch, needle) in [
+            (json!({"location": {"lat": 91.0, "lng": 0.0}}), "location.lat"),
+            (json!({"location": {"lat": 0.0, "lng": -181.0}}), "location.lng"),
+            (json!({"currentParticipants": 7}), "currentParticipants"),
+            (json!({"currentParticipants": -1}), "activity"),
+            (json!({"title": ""}), "title"),
+            (json!({"title": "长".repeat(101)}), "title"),
+            (json!({"status": "archived"}), "activity"),
+            (json!({"startAt": "next friday"}), "activity"),
+            (json!({"colour": "red"}), "activity"),
+        ] {
+            let mut body = good.clone();
+            body.as_object_mut().unwrap().extend(patch.as_object().unwrap().clone());
+            let e = Activity::from_json(body.clone()).unwrap_err();
+            assert_eq!(e.status(), 400);
+            assert!(e.to_string().starts_with(needle), "{body}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_embedded_content_changes_the_content_hash() {
+        let a = activity("读书局", "读书会", "安静看书", 6);
+        let mut b = a.clone();
+        b.current_participants = 5;
+        b.start_at = "2026-12-01T00:00:00Z".parse().unwrap();
+        assert_eq!(a.content_hash(), b.content_hash());
+        b.tags.push("新".into());
+        assert_ne!(a.content_hash(), b.content_hash());
+    }
+}
