@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, RecordStoreKind};
+use crate::embedder::Embedder;
+use crate::embedder::openai::OpenAiEmbedder;
 use crate::error::{Error, Result};
 use crate::ledger::Ledger;
 use crate::llm::ChatModel;
@@ -153,4 +155,19 @@ pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn C
         concurrency: config.detail_concurrency,
         retry: RetryPolicy::new(config.retry_base),
     })
+}
+
+/// The embedder, if `EMBEDDING_API_KEY` is set; without one retrieval is lexical only.
+pub fn embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
+    let Some(key) = &config.embedding_api_key else { return Ok(None) };
+    let embedder = OpenAiEmbedder::new(
+        &config.embedding_base_url,
+        key.clone(),
+        &config.embedding_provider,
+        &config.embedding_model,
+        config.embedding_dimensions,
+        config.upstream_timeout,
+    )
+    .map_err(|e| Error::Config(e.to_string()))?;
+    Ok(Some(Arc::new(embedder)))
 }

@@ -71,6 +71,12 @@ pub struct Config {
     pub detail_concurrency: usize,
     /// Zone in which an activity's 周几 / 早上…深夜 are said (`ACTIVITY_TIMEZONE`).
     pub activity_timezone: chrono_tz::Tz,
+    /// The embedding model (OpenAI-compatible); no key -> no embedder (lexical retrieval).
+    pub embedding_api_key: Option<Secret>,
+    pub embedding_base_url: String,
+    pub embedding_provider: String,
+    pub embedding_model: String,
+    pub embedding_dimensions: usize,
 }
 
 /// The research node's source of results.
@@ -175,6 +181,14 @@ impl Config {
                     Error::Config(format!("ACTIVITY_TIMEZONE {zone:?} is not an IANA zone such as Asia/Shanghai"))
                 })?,
             },
+            embedding_api_key: get("EMBEDDING_API_KEY").map(Secret),
+            embedding_base_url: get("EMBEDDING_BASE_URL")
+                .unwrap_or_else(|| "https://open.bigmodel.cn/api/paas/v4".into())
+                .trim_end_matches('/')
+                .to_owned(),
+            embedding_provider: get("EMBEDDING_PROVIDER_NAME").unwrap_or_else(|| "zhipu".into()),
+            embedding_model: get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
+            embedding_dimensions: usize::try_from(number("EMBEDDING_DIMENSIONS", 1024)?).unwrap_or(1024).max(1),
         })
     }
 }

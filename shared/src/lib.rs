@@ -11,6 +11,7 @@ pub mod citations;
 pub mod clock;
 pub mod compose;
 pub mod config;
+pub mod embedder;
 pub mod error;
 pub mod ledger;
 pub mod llm;
