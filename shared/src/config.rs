@@ -107,6 +107,9 @@ impl Config {
                 return Err(Error::Config(format!("RECORD_STORE must be local or dynamodb, not {other:?}")));
             }
         };
+        // An upstream's base URL, without a trailing slash.
+        let base_url =
+            |key: &str, default: &str| get(key).unwrap_or_else(|| default.into()).trim_end_matches('/').to_owned();
         let number = |key: &str, default: u64| -> Result<u64> {
             match get(key) {
                 None => Ok(default),
@@ -115,20 +118,14 @@ impl Config {
         };
         Ok(Self {
             perplexity_api_key: get("PERPLEXITY_API_KEY").map(Secret),
-            perplexity_base_url: get("PERPLEXITY_BASE_URL")
-                .unwrap_or_else(|| "https://api.perplexity.ai".into())
-                .trim_end_matches('/')
-                .to_owned(),
+            perplexity_base_url: base_url("PERPLEXITY_BASE_URL", "https://api.perplexity.ai"),
             record_store,
             data_dir: get("DATA_DIR").map_or_else(|| PathBuf::from("./.data"), PathBuf::from),
             cache_ttl: Duration::from_secs(number("CACHE_TTL_SECS", 3600)?),
             retry_base: Duration::from_millis(number("RETRY_BASE_MS", 1000)?),
             upstream_timeout: Duration::from_millis(number("UPSTREAM_TIMEOUT_MS", 30_000)?),
             tavily_api_key: get("TAVILY_API_KEY").map(Secret),
-            tavily_base_url: get("TAVILY_BASE_URL")
-                .unwrap_or_else(|| "https://api.tavily.com".into())
-                .trim_end_matches('/')
-                .to_owned(),
+            tavily_base_url: base_url("TAVILY_BASE_URL", "https://api.tavily.com"),
             search_providers: {
                 let names: Vec<String> = get("SEARCH_PROVIDERS")
                     .unwrap_or_else(|| "perplexity,tavily".into())
@@ -162,10 +159,7 @@ impl Config {
             },
             price_table_path: get("PRICE_TABLE_PATH").map(PathBuf::from),
             llm_api_key: get("LLM_API_KEY").map(Secret),
-            llm_base_url: get("LLM_BASE_URL")
-                .unwrap_or_else(|| "https://openrouter.ai/api/v1".into())
-                .trim_end_matches('/')
-                .to_owned(),
+            llm_base_url: base_url("LLM_BASE_URL", "https://openrouter.ai/api/v1"),
             llm_provider: get("LLM_PROVIDER").unwrap_or_else(|| "openrouter".into()),
             llm_milestone_model: get("LLM_MILESTONE_MODEL")
                 .or_else(|| get("LLM_MODEL"))
@@ -182,10 +176,7 @@ impl Config {
                 })?,
             },
             embedding_api_key: get("EMBEDDING_API_KEY").map(Secret),
-            embedding_base_url: get("EMBEDDING_BASE_URL")
-                .unwrap_or_else(|| "https://open.bigmodel.cn/api/paas/v4".into())
-                .trim_end_matches('/')
-                .to_owned(),
+            embedding_base_url: base_url("EMBEDDING_BASE_URL", "https://open.bigmodel.cn/api/paas/v4"),
             embedding_provider: get("EMBEDDING_PROVIDER_NAME").unwrap_or_else(|| "zhipu".into()),
             embedding_model: get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
             embedding_dimensions: usize::try_from(number("EMBEDDING_DIMENSIONS", 1024)?).unwrap_or(1024).max(1),
