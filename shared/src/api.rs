@@ -4,6 +4,7 @@
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::error::Error;
 
@@ -45,6 +46,26 @@ pub fn body(req: &Request) -> Result<&[u8], Error> {
         return Err(Error::invalid("malformed_json", "request body is empty; send a JSON object"));
     }
     Ok(bytes)
+}
+
+/// A request body parsed as a JSON object.
+pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(Error::invalid("malformed_json", "request body must be a JSON object")),
+        Err(e) => Err(Error::invalid("malformed_json", format!("request body is not valid JSON: {e}"))),
+    }
+}
+
+/// Refuses a field of `object` that is not in `known` (so a typo is an error, not ignored).
+pub fn only_known(object: &Map<String, Value>, known: &[&str]) -> Result<(), Error> {
+    match object.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(unknown) => Err(Error::invalid(
+            "unknown_field",
+            format!("field {unknown:?} is not accepted; known fields: {}", known.join(", ")),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The Lambda request id when running in Lambda, otherwise a fresh UUID.

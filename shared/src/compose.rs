@@ -97,16 +97,8 @@ pub fn search_function(
     clock: Arc<dyn Clock>,
 ) -> Result<SearchFunction> {
     let tavily = tavily(config)?;
-    let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?;
-    let search = Arc::new(SearchService {
-        providers: providers(config, tavily.clone())?,
-        records: Arc::clone(&records),
-        ledger: ledger.clone(),
-        clock: Arc::clone(&clock),
-        cache_ttl: config.cache_ttl,
-        retry: RetryPolicy::new(config.retry_base),
-    });
-    let tools = Tools { tavily, ledger };
+    let search = Arc::new(search_service(config, Arc::clone(&records), Arc::clone(&clock), tavily.clone())?);
+    let tools = Tools { tavily, ledger: search.ledger.clone() };
     let research = ResearchNode {
         search: Arc::clone(&search),
         codex: CodexCli {
@@ -120,6 +112,23 @@ pub fn search_function(
         clock,
     };
     Ok(SearchFunction { search, tools, research })
+}
+
+/// The search service (provider chain, cache, ledger) over `records` and `clock`.
+pub fn search_service(
+    config: &Config,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
+    tavily: Option<Arc<Tavily>>,
+) -> Result<SearchService> {
+    Ok(SearchService {
+        providers: providers(config, tavily)?,
+        ledger: ledger(config, Arc::clone(&records), Arc::clone(&clock))?,
+        records,
+        clock,
+        cache_ttl: config.cache_ttl,
+        retry: RetryPolicy::new(config.retry_base),
+    })
 }
 
 /// The `search` function's services as the environment configures them.
@@ -145,7 +154,7 @@ pub fn llm(config: &Config) -> Result<Arc<dyn ChatModel>> {
 
 /// The timeline research over `records` and `clock`, configured by `config`.
 pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Timeline> {
-    let search = search_function(config, Arc::clone(&records), Arc::clone(&clock))?.search;
+    let search = Arc::new(search_service(config, records, clock, tavily(config)?)?);
     Ok(Timeline {
         llm: llm(config)?,
         ledger: search.ledger.clone(),

@@ -144,10 +144,7 @@ impl Query {
     /// domains?, agent?}`), `competitors` (`{keyword, domain?, ...}`), `trends` (`{topic,
     /// timeframe?}`; day, week or month, default week), `topic` (`{topic, aspects?, ...}`).
     pub fn from_json(kind: &str, body: &[u8]) -> Result<Self> {
-        let value: serde_json::Value = serde_json::from_slice(body)
-            .map_err(|e| Error::invalid("malformed_json", format!("request body is not valid JSON: {e}")))?;
-        let obj =
-            value.as_object().ok_or_else(|| Error::invalid("malformed_json", "request body must be a JSON object"))?;
+        let obj = &crate::api::json_object(body)?;
         let field = Fields(obj);
         let own: &[&str] = match kind {
             "search" => &["query", "recency"],
@@ -156,14 +153,9 @@ impl Query {
             "topic" => &["topic", "aspects", "recency"],
             other => return Err(Error::NotFound(format!("no search method {other:?}"))),
         };
-        if let Some(unknown) = obj.keys().find(|k| !own.contains(&k.as_str()) && !COMMON_FIELDS.contains(&k.as_str())) {
-            let mut known: Vec<&str> = own.iter().chain(COMMON_FIELDS).copied().collect();
-            known.sort_unstable();
-            return Err(Error::invalid(
-                "unknown_field",
-                format!("field {unknown:?} is not accepted here; known fields: {}", known.join(", ")),
-            ));
-        }
+        let mut known: Vec<&str> = own.iter().chain(COMMON_FIELDS).copied().collect();
+        known.sort_unstable();
+        crate::api::only_known(obj, &known)?;
         let (text_field, kind) = match kind {
             "search" => ("query", Kind::Search),
             "competitors" => (

@@ -126,18 +126,8 @@ impl NodeRequest {
     /// duplicateCheckDays, maxHistoryDays, promptTemplate: {fixedPrefix, fixedSuffix,
     /// customRequirements, customInstructions}}}`.
     pub fn from_json(body: &[u8]) -> Result<Self> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| Error::invalid("malformed_json", format!("request body is not valid JSON: {e}")))?;
-        let root =
-            value.as_object().ok_or_else(|| Error::invalid("malformed_json", "request body must be a JSON object"))?;
-        if let Some(unknown) =
-            root.keys().find(|k| !["pipelineId", "prompts", "strategy", "config"].contains(&k.as_str()))
-        {
-            return Err(Error::invalid(
-                "unknown_field",
-                format!("field {unknown:?} is not accepted; known: pipelineId, prompts, strategy, config"),
-            ));
-        }
+        let root = &crate::api::json_object(body)?;
+        crate::api::only_known(root, &["pipelineId", "prompts", "strategy", "config"])?;
         let pipeline_id = text_field(root, "pipelineId", "request")?.unwrap_or_else(|| "default".into());
         if pipeline_id.is_empty()
             || pipeline_id.len() > 64

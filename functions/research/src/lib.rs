@@ -74,12 +74,8 @@ async fn route(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
 }
 
 async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
-    let body: serde_json::Value = serde_json::from_slice(api::body(req)?)
-        .map_err(|e| Error::invalid("malformed_json", format!("request body is not valid JSON: {e}")))?;
-    let obj = body.as_object().ok_or_else(|| Error::invalid("malformed_json", "request body must be a JSON object"))?;
-    if let Some(k) = obj.keys().find(|k| !["topic", "language"].contains(&k.as_str())) {
-        return Err(Error::invalid("unknown_field", format!("field {k:?} is not accepted; known: topic, language")));
-    }
+    let obj = api::json_object(api::body(req)?)?;
+    api::only_known(&obj, &["topic", "language"])?;
     let topic = obj
         .get("topic")
         .and_then(|t| t.as_str())

@@ -80,8 +80,7 @@ async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Respons
     if !app.tools.has(name) {
         return Err(Error::NotFound(format!("tool {name:?} is not available; GET /tools lists the available ones")));
     }
-    let body: serde_json::Value = serde_json::from_slice(api::body(req)?)
-        .map_err(|e| Error::invalid("malformed_json", format!("request body is not valid JSON: {e}")))?;
+    let body = api::json_object(api::body(req)?)?;
     let query = body
         .get("query")
         .and_then(|q| q.as_str())
