@@ -36,11 +36,25 @@ pub fn error(e: &Error) -> Response<Body> {
     json(status, &serde_json::json!({"error": {"code": e.code(), "message": e.to_string()}}))
 }
 
+/// Refuses a request whose method is not `method` (405).
+pub fn allow(req: &Request, method: &'static str) -> Result<(), Error> {
+    if req.method().as_str() == method {
+        Ok(())
+    } else {
+        Err(Error::MethodNotAllowed { method: req.method().to_string(), allowed: method })
+    }
+}
+
 /// The request body, refused when larger than [`MAX_BODY_BYTES`] or absent.
 pub fn body(req: &Request) -> Result<&[u8], Error> {
+    body_up_to(req, MAX_BODY_BYTES)
+}
+
+/// The request body, refused when larger than `limit` bytes or absent.
+pub fn body_up_to(req: &Request, limit: usize) -> Result<&[u8], Error> {
     let bytes: &[u8] = req.body().as_ref();
-    if bytes.len() > MAX_BODY_BYTES {
-        return Err(Error::TooLarge { limit: MAX_BODY_BYTES });
+    if bytes.len() > limit {
+        return Err(Error::TooLarge { limit });
     }
     if bytes.is_empty() {
         return Err(Error::invalid("malformed_json", "request body is empty; send a JSON object"));

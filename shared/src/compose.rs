@@ -180,3 +180,66 @@ pub fn embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
     .map_err(|e| Error::Config(e.to_string()))?;
     Ok(Some(Arc::new(embedder)))
 }
+
+/// The vector index `VECTOR_STORE` selects, sized for the embedder's dimension.
+#[cfg(feature = "vector-index")]
+pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::index::VectorIndex>> {
+    use crate::config::VectorStoreKind;
+    use crate::index::edge::EdgeIndex;
+    use crate::index::qdrant::QdrantIndex;
+    Ok(match &config.vector_store {
+        VectorStoreKind::Edge => Arc::new(EdgeIndex::new(
+            &config.data_dir,
+            &config.qdrant_collection,
+            config.embedding_dimensions,
+            config.edge_sharing,
+        )),
+        VectorStoreKind::Qdrant { url, api_key } => Arc::new(QdrantIndex::new(
+            url,
+            api_key.as_ref(),
+            &config.qdrant_collection,
+            config.embedding_dimensions,
+            config.upstream_timeout,
+        )?),
+    })
+}
+
+/// The activity write path over `index`, `records` and `clock`.
+#[cfg(feature = "vector-index")]
+pub fn indexer(
+    config: &Config,
+    index: Arc<dyn crate::index::VectorIndex>,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
+) -> Result<crate::indexing::Indexer> {
+    Ok(crate::indexing::Indexer {
+        index,
+        embedder: embedder(config)?,
+        ledger: ledger(config, records, clock)?,
+        bm25: Arc::new(crate::index::bm25::Bm25::new()),
+        zone: config.activity_timezone,
+        retry: RetryPolicy::new(config.retry_base),
+        embed_timeout: config.index_embed_timeout,
+    })
+}
+
+/// Activity retrieval over `index`, `records` and `clock`.
+#[cfg(feature = "vector-index")]
+pub fn retrieval(
+    config: &Config,
+    index: Arc<dyn crate::index::VectorIndex>,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
+) -> Result<crate::retrieval::Retrieval> {
+    Ok(crate::retrieval::Retrieval {
+        index,
+        embedder: embedder(config)?,
+        ledger: ledger(config, records, Arc::clone(&clock))?,
+        bm25: Arc::new(crate::index::bm25::Bm25::new()),
+        clock,
+        retry: RetryPolicy::new(config.retry_base),
+        embed_timeout: config.rag_embed_timeout,
+        min_similarity: config.rag_min_similarity,
+        fusion: config.rag_fusion,
+    })
+}

@@ -77,6 +77,48 @@ pub struct Config {
     pub embedding_provider: String,
     pub embedding_model: String,
     pub embedding_dimensions: usize,
+    /// Where activity points live (`VECTOR_STORE`).
+    pub vector_store: VectorStoreKind,
+    pub edge_sharing: EdgeSharing,
+    /// The collection (`QDRANT_COLLECTION`), also the Edge shard's directory name.
+    pub qdrant_collection: String,
+    /// Dense hits below this cosine are dropped (`RAG_MIN_SIMILARITY`).
+    pub rag_min_similarity: f32,
+    /// `rrf` (dense + lexical) or `dense` (`RAG_FUSION`).
+    pub rag_fusion: Fusion,
+    /// Time box of a search's query embedding (`RAG_EMBED_TIMEOUT_MS`).
+    pub rag_embed_timeout: Duration,
+    /// Time box of an index write's embedding (`INDEX_EMBED_TIMEOUT_MS`); past it, points are
+    /// written pending.
+    pub index_embed_timeout: Duration,
+}
+
+/// How retrieval combines dense and lexical hits (`RAG_FUSION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// Reciprocal rank fusion of both channels.
+    Rrf,
+    /// Dense hits by similarity alone.
+    Dense,
+}
+
+/// How processes share the Qdrant Edge directory (`EDGE_SHARING`; see `index::edge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeSharing {
+    /// Open per operation under a file lock: several processes may use the directory.
+    Shared,
+    /// Open once and keep it: this process owns the directory.
+    Exclusive,
+}
+
+/// Which vector index adapter to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorStoreKind {
+    /// Qdrant Edge in process, under `DATA_DIR/qdrant`.
+    Edge,
+    /// A Qdrant server over gRPC.
+    Qdrant { url: String, api_key: Option<Secret> },
 }
 
 /// The research node's source of results.
@@ -180,6 +222,42 @@ impl Config {
             embedding_provider: get("EMBEDDING_PROVIDER_NAME").unwrap_or_else(|| "zhipu".into()),
             embedding_model: get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
             embedding_dimensions: usize::try_from(number("EMBEDDING_DIMENSIONS", 1024)?).unwrap_or(1024).max(1),
+            vector_store: match get("VECTOR_STORE").as_deref().unwrap_or("edge") {
+                "edge" => VectorStoreKind::Edge,
+                "qdrant" => VectorStoreKind::Qdrant {
+                    url: get("QDRANT_URL")
+                        .ok_or_else(|| Error::Config("VECTOR_STORE=qdrant needs QDRANT_URL".into()))?,
+                    api_key: get("QDRANT_API_KEY").map(Secret),
+                },
+                other => return Err(Error::Config(format!("VECTOR_STORE must be edge or qdrant, not {other:?}"))),
+            },
+            edge_sharing: match get("EDGE_SHARING").as_deref().unwrap_or("shared") {
+                "shared" => EdgeSharing::Shared,
+                "exclusive" => EdgeSharing::Exclusive,
+                other => return Err(Error::Config(format!("EDGE_SHARING must be shared or exclusive, not {other:?}"))),
+            },
+            qdrant_collection: {
+                let name = get("QDRANT_COLLECTION").unwrap_or_else(|| "activities".into());
+                if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') || name.len() > 64 {
+                    return Err(Error::Config(format!(
+                        "QDRANT_COLLECTION must be 1-64 letters, digits, '-' or '_', not {name:?}"
+                    )));
+                }
+                name
+            },
+            rag_min_similarity: match get("RAG_MIN_SIMILARITY") {
+                None => 0.5,
+                Some(v) => v.parse::<f32>().ok().filter(|s| (-1.0..=1.0).contains(s)).ok_or_else(|| {
+                    Error::Config(format!("RAG_MIN_SIMILARITY must be a cosine from -1 to 1, not {v:?}"))
+                })?,
+            },
+            rag_fusion: match get("RAG_FUSION").as_deref().unwrap_or("rrf") {
+                "rrf" => Fusion::Rrf,
+                "dense" => Fusion::Dense,
+                other => return Err(Error::Config(format!("RAG_FUSION must be rrf or dense, not {other:?}"))),
+            },
+            rag_embed_timeout: Duration::from_millis(number("RAG_EMBED_TIMEOUT_MS", 1500)?),
+            index_embed_timeout: Duration::from_millis(number("INDEX_EMBED_TIMEOUT_MS", 10_000)?),
         })
     }
 }

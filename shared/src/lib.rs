@@ -13,6 +13,10 @@ pub mod compose;
 pub mod config;
 pub mod embedder;
 pub mod error;
+#[cfg(feature = "vector-index")]
+pub mod index;
+#[cfg(feature = "vector-index")]
+pub mod indexing;
 pub mod ledger;
 pub mod llm;
 pub mod metrics;
@@ -22,6 +26,8 @@ pub mod query;
 pub mod records;
 pub mod report;
 pub mod research_node;
+#[cfg(feature = "vector-index")]
+pub mod retrieval;
 pub mod retry;
 pub mod script;
 pub mod search;

@@ -6,6 +6,9 @@
 //! endpoint as `DYNAMODB_LOCAL_ENDPOINT`. A DynamoDB test without it fails loudly; it never
 //! passes by skipping.
 
+pub mod embedding;
+pub mod rag;
+
 use std::sync::Arc;
 
 use chrono::Utc;

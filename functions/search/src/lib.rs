@@ -29,7 +29,7 @@ async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
         ["search", kind @ ("competitors" | "trends" | "topic")] => search(app, req, kind).await,
         ["sources", id] => sources(app, req, id).await,
         ["tools"] => {
-            allow(req, "GET")?;
+            api::allow(req, "GET")?;
             Ok(api::json(200, &serde_json::json!({"tools": app.tools.definitions()})))
         }
         ["tools", name] => tool(app, req, name).await,
@@ -38,23 +38,15 @@ async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
     }
 }
 
-fn allow(req: &Request, method: &'static str) -> Result<()> {
-    if req.method().as_str() == method {
-        Ok(())
-    } else {
-        Err(Error::MethodNotAllowed { method: req.method().to_string(), allowed: method })
-    }
-}
-
 async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Response<Body>> {
-    allow(req, "POST")?;
+    api::allow(req, "POST")?;
     let query = Query::from_json(kind, api::body(req)?)?;
     let request_id = api::request_id(req);
     Ok(api::json(200, &app.search.run(&query, &request_id).await))
 }
 
 async fn sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Response<Body>> {
-    allow(req, "GET")?;
+    api::allow(req, "GET")?;
     if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
         return Err(Error::invalid(
             "invalid_request_id",
@@ -76,7 +68,7 @@ async fn sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Respon
 
 /// Runs a tool; the body is the model-facing JSON string itself (also for tool failures).
 async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Response<Body>> {
-    allow(req, "POST")?;
+    api::allow(req, "POST")?;
     if !app.tools.has(name) {
         return Err(Error::NotFound(format!("tool {name:?} is not available; GET /tools lists the available ones")));
     }
@@ -99,7 +91,7 @@ async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Respons
 }
 
 async fn research(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
-    allow(req, "POST")?;
+    api::allow(req, "POST")?;
     let node_request = NodeRequest::from_json(api::body(req)?)?;
     match app.research.run(&node_request, &api::request_id(req)).await {
         Ok(output) => Ok(api::json(200, &output)),

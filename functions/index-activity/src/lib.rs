@@ -1,0 +1,134 @@
+//! The `index-activity` function's handler: keeps the activity index current (seed 004).
+//!
+//! Routes: `POST /activities` (one activity, or an array of up to 100), `PUT
+//! /activities/{id}` (create or replace; the body's `id`, if any, must match), `DELETE
+//! /activities/{id}`. EventBridge events (`detail-type` `ActivityCreated`, `ActivityUpdated`
+//! with the activity in `detail`, `ActivityDeleted` with at least its `id`) take the same
+//! paths. A write answers 200 when every activity has its dense vector and 202 when some are
+//! pending (embedder absent, failing or slow): the write itself never waits on the embedder.
+//! Bad input is a 400 naming the field, and nothing is written.
+
+use std::sync::Arc;
+
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde_json::{Value, json};
+use shared::activity::Activity;
+use shared::clock::SystemClock;
+use shared::config::Config;
+use shared::indexing::{Indexer, Report};
+use shared::{Error, Result, api, compose};
+
+/// Largest body accepted (a batch of 100 activities with long descriptions).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The function's services as the environment configures them.
+pub async fn from_env() -> Result<Indexer> {
+    let config = Config::from_env()?;
+    let records = compose::records(&config).await?;
+    compose::indexer(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))
+}
+
+/// Handles one request or event; a failed event whose fault is ours is an `Err`, so Lambda
+/// retries the asynchronous invocation.
+pub async fn serve(app: &Indexer, req: Request) -> std::result::Result<Response<Body>, lambda_http::Error> {
+    let event = is_event(&req);
+    let response = handle(app, req).await;
+    if event && response.status().is_server_error() {
+        return Err(format!("activity event not applied (HTTP {}); retry", response.status()).into());
+    }
+    Ok(response)
+}
+
+/// Handles one request or event. Never fails: errors become JSON error responses.
+pub async fn handle(app: &Indexer, req: Request) -> Response<Body> {
+    route(app, &req).await.unwrap_or_else(|e| api::error(&e))
+}
+
+fn is_event(req: &Request) -> bool {
+    matches!(req.request_context_ref(), Some(RequestContext::PassThrough))
+}
+
+async fn route(app: &Indexer, req: &Request) -> Result<Response<Body>> {
+    let request_id = api::request_id(req);
+    if is_event(req) {
+        return event(app, req, &request_id).await;
+    }
+    let path = req.uri().path().trim_end_matches('/');
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match segments.as_slice() {
+        ["activities"] => {
+            api::allow(req, "POST")?;
+            let activities = Indexer::parse(body(req)?)?;
+            Ok(written(&app.upsert(&activities, &request_id).await?))
+        }
+        ["activities", id] => match req.method().as_str() {
+            "PUT" => {
+                let Value::Object(mut object) = body(req)? else {
+                    return Err(Error::invalid("invalid_activity", "send one activity object"));
+                };
+                match object.get("id") {
+                    None => {
+                        object.insert("id".into(), json!(id));
+                    }
+                    Some(Value::String(body_id)) if body_id == id => {}
+                    Some(other) => {
+                        return Err(Error::invalid(
+                            "id_mismatch",
+                            format!("id: the body says {other}, the path says {id:?}"),
+                        ));
+                    }
+                }
+                let activity = Activity::from_json(Value::Object(object))?;
+                Ok(written(&app.upsert(&[activity], &request_id).await?))
+            }
+            "DELETE" => {
+                if app.delete(id).await? {
+                    Ok(api::json(200, &json!({"id": id, "deleted": true})))
+                } else {
+                    Err(Error::NotFound(format!("activity {id:?} is not indexed")))
+                }
+            }
+            _ => Err(Error::MethodNotAllowed { method: req.method().to_string(), allowed: "PUT, DELETE" }),
+        },
+        _ => Err(Error::NotFound(format!("no route for {} {path}", req.method()))),
+    }
+}
+
+fn body(req: &Request) -> Result<Value> {
+    serde_json::from_slice(api::body_up_to(req, MAX_BODY_BYTES)?)
+        .map_err(|e| Error::invalid("malformed_json", format!("request body is not valid JSON: {e}")))
+}
+
+/// 200 when every activity has its dense vector, 202 when some are pending.
+fn written(report: &Report) -> Response<Body> {
+    api::json(if report.complete() { 200 } else { 202 }, report)
+}
+
+/// An EventBridge activity event.
+async fn event(app: &Indexer, req: &Request, request_id: &str) -> Result<Response<Body>> {
+    let event: Value = serde_json::from_slice(req.body().as_ref())
+        .map_err(|e| Error::invalid("malformed_event", format!("event is not JSON: {e}")))?;
+    let detail_type = event.get("detail-type").and_then(Value::as_str).unwrap_or_default();
+    let detail = event.get("detail").cloned().unwrap_or(Value::Null);
+    match detail_type {
+        "ActivityCreated" | "ActivityUpdated" => {
+            let activity = Activity::from_json(detail)?;
+            let report = app.upsert(&[activity], request_id).await?;
+            tracing::info!(detail_type, report = %json!(report), "activity event applied");
+            Ok(written(&report))
+        }
+        "ActivityDeleted" => {
+            let id = detail.get("id").and_then(Value::as_str).ok_or_else(|| {
+                Error::invalid("invalid_activity", "id: ActivityDeleted needs the activity id in detail.id")
+            })?;
+            let deleted = app.delete(id).await?;
+            tracing::info!(detail_type, id, deleted, "activity event applied");
+            Ok(api::json(200, &json!({"id": id, "deleted": deleted})))
+        }
+        other => Err(Error::invalid(
+            "unsupported_event",
+            format!("detail-type {other:?} is not ActivityCreated, ActivityUpdated or ActivityDeleted"),
+        )),
+    }
+}

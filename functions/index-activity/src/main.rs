@@ -1,0 +1,10 @@
+//! Lambda entrypoint of `index-activity`: build the adapters once, then serve requests and events.
+
+use lambda_http::{Error, Request, run, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_http::tracing::init_default_subscriber();
+    let app = index_activity::from_env().await?;
+    run(service_fn(|req: Request| index_activity::serve(&app, req))).await
+}

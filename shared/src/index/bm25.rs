@@ -1,0 +1,64 @@
+//! The lexical channel's encoder: BM25 term weights from Qdrant Edge's tokenizer pipeline
+//! (multilingual segmentation, so Chinese is cut into words; Chinese stopwords dropped).
+//!
+//! Documents get BM25 term-frequency weights; queries get unit weights; the index multiplies
+//! in IDF (the `sparse` vector's `idf` modifier). Both index adapters use this encoder, so a
+//! term hashes to the same id everywhere.
+
+use qdrant_edge::TokenizerType;
+use qdrant_edge::bm25_embed::{EdgeBm25, EdgeBm25Config};
+use qdrant_edge::external::ordered_float::NotNan;
+
+use super::SparseVector;
+
+/// Average enriched-text length in tokens (seed 004's seven lines, a short description).
+const AVERAGE_TOKENS: f64 = 60.0;
+
+pub struct Bm25(EdgeBm25);
+
+impl Bm25 {
+    pub fn new() -> Self {
+        let config = EdgeBm25Config {
+            avg_len: NotNan::new(AVERAGE_TOKENS).expect("a number"),
+            tokenizer: TokenizerType::Multilingual,
+            language: Some("chinese".into()),
+            ..EdgeBm25Config::default()
+        };
+        Self(EdgeBm25::new(config).expect("the built-in configuration is valid"))
+    }
+
+    /// Weights of a document (an activity's enriched text).
+    pub fn document(&self, text: &str) -> SparseVector {
+        let v = self.0.embed_document(text);
+        SparseVector { indices: v.indices, values: v.values }
+    }
+
+    /// Weights of a query.
+    pub fn query(&self, text: &str) -> SparseVector {
+        let v = self.0.embed_query(text);
+        SparseVector { indices: v.indices, values: v.values }
+    }
+}
+
+impl Default for Bm25 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chinese_text_is_cut_into_words_that_queries_share() {
+        let bm25 = Bm25::new();
+        let doc = bm25.document("标题: 白噪音读书局\n描述: 雨声白噪音里安静看书");
+        let query = bm25.query("安静看书");
+        assert!(doc.indices.len() >= 4, "{doc:?}");
+        assert!(!query.indices.is_empty());
+        assert!(query.indices.iter().all(|i| doc.indices.contains(i)), "{query:?} vs {doc:?}");
+        let unrelated = bm25.query("室内冲浪");
+        assert!(unrelated.indices.iter().all(|i| !doc.indices.contains(i)));
+    }
+}

@@ -1,0 +1,340 @@
+//! The embedded vector index: one Qdrant Edge shard on disk under `DATA_DIR/qdrant/<collection>`.
+//!
+//! Qdrant Edge is a library, not a server: an open shard holds an exclusive lock on its WAL,
+//! so two processes cannot have it open at once. Lambda-style processes (several functions
+//! under `cargo lambda watch`, sharing `DATA_DIR`) therefore use it in one of two modes:
+//!
+//! - [`Sharing::Shared`] (the default): every operation takes an exclusive advisory lock on
+//!   `<dir>/lock`, loads the shard, runs, flushes and closes it, then releases the lock. Any
+//!   number of processes take turns; each sees every write acknowledged before it.
+//! - [`Sharing::Exclusive`] (`EDGE_SHARING=exclusive`): the process opens the shard once and
+//!   keeps it, for a process that owns its `DATA_DIR` alone (one Lambda container's `/tmp`,
+//!   a benchmark). Another process opening it gets an error, never a corrupt shard.
+//!
+//! In both modes a write is flushed (WAL and segments, synced) before it returns, so an
+//! acknowledged write survives the process being frozen or killed right after it answers.
+//! Operations are synchronous and run on the blocking thread pool.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use qdrant_edge::external::ordered_float::OrderedFloat;
+use qdrant_edge::{
+    CountRequest, CreateIndex, Distance, EdgeConfig, EdgeConfigBuilder, EdgeShard, EdgeSparseVectorParamsBuilder,
+    EdgeVectorParamsBuilder, FieldIndexOperations, Filter, JsonPath, Modifier, NamedQuery, OrderByInterface,
+    PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct, QueryEnum,
+    QueryRequest, ScoringQuery, ScrollRequest, UpdateOperation, Vector, VectorInternal, VectorStructInternal, Vectors,
+    WithPayloadInterface, WithVector,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{DENSE, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored};
+use crate::config::EdgeSharing as Sharing;
+use crate::error::{Error, Result};
+
+/// Points read per scroll page.
+const PAGE: usize = 1000;
+
+pub struct EdgeIndex {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    dir: PathBuf,
+    dimensions: usize,
+    sharing: Sharing,
+    /// The kept shard ([`Sharing::Exclusive`] only).
+    held: Mutex<Option<EdgeShard>>,
+}
+
+fn store_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Store(format!("vector index (edge): {what}: {e}"))
+}
+
+impl EdgeIndex {
+    /// The collection `collection` under `data_dir`, with `dimensions`-long dense vectors.
+    /// Nothing is opened until the first operation.
+    pub fn new(data_dir: &Path, collection: &str, dimensions: usize, sharing: Sharing) -> Self {
+        let dir = data_dir.join("qdrant").join(collection);
+        Self { inner: Arc::new(Inner { dir, dimensions, sharing, held: Mutex::new(None) }) }
+    }
+
+    /// Builds the HNSW index of large segments (Edge has no background optimizer). Returns
+    /// whether anything changed.
+    pub async fn optimize(&self) -> Result<bool> {
+        self.run(|shard| {
+            let changed = shard.optimize().map_err(|e| store_error("optimize", e))?;
+            shard.flush();
+            Ok(changed)
+        })
+        .await
+    }
+
+    async fn run<T: Send + 'static>(&self, op: impl FnOnce(&EdgeShard) -> Result<T> + Send + 'static) -> Result<T> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || inner.with(op)).await.map_err(|e| store_error("task", e))?
+    }
+}
+
+impl Inner {
+    /// Runs `op` on the shard; a write is durable when this returns (every update is followed
+    /// by a flush inside `op`'s callers, and closing flushes too).
+    fn with<T>(&self, op: impl FnOnce(&EdgeShard) -> Result<T>) -> Result<T> {
+        match self.sharing {
+            Sharing::Exclusive => {
+                let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+                if held.is_none() {
+                    *held = Some(self.open_shard()?);
+                }
+                op(held.as_ref().expect("opened above"))
+            }
+            Sharing::Shared => {
+                let lock = self.lock()?;
+                let shard = self.open_shard()?;
+                let out = op(&shard);
+                drop(shard); // flushes and releases the WAL
+                drop(lock);
+                out
+            }
+        }
+    }
+
+    fn lock(&self) -> Result<File> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| store_error("create directory", e))?;
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join("lock"))
+            .map_err(|e| store_error("open lock", e))?;
+        file.lock().map_err(|e| store_error("lock", e))?;
+        Ok(file)
+    }
+
+    /// Loads the shard, or creates it with its payload indexes.
+    fn open_shard(&self) -> Result<EdgeShard> {
+        let path = self.dir.join("shard");
+        if path.join("edge_config.json").exists() {
+            let shard = EdgeShard::load(&path, None).map_err(|e| {
+                if e.to_string().contains("WouldBlock") {
+                    Error::Store(format!(
+                        "the index at {} is held open by another process (EDGE_SHARING=exclusive there); \
+                         processes sharing DATA_DIR need EDGE_SHARING=shared",
+                        self.dir.display()
+                    ))
+                } else {
+                    store_error("load", e)
+                }
+            })?;
+            let found = shard.config().vectors.get(DENSE).map(|v| v.size);
+            if found != Some(self.dimensions) {
+                let found = found.map_or_else(|| "no".to_owned(), |n| format!("{n}-d"));
+                return Err(Error::Config(format!(
+                    "the index at {} has {found} dense vectors but the embedder gives {}-d: \
+                     use a new collection (QDRANT_COLLECTION) or rebuild it with a backfill",
+                    self.dir.display(),
+                    self.dimensions
+                )));
+            }
+            return Ok(shard);
+        }
+        std::fs::create_dir_all(&path).map_err(|e| store_error("create directory", e))?;
+        let shard = EdgeShard::new(&path, config(self.dimensions)).map_err(|e| store_error("create", e))?;
+        for (field, kind) in PAYLOAD_INDEXES {
+            let schema = match kind {
+                PayloadIndex::Keyword => PayloadSchemaType::Keyword,
+                PayloadIndex::Datetime => PayloadSchemaType::Datetime,
+                PayloadIndex::Geo => PayloadSchemaType::Geo,
+                PayloadIndex::Integer => PayloadSchemaType::Integer,
+            };
+            let op = UpdateOperation::FieldIndexOperation(FieldIndexOperations::CreateIndex(CreateIndex {
+                field_name: json_path(field)?,
+                field_schema: Some(PayloadFieldSchema::FieldType(schema)),
+            }));
+            shard.update(op).map_err(|e| store_error("create payload index", e))?;
+        }
+        shard.flush();
+        Ok(shard)
+    }
+}
+
+fn config(dimensions: usize) -> EdgeConfig {
+    EdgeConfigBuilder::new()
+        .on_disk_payload(false)
+        .vector(DENSE, EdgeVectorParamsBuilder::new(dimensions, Distance::Cosine).build())
+        .sparse_vector(SPARSE, EdgeSparseVectorParamsBuilder::new().modifier(Modifier::Idf).build())
+        .build()
+}
+
+fn json_path(field: &str) -> Result<JsonPath> {
+    field.parse().map_err(|_| store_error("field name", field))
+}
+
+fn filter(f: &HardFilter) -> Result<Filter> {
+    serde_json::from_value(f.to_qdrant_json()).map_err(|e| store_error("filter", e))
+}
+
+fn uuid_of(id: PointId) -> Result<Uuid> {
+    match id {
+        PointId::Uuid(u) => Ok(u),
+        PointId::NumId(n) => Err(store_error("point id", format!("unexpected numeric id {n}"))),
+    }
+}
+
+fn dense_of(vector: Option<VectorStructInternal>) -> Option<Vec<f32>> {
+    match vector? {
+        VectorStructInternal::Named(mut named) => match named.remove(DENSE)? {
+            VectorInternal::Dense(v) => Some(v),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn point(p: Point) -> Result<PointStruct> {
+    let mut named = std::collections::HashMap::new();
+    if let Some(dense) = p.dense {
+        named.insert(DENSE.to_owned(), Vector::new_dense(dense));
+    }
+    let sparse = Vector::new_sparse(p.sparse.indices, p.sparse.values).map_err(|e| store_error("sparse vector", e))?;
+    named.insert(SPARSE.to_owned(), sparse);
+    Ok(PointStruct::new(PointId::Uuid(p.id), Vectors::from(named), Value::Object(p.payload)))
+}
+
+fn stored(id: PointId, payload: Option<qdrant_edge::Payload>, vector: Option<VectorStructInternal>) -> Result<Stored> {
+    Ok(Stored { id: uuid_of(id)?, payload: payload.map(|p| p.0).unwrap_or_default(), dense: dense_of(vector) })
+}
+
+fn query(
+    query: VectorInternal,
+    using: &str,
+    f: &HardFilter,
+    limit: usize,
+    threshold: Option<f32>,
+) -> Result<QueryRequest> {
+    Ok(QueryRequest {
+        prefetches: vec![],
+        query: Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::new(query, using)))),
+        filter: Some(filter(f)?),
+        score_threshold: threshold.map(OrderedFloat),
+        limit,
+        offset: 0,
+        params: None,
+        with_vector: WithVector::Bool(false),
+        with_payload: WithPayloadInterface::Bool(false),
+    })
+}
+
+fn hits(points: Vec<qdrant_edge::ScoredPoint>) -> Result<Vec<Hit>> {
+    points.into_iter().map(|p| Ok(Hit { id: uuid_of(p.id)?, score: p.score })).collect()
+}
+
+#[async_trait]
+impl super::VectorIndex for EdgeIndex {
+    fn backend(&self) -> &'static str {
+        "edge"
+    }
+
+    async fn ensure(&self) -> Result<()> {
+        self.run(|_| Ok(())).await
+    }
+
+    async fn upsert(&self, points: Vec<Point>) -> Result<()> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        let points = points.into_iter().map(|p| point(p).map(Into::into)).collect::<Result<Vec<_>>>()?;
+        self.run(move |shard| {
+            let op = UpdateOperation::PointOperation(PointOperations::UpsertPoints(PointInsertOperations::PointsList(
+                points,
+            )));
+            shard.update(op).map_err(|e| store_error("upsert", e))?;
+            shard.flush();
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete(&self, ids: &[Uuid]) -> Result<()> {
+        let ids: Vec<PointId> = ids.iter().map(|&id| PointId::Uuid(id)).collect();
+        self.run(move |shard| {
+            let op = UpdateOperation::PointOperation(PointOperations::DeletePoints { ids });
+            shard.update(op).map_err(|e| store_error("delete", e))?;
+            shard.flush();
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get(&self, ids: &[Uuid], with_dense: bool) -> Result<Vec<Stored>> {
+        let ids: Vec<PointId> = ids.iter().map(|&id| PointId::Uuid(id)).collect();
+        self.run(move |shard| {
+            let vectors = if with_dense { WithVector::Selector(vec![DENSE.into()]) } else { WithVector::Bool(false) };
+            let records = shard
+                .retrieve(&ids, Some(WithPayloadInterface::Bool(true)), Some(vectors))
+                .map_err(|e| store_error("retrieve", e))?;
+            records.into_iter().map(|r| stored(r.id, r.payload, r.vector)).collect()
+        })
+        .await
+    }
+
+    async fn count(&self, f: &HardFilter) -> Result<usize> {
+        let filter = filter(f)?;
+        self.run(move |shard| {
+            shard.count(CountRequest { filter: Some(filter), exact: true }).map_err(|e| store_error("count", e))
+        })
+        .await
+    }
+
+    async fn scroll(&self, f: &HardFilter, order: Order, limit: usize) -> Result<Vec<Stored>> {
+        let filter = filter(f)?;
+        let order_by = match order {
+            Order::StartAt => Some(OrderByInterface::Key(json_path("startAt")?)),
+            Order::Any => None,
+        };
+        self.run(move |shard| {
+            let mut out = Vec::new();
+            let mut offset = None;
+            while out.len() < limit {
+                let page = (limit - out.len()).min(PAGE);
+                let request = ScrollRequest {
+                    offset,
+                    limit: Some(page),
+                    filter: Some(filter.clone()),
+                    with_payload: Some(WithPayloadInterface::Bool(true)),
+                    with_vector: WithVector::Bool(false),
+                    order_by: order_by.clone(),
+                };
+                let (records, next) = shard.scroll(request).map_err(|e| store_error("scroll", e))?;
+                for r in records {
+                    out.push(stored(r.id, r.payload, None)?);
+                }
+                // Ordered scrolls have no pages: one read of `limit`.
+                match next {
+                    Some(next) if order_by.is_none() => offset = Some(next),
+                    _ => break,
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {
+        let request = query(VectorInternal::Dense(vector.to_vec()), DENSE, f, limit, Some(threshold))?;
+        self.run(move |shard| hits(shard.query(request).map_err(|e| store_error("dense query", e))?)).await
+    }
+
+    async fn search_sparse(&self, q: &SparseVector, f: &HardFilter, limit: usize) -> Result<Vec<Hit>> {
+        if q.indices.is_empty() {
+            return Ok(vec![]);
+        }
+        let sparse = qdrant_edge::SparseVector { indices: q.indices.clone(), values: q.values.clone() };
+        let request = query(VectorInternal::Sparse(sparse), SPARSE, f, limit, None)?;
+        self.run(move |shard| hits(shard.query(request).map_err(|e| store_error("sparse query", e))?)).await
+    }
+}

@@ -1,0 +1,281 @@
+//! The vector index on a Qdrant server (`QDRANT_URL`, `QDRANT_API_KEY`) over gRPC.
+//!
+//! The collection and its payload indexes are created on first use when missing (idempotent),
+//! and an existing collection's dense dimension is checked against the embedder's. Writes wait
+//! for the server to apply them (`wait: true`), so an acknowledged write is durable.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use qdrant_client::Qdrant;
+use qdrant_client::qdrant::{
+    Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DatetimeRange,
+    DeletePointsBuilder, Distance, FieldType, Filter, GeoPoint, GeoRadius, GetPointsBuilder, Modifier, NamedVectors,
+    OrderByBuilder, PointId, PointStruct, PointsIdsList, QueryPointsBuilder, Range, ScrollPointsBuilder,
+    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, VectorInput, VectorParamsBuilder,
+    VectorsConfigBuilder, point_id::PointIdOptions, vector_output, vectors_config, with_vectors_selector,
+};
+use qdrant_client::{Payload, QdrantError};
+use serde_json::{Map, Value};
+use tokio::sync::OnceCell;
+use uuid::Uuid;
+
+use super::{DENSE, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored};
+use crate::config::Secret;
+use crate::error::{Error, Result};
+
+/// Points read per scroll page.
+const PAGE: u32 = 1000;
+
+pub struct QdrantIndex {
+    client: Qdrant,
+    collection: String,
+    dimensions: usize,
+    ready: OnceCell<()>,
+}
+
+fn store_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Store(format!("vector index (qdrant): {what}: {e}"))
+}
+
+impl QdrantIndex {
+    /// A client for `url`; nothing is sent until the first operation.
+    pub fn new(
+        url: &str,
+        api_key: Option<&Secret>,
+        collection: &str,
+        dimensions: usize,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let mut builder = Qdrant::from_url(url).timeout(timeout).skip_compatibility_check();
+        if let Some(key) = api_key {
+            builder = builder.api_key(key.expose().to_owned());
+        }
+        let client = builder.build().map_err(|e| Error::Config(format!("QDRANT_URL: {e}")))?;
+        Ok(Self { client, collection: collection.to_owned(), dimensions, ready: OnceCell::new() })
+    }
+
+    async fn ready(&self) -> Result<()> {
+        self.ready.get_or_try_init(|| self.create_if_missing()).await.map(|_| ())
+    }
+
+    async fn create_if_missing(&self) -> Result<()> {
+        let name = &self.collection;
+        let exists = self.client.collection_exists(name).await.map_err(|e| store_error("collection_exists", e))?;
+        if exists {
+            let info = self.client.collection_info(name).await.map_err(|e| store_error("collection_info", e))?;
+            let found = info
+                .result
+                .and_then(|i| i.config)
+                .and_then(|c| c.params)
+                .and_then(|p| p.vectors_config)
+                .and_then(|v| v.config)
+                .and_then(|c| match c {
+                    vectors_config::Config::ParamsMap(map) => map.map.get(DENSE).map(|p| p.size as usize),
+                    vectors_config::Config::Params(_) => None,
+                });
+            if found != Some(self.dimensions) {
+                let found = found.map_or_else(|| "no".to_owned(), |n| format!("{n}-d"));
+                return Err(Error::Config(format!(
+                    "Qdrant collection {name:?} has {found} dense vectors but the embedder gives {}-d: \
+                     use a new collection (QDRANT_COLLECTION) or rebuild it with a backfill",
+                    self.dimensions
+                )));
+            }
+        } else {
+            let mut vectors = VectorsConfigBuilder::default();
+            vectors.add_named_vector_params(DENSE, VectorParamsBuilder::new(self.dimensions as u64, Distance::Cosine));
+            let mut sparse = SparseVectorsConfigBuilder::default();
+            sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(Modifier::Idf));
+            let create = CreateCollectionBuilder::new(name).vectors_config(vectors).sparse_vectors_config(sparse);
+            match self.client.create_collection(create).await {
+                Ok(_) => {}
+                // Another process created it first: fine, it is the same collection.
+                Err(e) if e.to_string().contains("already exists") => {}
+                Err(e) => return Err(store_error("create_collection", e)),
+            }
+        }
+        for (field, kind) in PAYLOAD_INDEXES {
+            let kind = match kind {
+                PayloadIndex::Keyword => FieldType::Keyword,
+                PayloadIndex::Datetime => FieldType::Datetime,
+                PayloadIndex::Geo => FieldType::Geo,
+                PayloadIndex::Integer => FieldType::Integer,
+            };
+            let create = CreateFieldIndexCollectionBuilder::new(name, *field, kind).wait(true);
+            self.client.create_field_index(create).await.map_err(|e| store_error("create_field_index", e))?;
+        }
+        Ok(())
+    }
+}
+
+fn timestamp(t: &DateTime<Utc>) -> qdrant_client::qdrant::Timestamp {
+    qdrant_client::qdrant::Timestamp { seconds: t.timestamp(), nanos: t.timestamp_subsec_nanos() as i32 }
+}
+
+/// The same conditions as [`HardFilter::to_qdrant_json`], as gRPC types.
+fn filter(f: &HardFilter) -> Filter {
+    let mut must = vec![
+        Condition::matches("status", "active".to_owned()),
+        Condition::datetime_range("startAt", DatetimeRange { gt: Some(timestamp(&f.after)), ..Default::default() }),
+        Condition::range("spotsLeft", Range { gt: Some(0.0), ..Default::default() }),
+    ];
+    if let Some(kind) = &f.kind {
+        must.push(Condition::matches("type", kind.clone()));
+    }
+    if let Some(near) = f.near {
+        must.push(Condition::geo_radius(
+            "location",
+            GeoRadius {
+                center: Some(GeoPoint { lat: near.lat, lon: near.lng }),
+                radius: (near.radius_km * 1000.0) as f32,
+            },
+        ));
+    }
+    if let Some((start, end)) = &f.window {
+        must.push(Condition::datetime_range(
+            "startAt",
+            DatetimeRange { gte: Some(timestamp(start)), lte: Some(timestamp(end)), ..Default::default() },
+        ));
+    }
+    Filter::must(must)
+}
+
+fn uuid_of(id: Option<PointId>) -> Result<Uuid> {
+    match id.and_then(|id| id.point_id_options) {
+        Some(PointIdOptions::Uuid(s)) => s.parse().map_err(|e| store_error("point id", e)),
+        other => Err(store_error("point id", format!("unexpected id {other:?}"))),
+    }
+}
+
+fn payload_of(payload: HashMap<String, qdrant_client::qdrant::Value>) -> Map<String, Value> {
+    payload.into_iter().map(|(k, v)| (k, v.into_json())).collect()
+}
+
+fn hits(points: Vec<qdrant_client::qdrant::ScoredPoint>) -> Result<Vec<Hit>> {
+    points.into_iter().map(|p| Ok(Hit { id: uuid_of(p.id)?, score: p.score })).collect()
+}
+
+fn grpc(what: &'static str) -> impl Fn(QdrantError) -> Error {
+    move |e| store_error(what, e)
+}
+
+#[async_trait]
+impl super::VectorIndex for QdrantIndex {
+    fn backend(&self) -> &'static str {
+        "qdrant"
+    }
+
+    async fn ensure(&self) -> Result<()> {
+        self.ready().await
+    }
+
+    async fn upsert(&self, points: Vec<Point>) -> Result<()> {
+        self.ready().await?;
+        if points.is_empty() {
+            return Ok(());
+        }
+        let mut out = Vec::with_capacity(points.len());
+        for p in points {
+            let mut vectors = NamedVectors::default()
+                .add_vector(SPARSE, qdrant_client::qdrant::Vector::new_sparse(p.sparse.indices, p.sparse.values));
+            if let Some(dense) = p.dense {
+                vectors = vectors.add_vector(DENSE, qdrant_client::qdrant::Vector::new_dense(dense));
+            }
+            let payload = Payload::try_from(Value::Object(p.payload)).map_err(|e| store_error("payload", e))?;
+            out.push(PointStruct::new(p.id.to_string(), vectors, payload));
+        }
+        let request = UpsertPointsBuilder::new(&self.collection, out).wait(true);
+        self.client.upsert_points(request).await.map_err(grpc("upsert"))?;
+        Ok(())
+    }
+
+    async fn delete(&self, ids: &[Uuid]) -> Result<()> {
+        self.ready().await?;
+        let ids: Vec<PointId> = ids.iter().map(|id| id.to_string().into()).collect();
+        let request = DeletePointsBuilder::new(&self.collection).points(PointsIdsList { ids }).wait(true);
+        self.client.delete_points(request).await.map_err(grpc("delete"))?;
+        Ok(())
+    }
+
+    async fn get(&self, ids: &[Uuid], with_dense: bool) -> Result<Vec<Stored>> {
+        self.ready().await?;
+        let point_ids: Vec<PointId> = ids.iter().map(|id| id.to_string().into()).collect();
+        let mut request = GetPointsBuilder::new(&self.collection, point_ids).with_payload(true);
+        if with_dense {
+            request = request.with_vectors(with_vectors_selector::SelectorOptions::Include(
+                qdrant_client::qdrant::VectorsSelector { names: vec![DENSE.to_owned()] },
+            ));
+        }
+        let response = self.client.get_points(request).await.map_err(grpc("get"))?;
+        let mut found: HashMap<Uuid, Stored> = HashMap::new();
+        for p in response.result {
+            let id = uuid_of(p.id)?;
+            let dense = p.vectors.and_then(|v| v.get_vector_by_name(DENSE)).and_then(|v| match v {
+                vector_output::Vector::Dense(d) => Some(d.data),
+                _ => None,
+            });
+            found.insert(id, Stored { id, payload: payload_of(p.payload), dense });
+        }
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+    }
+
+    async fn count(&self, f: &HardFilter) -> Result<usize> {
+        self.ready().await?;
+        let request = CountPointsBuilder::new(&self.collection).filter(filter(f)).exact(true);
+        let response = self.client.count(request).await.map_err(grpc("count"))?;
+        Ok(response.result.map_or(0, |r| r.count as usize))
+    }
+
+    async fn scroll(&self, f: &HardFilter, order: Order, limit: usize) -> Result<Vec<Stored>> {
+        self.ready().await?;
+        let mut out = Vec::new();
+        let mut offset: Option<PointId> = None;
+        while out.len() < limit {
+            let page = (limit - out.len()).min(PAGE as usize) as u32;
+            let mut request =
+                ScrollPointsBuilder::new(&self.collection).filter(filter(f)).limit(page).with_payload(true);
+            if order == Order::StartAt {
+                request = request.order_by(OrderByBuilder::new("startAt"));
+            }
+            if let Some(offset) = offset.take() {
+                request = request.offset(offset);
+            }
+            let response = self.client.scroll(request).await.map_err(grpc("scroll"))?;
+            for p in response.result {
+                out.push(Stored { id: uuid_of(p.id)?, payload: payload_of(p.payload), dense: None });
+            }
+            match response.next_page_offset {
+                Some(next) if order == Order::Any => offset = Some(next),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {
+        self.ready().await?;
+        let request = QueryPointsBuilder::new(&self.collection)
+            .query(VectorInput::new_dense(vector.to_vec()))
+            .using(DENSE)
+            .filter(filter(f))
+            .score_threshold(threshold)
+            .limit(limit as u64);
+        hits(self.client.query(request).await.map_err(grpc("dense query"))?.result)
+    }
+
+    async fn search_sparse(&self, q: &SparseVector, f: &HardFilter, limit: usize) -> Result<Vec<Hit>> {
+        self.ready().await?;
+        if q.indices.is_empty() {
+            return Ok(vec![]);
+        }
+        let request = QueryPointsBuilder::new(&self.collection)
+            .query(VectorInput::new_sparse(q.indices.clone(), q.values.clone()))
+            .using(SPARSE)
+            .filter(filter(f))
+            .limit(limit as u64);
+        hits(self.client.query(request).await.map_err(grpc("sparse query"))?.result)
+    }
+}

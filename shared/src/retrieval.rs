@@ -1,0 +1,414 @@
+//! Activity retrieval (seed 004 Requirements 3, 4, 15): a hard filter inside the index, then a
+//! soft rank. One code path serves `POST /rag/search` (and the assistant's tool).
+//!
+//! 1. Hard filter: `status = active`, `startAt > now`, `spotsLeft > 0`, and the request's
+//!    radius, type and time window ([`HardFilter`]), counted exactly in the index.
+//! 2. At most [`DIRECT_MAX`] pass: they are returned as they are, no embedding (`filter_only`).
+//! 3. No `semanticQuery`: nearest first when a location is given (`distance`), else soonest
+//!    first (`start_time`).
+//! 4. A `semanticQuery`: the query is embedded within a time box; dense hits with cosine
+//!    ≥ `RAG_MIN_SIMILARITY` and BM25 hits are fused by reciprocal rank (`hybrid`, k = 60), or
+//!    ranked by similarity alone with `RAG_FUSION=dense` (`dense`). When the embedder is
+//!    absent, failing or slow, the lexical hits are ranked alone (`lexical`, `degraded`).
+//!
+//! `score` is what the results are ordered by (higher first): the RRF sum, the cosine, the
+//! BM25 score, `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::activity::Activity;
+use crate::api;
+use crate::clock::Clock;
+use crate::config::Fusion;
+use crate::embedder::{self, Embedder};
+use crate::error::{Error, Result};
+use crate::index::bm25::Bm25;
+use crate::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
+use crate::indexing::{AGENT, activity_of};
+use crate::ledger::Ledger;
+use crate::retry::RetryPolicy;
+
+/// With this many or fewer activities through the hard filter, they are returned directly.
+pub const DIRECT_MAX: usize = 3;
+pub const DEFAULT_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 50;
+pub const MAX_QUERY_CHARS: usize = 500;
+pub const MAX_RADIUS_KM: f64 = 500.0;
+/// Candidates each channel contributes to fusion.
+const CHANNEL_DEPTH: usize = 100;
+/// Reciprocal rank fusion constant.
+const RRF_K: f32 = 60.0;
+
+/// A search request (seed 004 Requirement 15).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    pub semantic_query: Option<String>,
+    pub near: Option<Near>,
+    pub window: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    pub kind: Option<String>,
+    pub limit: usize,
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::invalid("invalid_search", message)
+}
+
+fn number(v: &Value, field: &str) -> Result<f64> {
+    v.as_f64().filter(|n| n.is_finite()).ok_or_else(|| invalid(format!("{field} must be a number")))
+}
+
+fn time(v: Option<&Value>, field: &str) -> Result<DateTime<Utc>> {
+    let text = v.and_then(Value::as_str).ok_or_else(|| invalid(format!("{field} must be an RFC 3339 time")))?;
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| invalid(format!("{field} must be an RFC 3339 time, not {text:?}")))
+}
+
+impl SearchRequest {
+    /// Parses and validates a request body; the error names the field.
+    pub fn from_json(body: &Map<String, Value>) -> Result<Self> {
+        api::only_known(body, &["semanticQuery", "filters", "limit"])?;
+        let semantic_query = match body.get("semanticQuery") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(q)) => {
+                if q.chars().count() > MAX_QUERY_CHARS {
+                    return Err(invalid(format!("semanticQuery is longer than {MAX_QUERY_CHARS} characters")));
+                }
+                Some(q.trim().to_owned()).filter(|q| !q.is_empty())
+            }
+            Some(_) => return Err(invalid("semanticQuery must be a string")),
+        };
+        let limit = match body.get("limit") {
+            None | Some(Value::Null) => DEFAULT_LIMIT,
+            Some(v) => match v.as_u64() {
+                Some(n @ 1..=50) => n as usize,
+                _ => return Err(invalid(format!("limit must be a whole number from 1 to {MAX_LIMIT}"))),
+            },
+        };
+        let empty = Map::new();
+        let filters = match body.get("filters") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(f)) => f,
+            Some(_) => return Err(invalid("filters must be an object")),
+        };
+        api::only_known(filters, &["location", "timeRange", "type"]).map_err(|e| invalid(format!("filters: {e}")))?;
+        let near = match filters.get("location") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(l)) => {
+                api::only_known(l, &["lat", "lng", "radiusInKm"])
+                    .map_err(|e| invalid(format!("filters.location: {e}")))?;
+                let field = |k: &str| {
+                    l.get(k)
+                        .ok_or_else(|| invalid(format!("filters.location.{k} is required")))
+                        .and_then(|v| number(v, &format!("filters.location.{k}")))
+                };
+                let (lat, lng, radius_km) = (field("lat")?, field("lng")?, field("radiusInKm")?);
+                if !(-90.0..=90.0).contains(&lat) {
+                    return Err(invalid(format!("filters.location.lat {lat} is not between -90 and 90")));
+                }
+                if !(-180.0..=180.0).contains(&lng) {
+                    return Err(invalid(format!("filters.location.lng {lng} is not between -180 and 180")));
+                }
+                if radius_km <= 0.0 || radius_km > MAX_RADIUS_KM {
+                    return Err(invalid(format!(
+                        "filters.location.radiusInKm must be above 0 and at most {MAX_RADIUS_KM}"
+                    )));
+                }
+                Some(Near { lat, lng, radius_km })
+            }
+            Some(_) => return Err(invalid("filters.location must be an object {lat, lng, radiusInKm}")),
+        };
+        let window = match filters.get("timeRange") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(t)) => {
+                api::only_known(t, &["start", "end"]).map_err(|e| invalid(format!("filters.timeRange: {e}")))?;
+                let (start, end) =
+                    (time(t.get("start"), "filters.timeRange.start")?, time(t.get("end"), "filters.timeRange.end")?);
+                if start > end {
+                    return Err(invalid("filters.timeRange.start is after filters.timeRange.end"));
+                }
+                Some((start, end))
+            }
+            Some(_) => return Err(invalid("filters.timeRange must be an object {start, end}")),
+        };
+        let kind = match filters.get("type") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(t)) if !t.trim().is_empty() && t.chars().count() <= 50 => Some(t.trim().to_owned()),
+            Some(_) => return Err(invalid("filters.type must be a non-empty string of at most 50 characters")),
+        };
+        Ok(Self { semantic_query, near, window, kind, limit })
+    }
+}
+
+/// Which path produced the ranking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    FilterOnly,
+    Distance,
+    StartTime,
+    Hybrid,
+    Dense,
+    Lexical,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ranked {
+    pub activity: Activity,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
+    pub score: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distance_km: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResponse {
+    pub results: Vec<Ranked>,
+    pub strategy: Strategy,
+    /// The embedder was wanted but absent, failing or too slow: lexical ranking only.
+    pub degraded: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded_reason: Option<String>,
+    /// Activities through the hard filter.
+    pub candidates: usize,
+    pub took_ms: u64,
+}
+
+pub struct Retrieval {
+    pub index: Arc<dyn VectorIndex>,
+    pub embedder: Option<Arc<dyn Embedder>>,
+    pub ledger: Ledger,
+    pub bm25: Arc<Bm25>,
+    pub clock: Arc<dyn Clock>,
+    pub retry: RetryPolicy,
+    /// Time box of the query embedding (retries included), within seed 004's 3 s.
+    pub embed_timeout: Duration,
+    pub min_similarity: f32,
+    pub fusion: Fusion,
+}
+
+impl Retrieval {
+    /// Runs `req`. Index faults are errors; embedder faults degrade to lexical ranking.
+    pub async fn search(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
+        let started = Instant::now();
+        let filter = HardFilter { after: self.clock.now(), near: req.near, kind: req.kind.clone(), window: req.window };
+        let candidates = self.index.count(&filter).await?;
+        let mut degraded_reason = None;
+        let (strategy, results) = if candidates <= DIRECT_MAX {
+            let stored = self.index.scroll(&filter, Order::StartAt, DIRECT_MAX).await?;
+            (Strategy::FilterOnly, self.by_place_or_time(req, stored)?)
+        } else if let Some(query) = &req.semantic_query {
+            self.semantic(req, query, &filter, request_id, &mut degraded_reason).await?
+        } else if req.near.is_some() {
+            let stored = self.index.scroll(&filter, Order::Any, candidates).await?;
+            (Strategy::Distance, self.by_place_or_time(req, stored)?)
+        } else {
+            let stored = self.index.scroll(&filter, Order::StartAt, req.limit).await?;
+            (Strategy::StartTime, self.by_place_or_time(req, stored)?)
+        };
+        Ok(SearchResponse {
+            results,
+            strategy,
+            degraded: degraded_reason.is_some(),
+            degraded_reason,
+            candidates,
+            took_ms: started.elapsed().as_millis() as u64,
+        })
+    }
+
+    /// Nearest first with a location, else soonest first; top `limit`.
+    fn by_place_or_time(&self, req: &SearchRequest, stored: Vec<Stored>) -> Result<Vec<Ranked>> {
+        let mut ranked = stored
+            .iter()
+            .map(|s| {
+                let activity = activity_of(&s.payload)?;
+                let distance_km =
+                    req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));
+                Ok(Ranked { activity, similarity: None, score: 0.0, distance_km })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if req.near.is_some() {
+            ranked.sort_by(|a, b| a.distance_km.partial_cmp(&b.distance_km).unwrap_or(std::cmp::Ordering::Equal));
+        } else {
+            ranked.sort_by_key(|r| r.activity.start_at);
+        }
+        ranked.truncate(req.limit);
+        for (rank, r) in ranked.iter_mut().enumerate() {
+            r.score = match r.distance_km {
+                Some(d) => (1.0 / (1.0 + d)) as f32,
+                None => 1.0 / (rank + 1) as f32,
+            };
+        }
+        Ok(ranked)
+    }
+
+    async fn semantic(
+        &self,
+        req: &SearchRequest,
+        query: &str,
+        filter: &HardFilter,
+        request_id: &str,
+        degraded_reason: &mut Option<String>,
+    ) -> Result<(Strategy, Vec<Ranked>)> {
+        let lexical = self.index.search_sparse(&self.bm25.query(query), filter, CHANNEL_DEPTH).await?;
+        let vector = match self.embed_query(query, request_id).await {
+            Ok(v) => Some(v),
+            Err(reason) => {
+                tracing::warn!(%reason, "query embedding unavailable: lexical ranking only");
+                *degraded_reason = Some(reason);
+                None
+            }
+        };
+        let (strategy, fused) = match &vector {
+            None => (Strategy::Lexical, lexical),
+            Some(v) => {
+                let dense = self.index.search_dense(v, filter, CHANNEL_DEPTH, self.min_similarity).await?;
+                match self.fusion {
+                    Fusion::Dense => (Strategy::Dense, dense),
+                    Fusion::Rrf => (Strategy::Hybrid, rrf(&[&dense, &lexical])),
+                }
+            }
+        };
+        let top: Vec<Hit> = fused.into_iter().take(req.limit).collect();
+        let ids: Vec<Uuid> = top.iter().map(|h| h.id).collect();
+        let mut stored: HashMap<Uuid, Stored> =
+            self.index.get(&ids, vector.is_some()).await?.into_iter().map(|s| (s.id, s)).collect();
+        let mut ranked = Vec::with_capacity(top.len());
+        for hit in top {
+            // A point deleted between the two reads is skipped.
+            let Some(s) = stored.remove(&hit.id) else { continue };
+            let activity = activity_of(&s.payload)?;
+            let similarity = vector.as_deref().zip(s.dense.as_deref()).map(|(q, d)| cosine(q, d));
+            let distance_km = req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));
+            ranked.push(Ranked { activity, similarity, score: hit.score, distance_km });
+        }
+        Ok((strategy, ranked))
+    }
+
+    /// The query's dense vector, or why there is none.
+    async fn embed_query(&self, query: &str, request_id: &str) -> std::result::Result<Vec<f32>, String> {
+        let Some(embedder) = &self.embedder else {
+            return Err("no embedder configured (EMBEDDING_API_KEY unset)".into());
+        };
+        let inputs = [query.to_owned()];
+        let call = embedder::embed(embedder.as_ref(), &self.ledger, self.retry, AGENT, request_id, &inputs);
+        match tokio::time::timeout(self.embed_timeout, call).await {
+            Ok(Ok(mut vectors)) => vectors.pop().ok_or_else(|| "embedder returned no vector".to_owned()),
+            Ok(Err(e)) => Err(format!("embedder failed: {e}")),
+            Err(_) => Err(format!("embedder took longer than {} ms", self.embed_timeout.as_millis())),
+        }
+    }
+}
+
+/// Reciprocal rank fusion of ranked lists: Σ 1 / (k + rank), best first.
+pub fn rrf(lists: &[&[Hit]]) -> Vec<Hit> {
+    let mut scores: HashMap<Uuid, f32> = HashMap::new();
+    let mut first_seen: Vec<Uuid> = Vec::new();
+    for list in lists {
+        for (rank, hit) in list.iter().enumerate() {
+            let entry = scores.entry(hit.id).or_insert_with(|| {
+                first_seen.push(hit.id);
+                0.0
+            });
+            *entry += 1.0 / (RRF_K + rank as f32 + 1.0);
+        }
+    }
+    let mut fused: Vec<Hit> = first_seen.into_iter().map(|id| Hit { id, score: scores[&id] }).collect();
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+    fused
+}
+
+/// Cosine similarity of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
+}
+
+/// Great-circle distance in km (haversine, mean Earth radius).
+pub fn distance_km(lat1: f64, lng1: f64, lat2: f64, lng2: f64) -> f64 {
+    let (p1, p2) = (lat1.to_radians(), lat2.to_radians());
+    let dp = p2 - p1;
+    let dl = (lng2 - lng1).to_radians();
+    let h = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+    2.0 * 6371.0088 * h.sqrt().asin()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<SearchRequest> {
+        SearchRequest::from_json(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn the_seed_body_parses_and_mistakes_name_the_field() {
+        let r = parse(json!({
+            "semanticQuery": " 轻松的小局 ",
+            "filters": {"location": {"lat": 31.23, "lng": 121.47, "radiusInKm": 5}, "type": "桌游",
+                        "timeRange": {"start": "2026-11-27T00:00:00+08:00", "end": "2026-11-28T00:00:00+08:00"}},
+            "limit": 10
+        }))
+        .unwrap();
+        assert_eq!(r.semantic_query.as_deref(), Some("轻松的小局"));
+        assert_eq!(r.near, Some(Near { lat: 31.23, lng: 121.47, radius_km: 5.0 }));
+        assert_eq!((r.kind.as_deref(), r.limit), (Some("桌游"), 10));
+        assert_eq!(parse(json!({})).unwrap().limit, DEFAULT_LIMIT);
+        for (body, needle) in [
+            (json!({"limit": 51}), "limit"),
+            (json!({"limit": 0}), "limit"),
+            (json!({"semanticQuery": 3}), "semanticQuery"),
+            (json!({"filters": {"location": {"lat": 95, "lng": 0, "radiusInKm": 1}}}), "filters.location.lat"),
+            (json!({"filters": {"location": {"lat": 30, "lng": 0}}}), "filters.location.radiusInKm"),
+            (json!({"filters": {"location": {"lat": 30, "lng": 0, "radiusInKm": -1}}}), "radiusInKm"),
+            (
+                json!({"filters": {"timeRange": {"start": "tomorrow", "end": "2026-11-28T00:00:00Z"}}}),
+                "timeRange.start",
+            ),
+            (
+                json!({"filters": {"timeRange": {"start": "2026-11-29T00:00:00Z", "end": "2026-11-28T00:00:00Z"}}}),
+                "after",
+            ),
+            (json!({"filters": {"colour": "red"}}), "colour"),
+            (json!({"semanticQuery": "x", "userID": "u"}), "userID"),
+        ] {
+            let e = parse(body.clone()).unwrap_err();
+            assert_eq!(e.status(), 400, "{body}");
+            assert!(e.to_string().contains(needle), "{body}: {e}");
+        }
+    }
+
+    #[test]
+    fn rrf_rewards_agreement_between_channels() {
+        let [a, b, c] = [Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3)];
+        let dense = [Hit { id: a, score: 0.9 }, Hit { id: b, score: 0.8 }];
+        let lexical = [Hit { id: b, score: 7.0 }, Hit { id: c, score: 5.0 }];
+        let fused: Vec<Uuid> = rrf(&[&dense, &lexical]).into_iter().map(|h| h.id).collect();
+        assert_eq!(fused, [b, a, c]);
+    }
+
+    #[test]
+    fn distances_and_cosines_are_right() {
+        // People's Square to the Bund, Shanghai: about 1.6 km.
+        let d = distance_km(31.2304, 121.4737, 31.2400, 121.4900);
+        assert!((1.5..1.9).contains(&d), "{d}");
+        assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
+    }
+}

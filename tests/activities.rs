@@ -1,0 +1,245 @@
+//! `index-activity` and `rag-search` end to end (seed 004): real handlers, a real Qdrant Edge
+//! directory opened by each function separately, a fake OpenAI-compatible embedding server on
+//! 127.0.0.1 (concept vectors, latency and faults), and the event fixtures under
+//! `infra/events/`.
+
+use std::time::{Duration, Instant};
+
+use integration::embedding::EmbeddingServer;
+use integration::rag::{DIMS, RagHarness, activity, now, respond};
+use serde_json::{Value, json};
+use shared::ledger::CallKind;
+
+/// Eight activities for the seed's queries, all bookable, 1 km apart at most.
+fn catalogue() -> Value {
+    json!([
+        activity("quiet", "白噪音读书局", "读书会", "雨声白噪音里安静看书，累了就放空发呆。", 30),
+        activity("beer", "周五大排档啤酒局", "美食", "下班来撸串喝啤酒，人多热闹，欢迎新朋友！", 32),
+        activity("surf", "室内冲浪体验课", "运动", "恒温浪池，教练一对三，零基础也能站上板。", 50),
+        activity("boardgame", "新手桌游小局", "桌游", "卡坦岛这类轻策略桌游，四五个人慢慢玩。", 54),
+        activity("coffee", "社恐友好手冲课", "咖啡", "一人一套器具专注练手冲，不用主动社交。", 74),
+        activity("run", "城市夜跑5公里", "运动", "沿江慢跑，跑完一起拉伸，出汗又开心。", 80),
+        activity("hotpot", "深夜火锅局", "美食", "深夜一起涮火锅，麻辣锅底配冰啤。", 90),
+        activity("meditate", "正念冥想入门", "冥想", "老师带领呼吸练习，释放压力，安静下来。", 100),
+    ])
+}
+
+async fn indexed(env: &[(&str, &str)]) -> RagHarness {
+    let h = RagHarness::new(env).await;
+    let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
+    assert_eq!(status, 200, "{r}");
+    h
+}
+
+async fn invoke_index(h: &RagHarness, fixture: &str) -> (u16, Value) {
+    let path = format!("{}/../infra/events/{fixture}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let req = lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{fixture}: {e}"));
+    respond(index_activity::handle(&h.indexer, req).await)
+}
+
+async fn invoke_search(h: &RagHarness, fixture: &str) -> (u16, Value) {
+    let path = format!("{}/../infra/events/{fixture}", env!("CARGO_MANIFEST_DIR"));
+    let req = lambda_http::request::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    respond(rag_search::handle(&h.retrieval, req).await)
+}
+
+// Given the API Gateway and EventBridge fixtures, then each drives its route: a batch is
+// created, updated, found by the seed's search body, and deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_gateway_and_eventbridge_fixtures_drive_the_handlers() {
+    let h = RagHarness::new(&[]).await;
+    let (status, r) = invoke_index(&h, "activities-create.json").await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["indexed"].as_array().unwrap().len(), 2);
+    let (status, r) = invoke_index(&h, "activity-update.json").await;
+    assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("kept")), "{r}");
+    let (status, r) = invoke_index(&h, "activity-created.json").await;
+    assert_eq!((status, r["indexed"][0]["id"].as_str()), (200, Some("act-fixture-3")), "{r}");
+    let (status, r) = invoke_index(&h, "activity-updated.json").await;
+    assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("embedded")), "{r}");
+    let (status, r) = invoke_search(&h, "rag-search.json").await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["candidates"], 3, "{r}");
+    assert_eq!(r["strategy"], "filter_only", "three candidates are returned directly: {r}");
+    let (status, r) = invoke_index(&h, "activity-delete.json").await;
+    assert_eq!((status, r["deleted"].as_bool()), (200, Some(true)), "{r}");
+    let (status, r) = invoke_index(&h, "activity-deleted.json").await;
+    assert_eq!((status, r["deleted"].as_bool()), (200, Some(true)), "{r}");
+    let (_, r) = invoke_search(&h, "rag-search.json").await;
+    assert_eq!(r["candidates"], 1, "{r}");
+    let (status, r) = invoke_index(&h, "schedule.json").await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("unsupported_event")), "{r}");
+}
+
+// Given an indexed activity, when only its participants or time change, then its vector is
+// kept (no embedder call); when its title changes, it is embedded again. Every embedder call
+// is one cost record of agent rag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_content_changes_are_embedded_again() {
+    let h = indexed(&[]).await;
+    let server = h.embedding.as_ref().unwrap();
+    assert_eq!((server.calls(), server.inputs()), (1, 8), "one batch call for eight activities");
+    let mut quiet = catalogue()[0].clone();
+    quiet["currentParticipants"] = json!(5);
+    quiet["startAt"] = json!((now() + chrono::Duration::hours(40)).to_rfc3339());
+    let (status, r) = h.index("PUT", "/activities/quiet", &quiet.to_string()).await;
+    assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("kept")), "{r}");
+    assert_eq!(server.calls(), 1);
+    quiet["title"] = json!("白噪音读书局·周末场");
+    let (status, r) = h.index("PUT", "/activities/quiet", &quiet.to_string()).await;
+    assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("embedded")), "{r}");
+    assert_eq!((server.calls(), server.inputs()), (2, 9));
+    let costs = h.costs().await;
+    assert_eq!(costs.len(), 2);
+    assert!(costs.iter().all(|c| c.kind == CallKind::Embedding && c.agent == "rag"), "{costs:?}");
+    // The stored activity is the updated one.
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "周末场"})).await;
+    assert_eq!(ids.first().map(String::as_str), Some("quiet"), "{r}");
+    assert_eq!(r["results"][0]["activity"]["currentParticipants"], 5);
+}
+
+// Given the embedder failing, when activities are written, then they are stored pending with
+// a 202 and found lexically; a later write with the embedder back fills the vector in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedder_fault_never_blocks_a_write() {
+    let h = RagHarness::new(&[]).await;
+    let server = h.embedding.as_ref().unwrap();
+    server.fail_with(500).await;
+    let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
+    assert_eq!(status, 202, "{r}");
+    assert!(r["indexed"].as_array().unwrap().iter().all(|i| i["embedding"] == "pending"), "{r}");
+    assert!(r["pendingReason"].as_str().unwrap().contains("embedder failed"), "{r}");
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "冲浪"})).await;
+    assert_eq!((ids.first().map(String::as_str), r["strategy"].as_str()), (Some("surf"), Some("lexical")), "{r}");
+    assert_eq!(r["degraded"], true);
+
+    let healthy = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    let h2 = RagHarness::with(Some(healthy), &[("DATA_DIR", &h.dir.path().display().to_string())]).await;
+    let (status, r) = h2.index("PUT", "/activities/surf", &catalogue()[2].to_string()).await;
+    assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("embedded")), "{r}");
+}
+
+// Given bad input of every kind, then each is a 4xx naming what was wrong, and nothing is
+// written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_and_changes_nothing() {
+    let h = RagHarness::new(&[]).await;
+    let mut bad = catalogue();
+    bad[3]["location"]["lat"] = json!(120.0);
+    for (method, path, body, status, needle) in [
+        ("POST", "/activities", bad.to_string(), 400, "activities[3].location.lat"),
+        ("POST", "/activities", "{not json".into(), 400, "not valid JSON"),
+        ("POST", "/activities", "[]".into(), 400, "1 to 100"),
+        ("POST", "/activities", json!([catalogue()[0], catalogue()[0]]).to_string(), 400, "repeats"),
+        ("PUT", "/activities/other-id", catalogue()[0].to_string(), 400, "the path says"),
+        ("PUT", "/activities/quiet", json!({"title": "x"}).to_string(), 400, "activity"),
+        ("DELETE", "/activities/quiet", String::new(), 404, "not indexed"),
+        ("GET", "/activities", String::new(), 405, "GET"),
+        ("POST", "/nowhere", "{}".into(), 404, "no route"),
+    ] {
+        let (got, r) = h.index(method, path, &body).await;
+        assert_eq!(got, status, "{method} {path}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains(needle), "{method} {path}: {r}");
+    }
+    for (body, needle) in [
+        (json!({"limit": 100}), "limit"),
+        (json!({"filters": {"location": {"lat": 31.2, "lng": 121.4}}}), "radiusInKm"),
+        (json!({"semanticQuery": "安静", "userId": "u1"}), "userId"),
+    ] {
+        let (status, r) = h.search(body.clone()).await;
+        assert_eq!(status, 400, "{body}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains(needle), "{body}: {r}");
+    }
+    let (_, r) = h.search(json!({})).await;
+    assert_eq!(r["candidates"], 0, "nothing was written: {r}");
+    assert_eq!(h.embedding.as_ref().unwrap().calls(), 0);
+}
+
+// Given no EMBEDDING_API_KEY, then writes are pending (202) and a semantic search is ranked
+// lexically, saying so, never an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_embedding_key_retrieval_is_lexical_and_says_so() {
+    let h = RagHarness::with(None, &[]).await;
+    let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
+    assert_eq!(status, 202, "{r}");
+    assert!(r["pendingReason"].as_str().unwrap().contains("EMBEDDING_API_KEY"), "{r}");
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "桌游小局"})).await;
+    assert_eq!(ids.first().map(String::as_str), Some("boardgame"), "{r}");
+    assert_eq!((r["strategy"].as_str(), r["degraded"].as_bool()), (Some("lexical"), Some(true)));
+    assert!(r["degradedReason"].as_str().unwrap().contains("EMBEDDING_API_KEY"));
+    assert!(r["results"][0].get("similarity").is_none(), "no similarity without vectors: {r}");
+}
+
+// Given the catalogue, then each path of seed 004's two-stage retrieval is taken when it should:
+// three or fewer candidates come back directly without embedding the query; no query orders
+// by distance (or start time); a query fuses dense and lexical hits, and "玩水" finds the
+// surfing class without sharing a word with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_retrieval_path_is_taken_when_it_should() {
+    let h = indexed(&[]).await;
+    let server = h.embedding.as_ref().unwrap();
+    let calls = server.calls();
+
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "热闹", "filters": {"type": "美食"}})).await;
+    assert_eq!(r["strategy"], "filter_only", "{r}");
+    assert_eq!(ids, ["beer", "hotpot"], "soonest first");
+    assert_eq!(server.calls(), calls, "the query was not embedded");
+
+    let mut near = catalogue()[5].clone();
+    near["id"] = json!("run-near");
+    near["location"] = json!({"lat": 31.2304, "lng": 121.4737});
+    h.index("POST", "/activities", &near.to_string()).await;
+    let (ids, r) = h
+        .search_ids(json!({"filters": {"location": {"lat": 31.2304, "lng": 121.4737, "radiusInKm": 10}}, "limit": 3}))
+        .await;
+    assert_eq!(r["strategy"], "distance", "{r}");
+    assert_eq!(ids[0], "run-near");
+    let distances: Vec<f64> =
+        r["results"].as_array().unwrap().iter().map(|x| x["distanceKm"].as_f64().unwrap()).collect();
+    assert!(distances[0] < 0.1 && distances.windows(2).all(|w| w[0] <= w[1]), "{distances:?}");
+
+    let (ids, r) = h.search_ids(json!({"limit": 2})).await;
+    assert_eq!((r["strategy"].as_str(), ids), (Some("start_time"), vec!["quiet".to_owned(), "beer".to_owned()]));
+
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "玩水"})).await;
+    assert_eq!(r["strategy"], "hybrid", "{r}");
+    assert_eq!(ids.first().map(String::as_str), Some("surf"), "{r}");
+    assert!(r["results"][0]["similarity"].as_f64().unwrap() > 0.8, "{r}");
+    assert!(ids.len() < 9, "unrelated activities under the similarity floor are left out: {ids:?}");
+
+    let (ids, _) = h.search_ids(json!({"semanticQuery": "适合社恐的活动"})).await;
+    assert_eq!(ids.first().map(String::as_str), Some("coffee"));
+    let (ids, _) = h.search_ids(json!({"semanticQuery": "压力大想发呆"})).await;
+    assert!(ids[..2].contains(&"quiet".to_owned()) && ids[..2].contains(&"meditate".to_owned()), "{ids:?}");
+}
+
+// Given RAG_FUSION=dense, then results are the dense hits by similarity, all at or above
+// RAG_MIN_SIMILARITY.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dense_fusion_ranks_by_similarity_above_the_floor() {
+    let h = indexed(&[("RAG_FUSION", "dense"), ("RAG_MIN_SIMILARITY", "0.6")]).await;
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "安静发呆"})).await;
+    assert_eq!(r["strategy"], "dense", "{r}");
+    assert!(!ids.is_empty());
+    let sims: Vec<f64> = r["results"].as_array().unwrap().iter().map(|x| x["similarity"].as_f64().unwrap()).collect();
+    assert!(sims.iter().all(|&s| s >= 0.6 - 1e-6) && sims.windows(2).all(|w| w[0] >= w[1] - 1e-6), "{sims:?}");
+    assert!(ids[..2].contains(&"quiet".to_owned()) && ids[..2].contains(&"meditate".to_owned()), "{ids:?}");
+}
+
+// Given an embedder slower than the time box, then the search degrades to lexical ranking in
+// about the time box, well inside seed 004's 3 s, instead of waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_embedder_is_time_boxed() {
+    let h = indexed(&[]).await;
+    let slow = EmbeddingServer::start(DIMS, Duration::from_secs(5)).await;
+    let dir = h.dir.path().display().to_string();
+    let h2 = RagHarness::with(Some(slow), &[("DATA_DIR", &dir), ("RAG_EMBED_TIMEOUT_MS", "300")]).await;
+    let started = Instant::now();
+    let (ids, r) = h2.search_ids(json!({"semanticQuery": "冲浪"})).await;
+    let took = started.elapsed();
+    assert_eq!((r["strategy"].as_str(), r["degraded"].as_bool()), (Some("lexical"), Some(true)), "{r}");
+    assert!(r["degradedReason"].as_str().unwrap().contains("300 ms"), "{r}");
+    assert_eq!(ids.first().map(String::as_str), Some("surf"));
+    assert!(took < Duration::from_secs(2), "took {took:?} with a 300 ms time box");
+}

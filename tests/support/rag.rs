@@ -1,0 +1,132 @@
+//! Harness for the activity functions: `index-activity` and `rag-search` handlers over one
+//! Qdrant Edge directory (opened separately by each, as two processes would), a SQLite record
+//! store for cost records, a movable clock, and optionally the fake embedding server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use lambda_http::{Body, Request};
+use serde_json::{Value, json};
+use shared::clock::{Clock, ManualClock};
+use shared::config::Config;
+use shared::indexing::Indexer;
+use shared::records::{LocalRecords, RecordStore};
+use shared::retrieval::Retrieval;
+
+use crate::embedding::EmbeddingServer;
+
+/// Dimensions of the fake embedder's concept vectors.
+pub const DIMS: usize = 9;
+
+/// The reference "now" of activity tests: Sunday 2026-11-22, 12:00 in Shanghai.
+pub fn now() -> DateTime<Utc> {
+    "2026-11-22T04:00:00Z".parse().unwrap()
+}
+
+pub struct RagHarness {
+    pub indexer: Indexer,
+    pub retrieval: Retrieval,
+    pub clock: Arc<ManualClock>,
+    pub records: Arc<dyn RecordStore>,
+    pub embedding: Option<EmbeddingServer>,
+    pub dir: tempfile::TempDir,
+}
+
+impl RagHarness {
+    /// With a healthy fake embedder (no latency) and `env` laid over the defaults.
+    pub async fn new(env: &[(&str, &str)]) -> Self {
+        Self::with(Some(EmbeddingServer::start(DIMS, Duration::ZERO).await), env).await
+    }
+
+    /// With `embedding` as the embedder (`None`: no `EMBEDDING_API_KEY`, the no-key bundle).
+    pub async fn with(embedding: Option<EmbeddingServer>, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut vars: Vec<(String, String)> = vec![
+            ("DATA_DIR".into(), dir.path().display().to_string()),
+            ("EMBEDDING_DIMENSIONS".into(), DIMS.to_string()),
+            ("RETRY_BASE_MS".into(), "5".into()),
+        ];
+        if let Some(server) = &embedding {
+            vars.push(("EMBEDDING_API_KEY".into(), "embedding-test-key".into()));
+            vars.push(("EMBEDDING_BASE_URL".into(), server.uri()));
+        }
+        vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let config = Config::from_lookup(|k| vars.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone())).unwrap();
+        let records: Arc<dyn RecordStore> = Arc::new(LocalRecords::open(dir.path()).unwrap());
+        let clock = Arc::new(ManualClock::new(now()));
+        let dyn_clock: Arc<dyn Clock> = clock.clone();
+        let indexer = shared::compose::indexer(
+            &config,
+            shared::compose::vector_index(&config).unwrap(),
+            Arc::clone(&records),
+            Arc::clone(&dyn_clock),
+        )
+        .unwrap();
+        let retrieval = shared::compose::retrieval(
+            &config,
+            shared::compose::vector_index(&config).unwrap(),
+            Arc::clone(&records),
+            dyn_clock,
+        )
+        .unwrap();
+        Self { indexer, retrieval, clock, records, embedding, dir }
+    }
+
+    /// Sends a request to `index-activity`.
+    pub async fn index(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        respond(index_activity::handle(&self.indexer, request(method, path, body)).await)
+    }
+
+    /// `POST /rag/search` with `body`.
+    pub async fn search(&self, body: Value) -> (u16, Value) {
+        let req = request("POST", "/rag/search", &body.to_string());
+        respond(rag_search::handle(&self.retrieval, req).await)
+    }
+
+    /// Ids of a search's results, in order.
+    pub async fn search_ids(&self, body: Value) -> (Vec<String>, Value) {
+        let (status, r) = self.search(body).await;
+        assert_eq!(status, 200, "{r}");
+        let ids = r["results"].as_array().unwrap().iter().map(|x| x["activity"]["id"].as_str().unwrap().to_owned());
+        (ids.collect(), r)
+    }
+
+    /// Every cost record so far.
+    pub async fn costs(&self) -> Vec<shared::ledger::CostRecord> {
+        let ledger = shared::ledger::Ledger::new(
+            Arc::clone(&self.records),
+            Arc::new(shared::pricing::PriceTable::default()),
+            self.clock.clone(),
+            shared::search::STORE_RETRY,
+        );
+        ledger.between(now() - chrono::Duration::days(1), now() + chrono::Duration::days(1)).await.unwrap()
+    }
+}
+
+/// An API Gateway request to the handler.
+pub fn request(method: &str, path: &str, body: &str) -> Request {
+    let mut req = Request::new(Body::from(body.to_owned()));
+    *req.method_mut() = method.parse().unwrap();
+    *req.uri_mut() = format!("https://api.example.com{path}").parse().unwrap();
+    req
+}
+
+/// Status and JSON body of a response.
+pub fn respond(response: lambda_http::Response<Body>) -> (u16, Value) {
+    let body = match response.body() {
+        Body::Text(t) => t.clone(),
+        other => String::from_utf8_lossy(other.as_ref()).into_owned(),
+    };
+    (response.status().as_u16(), serde_json::from_str(&body).unwrap_or_else(|_| json!({"raw": body})))
+}
+
+/// An activity in Shanghai's Jing'an district starting `hours` after [`now`], 2 of 8 places taken.
+pub fn activity(id: &str, title: &str, kind: &str, description: &str, hours: i64) -> Value {
+    json!({
+        "id": id, "title": title, "description": description, "type": kind, "tags": [],
+        "startAt": (now() + chrono::Duration::hours(hours)).to_rfc3339(), "locationName": "上海静安区愚园路",
+        "location": {"lat": 31.2218, "lng": 121.4378}, "status": "active",
+        "currentParticipants": 2, "maxParticipants": 8
+    })
+}

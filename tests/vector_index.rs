@@ -1,0 +1,249 @@
+//! One behavioural suite for the vector index port, run on Qdrant Edge (in process, on disk)
+//! always, and on a Qdrant server when `QDRANT_URL` is set (it says so loudly when not).
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use integration::embedding::concept_vector;
+use serde_json::json;
+use shared::activity::Activity;
+use shared::config::Config;
+use shared::index::bm25::Bm25;
+use shared::index::{HardFilter, Near, Order, Point, VectorIndex, point_id};
+use shared::indexing::{activity_of, payload};
+
+const DIMS: usize = 9;
+
+fn now() -> DateTime<Utc> {
+    "2026-11-22T04:00:00Z".parse().unwrap()
+}
+
+/// An active, bookable activity in Shanghai starting `hours` after [`now`].
+fn activity(id: &str, title: &str, description: &str, hours: i64) -> Activity {
+    Activity::from_json(json!({
+        "id": id, "title": title, "description": description, "type": "休闲", "tags": [],
+        "startAt": (now() + Duration::hours(hours)).to_rfc3339(), "locationName": "上海静安区",
+        "location": {"lat": 31.2218, "lng": 121.4378}, "status": "active",
+        "currentParticipants": 1, "maxParticipants": 8
+    }))
+    .unwrap()
+}
+
+fn point(a: &Activity, embedded: bool) -> Point {
+    let text = a.enriched_text(chrono_tz::Asia::Shanghai);
+    Point {
+        id: point_id(&a.id),
+        payload: payload(a, embedded),
+        dense: embedded.then(|| concept_vector(&text, DIMS)),
+        sparse: Bm25::new().document(&text),
+    }
+}
+
+async fn write(index: &dyn VectorIndex, activities: &[&Activity]) {
+    index.upsert(activities.iter().map(|a| point(a, true)).collect()).await.unwrap();
+}
+
+fn ids(stored: &[shared::index::Stored]) -> Vec<String> {
+    stored.iter().map(|s| activity_of(&s.payload).unwrap().id).collect()
+}
+
+// Given the same activity written twice, then it is one point; reads come back in the order
+// asked, missing ids are left out, and a pending point has no dense vector.
+async fn writes_are_idempotent_and_reads_keep_order(index: Arc<dyn VectorIndex>) {
+    let (a, b) = (activity("a", "读书局", "安静看书", 24), activity("b", "啤酒局", "热闹撸串", 48));
+    write(&*index, &[&a, &b]).await;
+    let mut a2 = a.clone();
+    a2.title = "白噪音读书局".into();
+    index.upsert(vec![point(&a2, false)]).await.unwrap();
+    assert_eq!(index.count(&HardFilter::bookable(now())).await.unwrap(), 2);
+    let got = index.get(&[point_id("b"), point_id("missing"), point_id("a")], true).await.unwrap();
+    assert_eq!(ids(&got), ["b", "a"]);
+    assert_eq!(activity_of(&got[1].payload).unwrap().title, "白噪音读书局");
+    assert_eq!(got[1].payload["embedding"], "pending");
+    assert!(got[0].dense.as_ref().is_some_and(|v| v.len() == DIMS));
+    assert!(got[1].dense.is_none(), "the rewrite without a vector replaced the point");
+    assert!(index.get(&[point_id("b")], false).await.unwrap()[0].dense.is_none());
+}
+
+// Given activities that each break one hard condition, then only the bookable one in range
+// passes, in counts, scrolls and both search channels.
+async fn the_hard_filter_holds_every_condition(index: Arc<dyn VectorIndex>) {
+    let ok = activity("ok", "安静读书局", "安静看书", 30);
+    let mut draft = activity("draft", "安静读书局", "安静看书", 30);
+    draft.status = shared::activity::Status::Draft;
+    let past = activity("past", "安静读书局", "安静看书", -2);
+    let mut full = activity("full", "安静读书局", "安静看书", 30);
+    full.current_participants = full.max_participants;
+    let mut far = activity("far", "安静读书局", "安静看书", 31);
+    far.location = shared::activity::Location { lat: 39.9339, lng: 116.4547 }; // Beijing
+    let mut other = activity("other", "安静读书局", "安静看书", 32);
+    other.kind = "运动".into();
+    let late = activity("late", "安静读书局", "安静看书", 24 * 10);
+    write(&*index, &[&ok, &draft, &past, &full, &far, &other, &late]).await;
+
+    let bookable = HardFilter::bookable(now());
+    assert_eq!(index.count(&bookable).await.unwrap(), 4, "ok, far, other, late");
+    let strict = HardFilter {
+        after: now(),
+        near: Some(Near { lat: 31.2304, lng: 121.4737, radius_km: 10.0 }),
+        kind: Some("休闲".into()),
+        window: Some((now(), now() + Duration::days(3))),
+    };
+    assert_eq!(index.count(&strict).await.unwrap(), 1);
+    assert_eq!(ids(&index.scroll(&strict, Order::Any, 100).await.unwrap()), ["ok"]);
+    let query = concept_vector("安静", DIMS);
+    let dense = index.search_dense(&query, &strict, 10, 0.0).await.unwrap();
+    assert_eq!(dense.iter().map(|h| h.id).collect::<Vec<_>>(), [point_id("ok")]);
+    let sparse = index.search_sparse(&Bm25::new().query("读书局"), &strict, 10).await.unwrap();
+    assert_eq!(sparse.iter().map(|h| h.id).collect::<Vec<_>>(), [point_id("ok")]);
+    // Soonest first, and a limit.
+    assert_eq!(ids(&index.scroll(&bookable, Order::StartAt, 2).await.unwrap()), ["ok", "far"]);
+}
+
+// Given a quiet, a loud and a watery activity, then dense search ranks by cosine, drops what
+// is under the threshold, and skips a point whose embedding is pending; the lexical channel
+// still finds the pending one by its words.
+async fn dense_and_lexical_channels_rank_and_threshold(index: Arc<dyn VectorIndex>) {
+    let quiet = activity("quiet", "白噪音读书局", "安静看书，放空发呆", 24);
+    let loud = activity("loud", "大排档啤酒局", "人多热闹", 25);
+    let surf = activity("surf", "室内冲浪", "浪池里学冲浪", 26);
+    let pending = activity("pending", "冥想静心课", "安静冥想", 27);
+    write(&*index, &[&quiet, &loud, &surf]).await;
+    index.upsert(vec![point(&pending, false)]).await.unwrap();
+    let filter = HardFilter::bookable(now());
+
+    let hits = index.search_dense(&concept_vector("想找个安静的地方发呆", DIMS), &filter, 10, 0.5).await.unwrap();
+    assert_eq!(hits.first().map(|h| h.id), Some(point_id("quiet")));
+    assert!(hits.iter().all(|h| h.score >= 0.5), "{hits:?}");
+    assert!(!hits.iter().any(|h| h.id == point_id("loud") || h.id == point_id("pending")), "{hits:?}");
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+
+    let water = index.search_dense(&concept_vector("玩水", DIMS), &filter, 10, 0.5).await.unwrap();
+    assert_eq!(
+        water.iter().map(|h| h.id).collect::<Vec<_>>(),
+        [point_id("surf")],
+        "玩水 finds 冲浪 without sharing a word"
+    );
+
+    let words = index.search_sparse(&Bm25::new().query("冥想"), &filter, 10).await.unwrap();
+    assert_eq!(words.first().map(|h| h.id), Some(point_id("pending")));
+    assert!(index.search_sparse(&Bm25::new().query(""), &filter, 10).await.unwrap().is_empty());
+}
+
+// Given points, when some are deleted (twice, and one never written), then they are gone and
+// the rest stay.
+async fn deletes_are_idempotent(index: Arc<dyn VectorIndex>) {
+    let (a, b) = (activity("a", "读书局", "看书", 24), activity("b", "啤酒局", "撸串", 25));
+    write(&*index, &[&a, &b]).await;
+    index.delete(&[point_id("a"), point_id("never")]).await.unwrap();
+    index.delete(&[point_id("a")]).await.unwrap();
+    assert_eq!(ids(&index.get(&[point_id("a"), point_id("b")], false).await.unwrap()), ["b"]);
+    assert_eq!(index.count(&HardFilter::bookable(now())).await.unwrap(), 1);
+}
+
+// Given a collection built for 9-d vectors, when it is opened for another size, then that
+// is an error naming both sizes; opening it again for 9-d is fine and keeps the points.
+async fn a_dimension_mismatch_is_an_error_naming_both(index: Arc<dyn VectorIndex>, reopen: Reopen) {
+    write(&*index, &[&activity("a", "读书局", "看书", 24)]).await;
+    index.ensure().await.unwrap();
+    let e = reopen(12).ensure().await.unwrap_err();
+    let message = e.to_string();
+    assert!(message.contains("9-d") && message.contains("12-d"), "{message}");
+    let same = reopen(DIMS);
+    same.ensure().await.unwrap();
+    assert_eq!(same.count(&HardFilter::bookable(now())).await.unwrap(), 1);
+}
+
+type Reopen = Box<dyn Fn(usize) -> Arc<dyn VectorIndex>>;
+
+/// A fresh collection on the backend, and a way to open it again with another dimension.
+enum Backend {
+    Edge,
+    Qdrant,
+}
+
+struct Fresh {
+    index: Arc<dyn VectorIndex>,
+    reopen: Reopen,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// Opens `collection` through the composition root, as the functions do.
+fn open(vars: Vec<(&'static str, String)>, dims: usize) -> Arc<dyn VectorIndex> {
+    let config = Config::from_lookup(|k| {
+        if k == "EMBEDDING_DIMENSIONS" {
+            return Some(dims.to_string());
+        }
+        vars.iter().find(|(name, _)| *name == k).map(|(_, v)| v.clone())
+    })
+    .unwrap();
+    shared::compose::vector_index(&config).unwrap()
+}
+
+fn fresh(backend: Backend) -> Option<Fresh> {
+    match backend {
+        Backend::Edge => {
+            let dir = tempfile::tempdir().unwrap();
+            let vars = vec![("DATA_DIR", dir.path().display().to_string())];
+            let reopen = move |dims| open(vars.clone(), dims);
+            Some(Fresh { index: reopen(DIMS), reopen: Box::new(reopen), _dir: Some(dir) })
+        }
+        Backend::Qdrant => {
+            let Ok(url) = std::env::var("QDRANT_URL") else {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "NOT RUN: the Qdrant server suite needs QDRANT_URL (a Qdrant server's gRPC URL); \
+                     only Qdrant Edge was tested"
+                );
+                return None;
+            };
+            let mut vars = vec![
+                ("VECTOR_STORE", "qdrant".to_owned()),
+                ("QDRANT_URL", url),
+                ("QDRANT_COLLECTION", format!("test-{}", uuid::Uuid::new_v4())),
+            ];
+            if let Ok(key) = std::env::var("QDRANT_API_KEY") {
+                vars.push(("QDRANT_API_KEY", key));
+            }
+            let reopen = move |dims| open(vars.clone(), dims);
+            Some(Fresh { index: reopen(DIMS), reopen: Box::new(reopen), _dir: None })
+        }
+    }
+}
+
+macro_rules! on_both_indexes {
+    ($($name:ident),* $(,)?) => {
+        mod edge {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $name() {
+                   let f = super::fresh(super::Backend::Edge).unwrap();
+                   super::$name(f.index.clone()).await
+               } )*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_dimension_mismatch_is_an_error_naming_both() {
+                let f = super::fresh(super::Backend::Edge).unwrap();
+                super::a_dimension_mismatch_is_an_error_naming_both(f.index.clone(), f.reopen).await
+            }
+        }
+        mod qdrant {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $name() {
+                   let Some(f) = super::fresh(super::Backend::Qdrant) else { return };
+                   super::$name(f.index.clone()).await
+               } )*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_dimension_mismatch_is_an_error_naming_both() {
+                let Some(f) = super::fresh(super::Backend::Qdrant) else { return };
+                super::a_dimension_mismatch_is_an_error_naming_both(f.index.clone(), f.reopen).await
+            }
+        }
+    };
+}
+
+on_both_indexes!(
+    writes_are_idempotent_and_reads_keep_order,
+    the_hard_filter_holds_every_condition,
+    dense_and_lexical_channels_rank_and_threshold,
+    deletes_are_idempotent,
+);
