@@ -40,5 +40,8 @@ status=${PIPESTATUS[0]}
 set -e
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+if [ -z "${QDRANT_URL:-}" ]; then
+  echo "NOT RUN: the Qdrant server suite (tests/vector_index.rs, mod qdrant) needs QDRANT_URL; only Qdrant Edge was tested"
+fi
 rm -f "$log"
 exit "$status"

@@ -1,4 +1,4 @@
-//! `cargo xtask demo`: the search function, run as Lambda runs it, with no keys and no cloud.
+//! `cargo xtask demo`: the functions, run as Lambda runs them, with no keys and no cloud.
 
 use serde_json::{Value, json};
 
@@ -88,7 +88,99 @@ pub async fn run() -> Result {
         println!("  {line}");
     }
     child.kill().await?;
+
+    activities(&data_dir).await
+}
+
+/// The seed's example queries, asked around People's Square, Shanghai.
+const SEED_QUERIES: &[&str] = &["轻松的小局", "适合社恐的活动", "周五晚上热闹的地方", "压力大想发呆", "玩水"];
+
+/// Section 5: `index-activity` and `rag-search` as two processes sharing one Qdrant Edge
+/// directory, over the sample activities (`infra/sample/activities.jsonl`).
+async fn activities(data_dir: &str) -> Result {
+    println!("\n=== 5. Activity retrieval (seed 004): index-activity and rag-search, two processes, one Qdrant Edge");
+    let indexer = build_function("index-activity", false)?;
+    let searcher = build_function("rag-search", false)?;
+    let env =
+        [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.to_owned()), ("EMBEDDING_API_KEY", String::new())];
+    let index_api = RuntimeApi::start().await?;
+    let search_api = RuntimeApi::start().await?;
+    let mut index_child = index_api.spawn(&indexer, &env, true)?;
+    let mut search_child = search_api.spawn(&searcher, &env, true)?;
+
+    let activities = sample_activities()?;
+    let mut pending = 0;
+    for batch in activities.chunks(100) {
+        let event = api_event("POST", "/activities", Some(Value::Array(batch.to_vec())))?;
+        let response = index_api.invoke(event).await.map_err(|e| format!("index-activity: {e}"))?;
+        let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;
+        let indexed = body["indexed"].as_array().ok_or_else(|| format!("index-activity: {body}"))?;
+        pending += indexed.iter().filter(|i| i["embedding"] == "pending").count();
+        println!("POST /activities ({} activities) -> {}", batch.len(), response["statusCode"]);
+        if let Some(reason) = body["pendingReason"].as_str() {
+            println!("  embedding pending: {reason}");
+        }
+    }
+    println!("indexed {} sample activities ({pending} waiting for an embedder)", activities.len());
+
+    for query in SEED_QUERIES {
+        let body = json!({
+            "semanticQuery": query,
+            "filters": {"location": {"lat": 31.2304, "lng": 121.4737, "radiusInKm": 30}},
+            "limit": 5
+        });
+        let response = search_api
+            .invoke(api_event("POST", "/rag/search", Some(body))?)
+            .await
+            .map_err(|e| format!("rag-search: {e}"))?;
+        let r: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;
+        println!(
+            "\nPOST /rag/search {query:?} -> {} strategy={} degraded={} candidates={} tookMs={}",
+            response["statusCode"], r["strategy"], r["degraded"], r["candidates"], r["tookMs"]
+        );
+        for (rank, hit) in r["results"].as_array().into_iter().flatten().enumerate() {
+            let a = &hit["activity"];
+            println!(
+                "  {}. {} | {} | {} | score={:.4} similarity={} distanceKm={:.1}",
+                rank + 1,
+                a["title"].as_str().unwrap_or_default(),
+                a["locationName"].as_str().unwrap_or_default(),
+                a["startAt"].as_str().unwrap_or_default(),
+                hit["score"].as_f64().unwrap_or_default(),
+                hit.get("similarity").map_or("-".to_owned(), |s| format!("{:.3}", s.as_f64().unwrap_or_default())),
+                hit["distanceKm"].as_f64().unwrap_or_default(),
+            );
+        }
+        if let Some(reason) = r["degradedReason"].as_str() {
+            println!("  (lexical ranking: {reason})");
+        }
+    }
+    index_child.kill().await?;
+    search_child.kill().await?;
     Ok(())
+}
+
+/// The sample activities, moved forward by whole weeks so every one is in the future and keeps
+/// its weekday and hour.
+fn sample_activities() -> Result<Vec<Value>> {
+    let text = std::fs::read_to_string(crate::root().join("infra/sample/activities.jsonl"))?;
+    let mut activities: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<std::result::Result<_, _>>()?;
+    let start = |a: &Value| -> Result<chrono::DateTime<chrono::Utc>> {
+        Ok(a["startAt"].as_str().ok_or("activity without startAt")?.parse()?)
+    };
+    let earliest =
+        activities.iter().map(start).collect::<Result<Vec<_>>>()?.into_iter().min().ok_or("no activities")?;
+    let behind = (chrono::Utc::now() - earliest).num_days();
+    let weeks = if behind < 0 { 0 } else { behind / 7 + 1 };
+    for a in &mut activities {
+        let moved = start(a)? + chrono::Duration::weeks(weeks);
+        a["startAt"] = moved.to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into();
+    }
+    Ok(activities)
 }
 
 /// Invokes `event`, prints a one-line summary, returns the decoded response body.

@@ -16,7 +16,6 @@
 //! Operations are synchronous and run on the blocking thread pool.
 
 use std::fs::File;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -300,7 +299,8 @@ impl super::VectorIndex for EdgeIndex {
             let mut out = Vec::new();
             let mut offset = None;
             while out.len() < limit {
-                let page = (limit - out.len()).min(PAGE);
+                // Ordered scrolls have no pages: one read of `limit`.
+                let page = if order_by.is_some() { limit } else { (limit - out.len()).min(PAGE) };
                 let request = ScrollRequest {
                     offset,
                     limit: Some(page),
@@ -313,7 +313,6 @@ impl super::VectorIndex for EdgeIndex {
                 for r in records {
                     out.push(stored(r.id, r.payload, None)?);
                 }
-                // Ordered scrolls have no pages: one read of `limit`.
                 match next {
                     Some(next) if order_by.is_none() => offset = Some(next),
                     _ => break,
