@@ -92,6 +92,12 @@ STATUS_WEIGHTS = [("active", 0.86), ("draft", 0.05), ("cancelled", 0.05), ("comp
 WEEK0 = datetime(2026, 11, 23, tzinfo=SHANGHAI)  # Monday
 
 
+def place_name(venue):
+    """`徐汇区武康路` -> `武康路场`; `杨浦区五角场` -> `五角场`."""
+    name = venue.split("区")[-1]
+    return name if name.endswith("场") else name + "场"
+
+
 def pick_status():
     r, acc = random.random(), 0.0
     for status, w in STATUS_WEIGHTS:
@@ -119,7 +125,7 @@ def main():
             taken = random.randint(0, most) if random.random() < 0.85 else most  # some are full
             out.append({
                 "id": f"act-{n:04d}",
-                "title": title if n <= len(BASE) else f"{title}·{venue[-3:] if len(venue) > 3 else venue}场",
+                "title": title if n <= len(BASE) else f"{title}·{place_name(venue)}",
                 "description": desc,
                 "type": kind,
                 "tags": tags,

@@ -415,9 +415,14 @@ mod tests {
     #[test]
     fn events_are_seed_003s_sse_frames() {
         let e = Event::Progress { phase: "skeleton", message: progress_message("skeleton", "zh"), percent: 0 };
+        // Key order inside `data` is serde_json's (sorted, or insertion order when a dependency
+        // enables `preserve_order`): compare the frame's shape and its JSON, not its bytes.
+        let frame = e.to_sse();
+        let data = frame.strip_prefix("event: progress\ndata: ").and_then(|d| d.strip_suffix("\n\n")).expect(&frame);
+        assert!(!data.contains('\n'));
         assert_eq!(
-            e.to_sse(),
-            "event: progress\ndata: {\"message\":\"正在构建时间线骨架...\",\"percent\":0,\"phase\":\"skeleton\"}\n\n"
+            serde_json::from_str::<serde_json::Value>(data).unwrap(),
+            json!({"message": "正在构建时间线骨架...", "percent": 0, "phase": "skeleton"})
         );
         assert_eq!(Event::Complete { total_nodes: 20 }.to_sse(), "event: complete\ndata: {\"total_nodes\":20}\n\n");
         let err = Event::Error { message: "m".into() }.data();
