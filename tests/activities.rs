@@ -145,7 +145,7 @@ async fn bad_input_is_refused_and_changes_nothing() {
     for (body, needle) in [
         (json!({"limit": 100}), "limit"),
         (json!({"filters": {"location": {"lat": 31.2, "lng": 121.4}}}), "radiusInKm"),
-        (json!({"semanticQuery": "安静", "userId": "u1"}), "userId"),
+        (json!({"semanticQuery": "安静", "user": "u1"}), "user"),
     ] {
         let (status, r) = h.search(body.clone()).await;
         assert_eq!(status, 400, "{body}: {r}");

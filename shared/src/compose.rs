@@ -234,12 +234,23 @@ pub fn retrieval(
     Ok(crate::retrieval::Retrieval {
         index,
         embedder: embedder(config)?,
-        ledger: ledger(config, records, Arc::clone(&clock))?,
+        ledger: ledger(config, Arc::clone(&records), Arc::clone(&clock))?,
         bm25: Arc::new(crate::index::bm25::Bm25::new()),
+        interests: crate::interests::Interests { records, clock: Arc::clone(&clock) },
         clock,
         retry: RetryPolicy::new(config.retry_base),
         embed_timeout: config.rag_embed_timeout,
         min_similarity: config.rag_min_similarity,
         fusion: config.rag_fusion,
+        reasons: match config.rag_match_reason {
+            crate::config::MatchReason::Off => crate::retrieval::Reasons::Off,
+            crate::config::MatchReason::Template => crate::retrieval::Reasons::Template,
+            crate::config::MatchReason::Llm => crate::retrieval::Reasons::Llm {
+                llm: llm(config)?,
+                model: config.llm_rag_model.clone(),
+                timeout: config.rag_reason_timeout,
+            },
+        },
+        zone: config.activity_timezone,
     })
 }

@@ -88,6 +88,11 @@ pub struct Config {
     pub rag_fusion: Fusion,
     /// Time box of a search's query embedding (`RAG_EMBED_TIMEOUT_MS`).
     pub rag_embed_timeout: Duration,
+    pub rag_match_reason: MatchReason,
+    /// Time box of the model's match reasons (`RAG_REASON_TIMEOUT_MS`), within the 3 s budget.
+    pub rag_reason_timeout: Duration,
+    /// Chat model for match reasons (`LLM_RAG_MODEL`, else `LLM_MODEL`).
+    pub llm_rag_model: String,
     /// Time box of an index write's embedding (`INDEX_EMBED_TIMEOUT_MS`); past it, points are
     /// written pending.
     pub index_embed_timeout: Duration,
@@ -110,6 +115,17 @@ pub enum EdgeSharing {
     Shared,
     /// Open once and keep it: this process owns the directory.
     Exclusive,
+}
+
+/// How results of a semantic search get their `matchReason` (`RAG_MATCH_REASON`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchReason {
+    /// The chat model writes them (one call per request), template as fallback.
+    Llm,
+    /// Written from what matched, time and distance, without a model.
+    Template,
+    /// No `matchReason`.
+    Off,
 }
 
 /// Which vector index adapter to build.
@@ -257,6 +273,18 @@ impl Config {
                 other => return Err(Error::Config(format!("RAG_FUSION must be rrf or dense, not {other:?}"))),
             },
             rag_embed_timeout: Duration::from_millis(number("RAG_EMBED_TIMEOUT_MS", 1500)?),
+            rag_match_reason: match get("RAG_MATCH_REASON").as_deref().unwrap_or("template") {
+                "llm" => MatchReason::Llm,
+                "template" => MatchReason::Template,
+                "off" => MatchReason::Off,
+                other => {
+                    return Err(Error::Config(format!("RAG_MATCH_REASON must be llm, template or off, not {other:?}")));
+                }
+            },
+            rag_reason_timeout: Duration::from_millis(number("RAG_REASON_TIMEOUT_MS", 1000)?),
+            llm_rag_model: get("LLM_RAG_MODEL")
+                .or_else(|| get("LLM_MODEL"))
+                .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
             index_embed_timeout: Duration::from_millis(number("INDEX_EMBED_TIMEOUT_MS", 10_000)?),
         })
     }

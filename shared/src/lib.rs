@@ -17,12 +17,16 @@ pub mod error;
 pub mod index;
 #[cfg(feature = "vector-index")]
 pub mod indexing;
+#[cfg(feature = "vector-index")]
+pub mod interests;
 pub mod ledger;
 pub mod llm;
 pub mod metrics;
 pub mod pricing;
 pub mod provider;
 pub mod query;
+#[cfg(feature = "vector-index")]
+pub mod reasons;
 pub mod records;
 pub mod report;
 pub mod research_node;

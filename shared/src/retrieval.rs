@@ -11,6 +11,9 @@
 //!    ranked by similarity alone with `RAG_FUSION=dense` (`dense`). When the embedder is
 //!    absent, failing or slow, the lexical hits are ranked alone (`lexical`, `degraded`).
 //!
+//! Results of a search with a `semanticQuery` carry `matchReason` ([`crate::reasons`]), the
+//! model's within what is left of the 3 s budget, else the template's.
+//!
 //! `score` is what the results are ordered by (higher first): the RRF sum, the cosine, the
 //! BM25 score, `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
 
@@ -19,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -32,7 +36,10 @@ use crate::error::{Error, Result};
 use crate::index::bm25::Bm25;
 use crate::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
 use crate::indexing::{AGENT, activity_of};
+use crate::interests::{Interests, MAX_BOOST, Source, boost, max_sim};
 use crate::ledger::Ledger;
+use crate::llm::ChatModel;
+use crate::reasons::{self, Facts};
 use crate::retry::RetryPolicy;
 
 /// With this many or fewer activities through the hard filter, they are returned directly.
@@ -41,6 +48,12 @@ pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 50;
 pub const MAX_QUERY_CHARS: usize = 500;
 pub const MAX_RADIUS_KM: f64 = 500.0;
+/// Seed 004's response-time budget for a search (Requirement 8).
+pub const BUDGET: Duration = Duration::from_secs(3);
+/// Time kept back from the budget for reading the results and answering.
+const BUDGET_MARGIN: Duration = Duration::from_millis(300);
+/// How many times `limit` a personalised search ranks before the cut.
+const PERSONAL_DEPTH: usize = 3;
 /// Candidates each channel contributes to fusion.
 const CHANNEL_DEPTH: usize = 100;
 /// Reciprocal rank fusion constant.
@@ -54,6 +67,8 @@ pub struct SearchRequest {
     pub window: Option<(DateTime<Utc>, DateTime<Utc>)>,
     pub kind: Option<String>,
     pub limit: usize,
+    /// Personalise with this user's interest vectors (MaxSim boost).
+    pub user_id: Option<String>,
 }
 
 fn invalid(message: impl Into<String>) -> Error {
@@ -74,7 +89,15 @@ fn time(v: Option<&Value>, field: &str) -> Result<DateTime<Utc>> {
 impl SearchRequest {
     /// Parses and validates a request body; the error names the field.
     pub fn from_json(body: &Map<String, Value>) -> Result<Self> {
-        api::only_known(body, &["semanticQuery", "filters", "limit"])?;
+        api::only_known(body, &["semanticQuery", "filters", "limit", "userId"])?;
+        let user_id = match body.get("userId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(u)) => {
+                crate::interests::check_user_id(u)?;
+                Some(u.clone())
+            }
+            Some(_) => return Err(invalid("userId must be a string")),
+        };
         let semantic_query = match body.get("semanticQuery") {
             None | Some(Value::Null) => None,
             Some(Value::String(q)) => {
@@ -143,9 +166,36 @@ impl SearchRequest {
             Some(Value::String(t)) if !t.trim().is_empty() && t.chars().count() <= 50 => Some(t.trim().to_owned()),
             Some(_) => return Err(invalid("filters.type must be a non-empty string of at most 50 characters")),
         };
-        Ok(Self { semantic_query, near, window, kind, limit })
+        Ok(Self { semantic_query, near, window, kind, limit, user_id })
     }
 }
+
+impl SearchRequest {
+    /// The `explore_nearby` tool's arguments (`semanticQuery?`, `lat`, `lng`, `radiusInKm`,
+    /// `type?`, `limit?` default 10) as the same request `/rag/search` takes.
+    pub fn from_tool_arguments(args: &Map<String, Value>) -> Result<Self> {
+        api::only_known(args, &["semanticQuery", "lat", "lng", "radiusInKm", "type", "limit"])?;
+        let mut filters = Map::new();
+        let mut location = Map::new();
+        for key in ["lat", "lng", "radiusInKm"] {
+            location.insert(key.into(), args.get(key).cloned().unwrap_or(Value::Null));
+        }
+        filters.insert("location".into(), Value::Object(location));
+        if let Some(kind) = args.get("type") {
+            filters.insert("type".into(), kind.clone());
+        }
+        let mut body = Map::new();
+        body.insert("filters".into(), Value::Object(filters));
+        body.insert("limit".into(), args.get("limit").cloned().unwrap_or(Value::from(TOOL_LIMIT)));
+        if let Some(q) = args.get("semanticQuery") {
+            body.insert("semanticQuery".into(), q.clone());
+        }
+        Self::from_json(&body).map_err(|e| invalid(e.to_string().replace("filters.location.", "")))
+    }
+}
+
+/// Results the tool returns unless asked for another number.
+pub const TOOL_LIMIT: u64 = 10;
 
 /// Which path produced the ranking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -168,6 +218,15 @@ pub struct Ranked {
     pub score: f32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distance_km: Option<f64>,
+    /// The candidate's best cosine to the user's kept vectors, and the score multiplier it
+    /// gave (at most 1.2), when the search was personalised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_sim: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boost: Option<f32>,
+    /// Why it was recommended (semantic searches, unless `RAG_MATCH_REASON=off`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub match_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -181,7 +240,43 @@ pub struct SearchResponse {
     pub degraded_reason: Option<String>,
     /// Activities through the hard filter.
     pub candidates: usize,
+    /// Where the personalisation vectors came from, when a `userId` was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub personalization: Option<Source>,
     pub took_ms: u64,
+}
+
+/// Who writes `matchReason` (see [`crate::reasons`]).
+pub enum Reasons {
+    Off,
+    Template,
+    Llm { llm: Arc<dyn ChatModel>, model: String, timeout: Duration },
+}
+
+impl SearchResponse {
+    /// The model-facing JSON text of the `explore_nearby` tool: the essentials of each result.
+    pub fn tool_text(&self, zone: Tz) -> String {
+        let activities: Vec<Value> = self
+            .results
+            .iter()
+            .map(|r| {
+                let a = &r.activity;
+                serde_json::json!({
+                    "id": a.id,
+                    "title": a.title,
+                    "type": a.kind,
+                    "description": a.description,
+                    "startAt": a.start_at.with_timezone(&zone).to_rfc3339(),
+                    "locationName": a.location_name,
+                    "distanceKm": r.distance_km.map(|d| (d * 10.0).round() / 10.0),
+                    "spotsLeft": a.spots_left(),
+                    "similarity": r.similarity.map(|s| (s * 100.0).round() / 100.0),
+                    "matchReason": r.match_reason,
+                })
+            })
+            .collect();
+        serde_json::json!({"activities": activities, "strategy": self.strategy, "degraded": self.degraded}).to_string()
+    }
 }
 
 pub struct Retrieval {
@@ -195,6 +290,10 @@ pub struct Retrieval {
     pub embed_timeout: Duration,
     pub min_similarity: f32,
     pub fusion: Fusion,
+    pub reasons: Reasons,
+    pub interests: Interests,
+    /// Zone of the time in template reasons (`ACTIVITY_TIMEZONE`).
+    pub zone: Tz,
 }
 
 impl Retrieval {
@@ -204,11 +303,16 @@ impl Retrieval {
         let filter = HardFilter { after: self.clock.now(), near: req.near, kind: req.kind.clone(), window: req.window };
         let candidates = self.index.count(&filter).await?;
         let mut degraded_reason = None;
-        let (strategy, results) = if candidates <= DIRECT_MAX {
+        let personal = match &req.user_id {
+            Some(user) => Some(self.interests.vectors(user).await?),
+            None => None,
+        };
+        let (strategy, mut results) = if candidates <= DIRECT_MAX {
             let stored = self.index.scroll(&filter, Order::StartAt, DIRECT_MAX).await?;
             (Strategy::FilterOnly, self.by_place_or_time(req, stored)?)
         } else if let Some(query) = &req.semantic_query {
-            self.semantic(req, query, &filter, request_id, &mut degraded_reason).await?
+            let kept = personal.as_ref().map_or(&[][..], |(v, _)| v.as_slice());
+            self.semantic(req, query, &filter, kept, request_id, &mut degraded_reason).await?
         } else if req.near.is_some() {
             let stored = self.index.scroll(&filter, Order::Any, candidates).await?;
             (Strategy::Distance, self.by_place_or_time(req, stored)?)
@@ -216,12 +320,16 @@ impl Retrieval {
             let stored = self.index.scroll(&filter, Order::StartAt, req.limit).await?;
             (Strategy::StartTime, self.by_place_or_time(req, stored)?)
         };
+        if let Some(query) = &req.semantic_query {
+            self.explain(query, &mut results, started, request_id).await;
+        }
         Ok(SearchResponse {
             results,
             strategy,
             degraded: degraded_reason.is_some(),
             degraded_reason,
             candidates,
+            personalization: personal.map(|(_, source)| source),
             took_ms: started.elapsed().as_millis() as u64,
         })
     }
@@ -234,7 +342,15 @@ impl Retrieval {
                 let activity = activity_of(&s.payload)?;
                 let distance_km =
                     req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));
-                Ok(Ranked { activity, similarity: None, score: 0.0, distance_km })
+                Ok(Ranked {
+                    activity,
+                    similarity: None,
+                    score: 0.0,
+                    distance_km,
+                    max_sim: None,
+                    boost: None,
+                    match_reason: None,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         if req.near.is_some() {
@@ -257,6 +373,7 @@ impl Retrieval {
         req: &SearchRequest,
         query: &str,
         filter: &HardFilter,
+        kept: &[Vec<f32>],
         request_id: &str,
         degraded_reason: &mut Option<String>,
     ) -> Result<(Strategy, Vec<Ranked>)> {
@@ -279,10 +396,13 @@ impl Retrieval {
                 }
             }
         };
-        let top: Vec<Hit> = fused.into_iter().take(req.limit).collect();
+        // Personalising may lift a candidate from below the cut: rank a deeper list then.
+        let depth = if kept.is_empty() { req.limit } else { (req.limit * PERSONAL_DEPTH).min(CHANNEL_DEPTH) };
+        let top: Vec<Hit> = fused.into_iter().take(depth).collect();
         let ids: Vec<Uuid> = top.iter().map(|h| h.id).collect();
+        let with_dense = vector.is_some() || !kept.is_empty();
         let mut stored: HashMap<Uuid, Stored> =
-            self.index.get(&ids, vector.is_some()).await?.into_iter().map(|s| (s.id, s)).collect();
+            self.index.get(&ids, with_dense).await?.into_iter().map(|s| (s.id, s)).collect();
         let mut ranked = Vec::with_capacity(top.len());
         for hit in top {
             // A point deleted between the two reads is skipped.
@@ -290,9 +410,79 @@ impl Retrieval {
             let activity = activity_of(&s.payload)?;
             let similarity = vector.as_deref().zip(s.dense.as_deref()).map(|(q, d)| cosine(q, d));
             let distance_km = req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));
-            ranked.push(Ranked { activity, similarity, score: hit.score, distance_km });
+            let max_sim = s.dense.as_deref().and_then(|d| max_sim(d, kept));
+            let (score, boost) = match max_sim {
+                Some(m) => (boost(hit.score, m), Some(1.0 + MAX_BOOST * m.clamp(0.0, 1.0))),
+                None => (hit.score, None),
+            };
+            ranked.push(Ranked { activity, similarity, score, distance_km, max_sim, boost, match_reason: None });
+        }
+        if !kept.is_empty() {
+            ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+            ranked.truncate(req.limit);
         }
         Ok((strategy, ranked))
+    }
+
+    /// Stores a user's preferences, embedded once when the embedder answers.
+    pub async fn set_preferences(&self, user: &str, body: &Map<String, Value>, request_id: &str) -> Result<Value> {
+        crate::interests::check_user_id(user)?;
+        let (preferences, text) = crate::interests::preferences(body)?;
+        let (vector, reason) = match &self.embedder {
+            None => (None, Some("no embedder configured (EMBEDDING_API_KEY unset)".to_owned())),
+            Some(embedder) => {
+                let inputs = [text];
+                let call = embedder::embed(embedder.as_ref(), &self.ledger, self.retry, AGENT, request_id, &inputs);
+                match tokio::time::timeout(self.embed_timeout, call).await {
+                    Ok(Ok(mut v)) => (v.pop(), None),
+                    Ok(Err(e)) => (None, Some(format!("embedder failed: {e}"))),
+                    Err(_) => (None, Some("embedder timed out".to_owned())),
+                }
+            }
+        };
+        self.interests.set_preferences(user, &preferences, vector.as_deref()).await?;
+        let mut out = serde_json::json!({"userId": user, "preferences": preferences, "embedded": vector.is_some()});
+        if let Some(reason) = reason {
+            out["reason"] = reason.into();
+        }
+        Ok(out)
+    }
+
+    /// Fills in `matchReason`: the model's where it answered in time, else the template's.
+    async fn explain(&self, query: &str, results: &mut [Ranked], started: Instant, request_id: &str) {
+        if results.is_empty() {
+            return;
+        }
+        let facts: Vec<Facts<'_>> = results
+            .iter()
+            .map(|r| Facts { activity: &r.activity, similarity: r.similarity, distance_km: r.distance_km })
+            .collect();
+        let mut from_model = match &self.reasons {
+            Reasons::Off => return,
+            Reasons::Template => Default::default(),
+            Reasons::Llm { llm, model, timeout } => {
+                // What is left of seed 004's 3 s, less a margin for the answer to go out.
+                let left = BUDGET.saturating_sub(started.elapsed() + BUDGET_MARGIN);
+                reasons::from_llm(
+                    &**llm,
+                    model,
+                    &self.ledger,
+                    self.retry,
+                    (*timeout).min(left),
+                    query,
+                    &facts,
+                    request_id,
+                )
+                .await
+            }
+        };
+        let written: Vec<String> = facts
+            .iter()
+            .map(|f| from_model.remove(&f.activity.id).unwrap_or_else(|| reasons::template(query, f, self.zone)))
+            .collect();
+        for (r, reason) in results.iter_mut().zip(written) {
+            r.match_reason = Some(reason);
+        }
     }
 
     /// The query's dense vector, or why there is none.

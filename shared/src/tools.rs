@@ -14,6 +14,31 @@ use crate::ledger::{CallKind, Charge, Ledger, Outcome};
 use crate::provider::tavily::{Tavily, WebResult};
 
 pub const SEARCH_WEB: &str = "search_web";
+/// Served by the `rag-search` function (`POST /tools/explore_nearby`); listed here with the rest.
+pub const EXPLORE_NEARBY: &str = "explore_nearby";
+
+/// The OpenAI function definition of `explore_nearby` (seed 004 Requirements 8, 13).
+pub fn explore_nearby_definition() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": EXPLORE_NEARBY,
+            "description": "Find bookable activities near a place (active, in the future, places left), ranked by how well they fit what the user wants. Each result says why it matches (matchReason).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "semanticQuery": {"type": "string", "description": "What the user wants, in their words (e.g. 轻松的小局, 适合社恐的活动). Omit to list the nearest."},
+                    "lat": {"type": "number", "description": "Latitude of the user's place."},
+                    "lng": {"type": "number", "description": "Longitude of the user's place."},
+                    "radiusInKm": {"type": "number", "description": "Search radius in km (up to 500)."},
+                    "type": {"type": "string", "description": "Only activities of this type (e.g. 桌游)."},
+                    "limit": {"type": "integer", "description": "How many results (1-50, default 10)."}
+                },
+                "required": ["lat", "lng", "radiusInKm"],
+            },
+        },
+    })
+}
 
 /// The tools and what they need.
 pub struct Tools {
@@ -25,7 +50,7 @@ impl Tools {
     /// The definitions of the tools available now (`{"type": "function", "function": {name,
     /// description, parameters}}`).
     pub fn definitions(&self) -> Vec<Value> {
-        let mut tools = Vec::new();
+        let mut tools = vec![explore_nearby_definition()];
         if self.tavily.is_some() {
             tools.push(json!({
                 "type": "function",
@@ -82,6 +107,7 @@ impl Tools {
     }
 }
 
-fn error_string(code: &str, message: &str) -> String {
+/// A tool failure as the model reads it: `{"error": code, "message"}`.
+pub fn error_string(code: &str, message: &str) -> String {
     json!({"error": code, "message": message}).to_string()
 }

@@ -164,13 +164,16 @@ pub async fn run() -> crate::Result {
     let retrieval = Retrieval {
         index: index.clone(),
         embedder: Some(table.clone()),
-        ledger: shared::compose::ledger(&config, records, clock.clone())?,
+        ledger: shared::compose::ledger(&config, records.clone(), clock.clone())?,
+        interests: shared::interests::Interests { records, clock: clock.clone() },
         bm25: Arc::new(Bm25::new()),
         clock,
         retry: RetryPolicy::new(Duration::from_millis(10)),
         embed_timeout: Duration::from_secs(5),
         min_similarity: 0.5,
         fusion: Fusion::Rrf,
+        reasons: shared::retrieval::Reasons::Off,
+        zone: chrono_tz::Asia::Shanghai,
     };
     let kinds: Vec<String> = sample.iter().filter_map(|a| a["type"].as_str().map(String::from)).collect();
     let words =

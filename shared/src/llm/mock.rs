@@ -63,6 +63,15 @@ impl ChatModel for MockLlm {
                     .collect();
                 reply(json!({"nodes": nodes}).to_string())
             }
+            "match_reasons" => {
+                let titles = user.lines().filter_map(|l| l.strip_prefix("title: "));
+                let ids = user.lines().filter_map(|l| l.strip_prefix("id: "));
+                let reasons: Vec<_> = ids
+                    .zip(titles)
+                    .map(|(id, title)| json!({"id": id, "reason": format!("{LABEL}「{title}」符合你的需求")}))
+                    .collect();
+                reply(json!({"reasons": reasons}).to_string())
+            }
             "node_detail" if tool_results.is_empty() && request.tools.iter().any(|t| t.name == "search") => {
                 let title = field(user, "标题").unwrap_or("milestone");
                 Ok(ChatReply {
