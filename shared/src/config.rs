@@ -93,6 +93,8 @@ pub struct Config {
     pub rag_reason_timeout: Duration,
     /// Chat model for match reasons (`LLM_RAG_MODEL`, else `LLM_MODEL`).
     pub llm_rag_model: String,
+    /// Embedder calls per minute of the backfill job (`BACKFILL_RATE`).
+    pub backfill_rate: u32,
     /// Time box of an index write's embedding (`INDEX_EMBED_TIMEOUT_MS`); past it, points are
     /// written pending.
     pub index_embed_timeout: Duration,
@@ -285,6 +287,7 @@ impl Config {
             llm_rag_model: get("LLM_RAG_MODEL")
                 .or_else(|| get("LLM_MODEL"))
                 .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
+            backfill_rate: u32::try_from(number("BACKFILL_RATE", 60)?).unwrap_or(u32::MAX).max(1),
             index_embed_timeout: Duration::from_millis(number("INDEX_EMBED_TIMEOUT_MS", 10_000)?),
         })
     }

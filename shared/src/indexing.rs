@@ -136,6 +136,11 @@ impl Indexer {
 
     /// Writes `activities` (created or replaced), embedding what changed.
     pub async fn upsert(&self, activities: &[Activity], request_id: &str) -> Result<Report> {
+        self.write(activities, false, request_id).await
+    }
+
+    /// Writes `activities`, embedding what changed or lacks a vector, or all with `force`.
+    pub async fn write(&self, activities: &[Activity], force: bool, request_id: &str) -> Result<Report> {
         let ids: Vec<_> = activities.iter().map(|a| point_id(&a.id)).collect();
         let mut stored: HashMap<_, _> = self.index.get(&ids, true).await?.into_iter().map(|s| (s.id, s)).collect();
         let mut dense: Vec<Option<Vec<f32>>> = Vec::with_capacity(activities.len());
@@ -145,7 +150,7 @@ impl Indexer {
             let same = previous.as_ref().is_some_and(|p| {
                 p.payload.get("contentHash").and_then(Value::as_str) == Some(a.content_hash().as_str())
             });
-            let vector = previous.and_then(|p| p.dense).filter(|_| same);
+            let vector = previous.and_then(|p| p.dense).filter(|_| same && !force);
             kept.push(vector.is_some());
             dense.push(vector);
         }

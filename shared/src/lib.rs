@@ -6,6 +6,8 @@ pub mod activity;
 pub mod agent;
 pub mod analysis;
 pub mod api;
+#[cfg(feature = "vector-index")]
+pub mod backfill;
 pub mod cache;
 pub mod citations;
 pub mod clock;

@@ -18,7 +18,7 @@ use shared::search::STORE_RETRY;
 use crate::runtime_api::RuntimeApi;
 use crate::{Result, build_function, fixture, sample_upstream};
 
-/// Runs the benches named in `only` (`search`, `report`, `rag`), or all.
+/// Runs the benches named in `only` (`search`, `report`, `rag`, `backfill`), or all.
 pub async fn run(only: Option<&str>) -> Result {
     if only.is_none_or(|o| o == "search") {
         citation_extraction();
@@ -30,6 +30,9 @@ pub async fn run(only: Option<&str>) -> Result {
     }
     if only.is_none_or(|o| o == "rag") {
         crate::rag_bench::run().await?;
+    }
+    if only.is_none_or(|o| o == "backfill") {
+        crate::rag_bench::backfill().await?;
     }
     Ok(())
 }

@@ -3,10 +3,10 @@
 //! - `demo`: runs the `search` function binary as Lambda runs it (a local Runtime API), on the
 //!   embedded default: no keys, no cloud, SQLite under `DATA_DIR`, labelled mock data; then
 //!   against a labelled sample upstream on 127.0.0.1 to show caching and stored citations.
-//! - `bench [search|report|rag]`: prints citation extraction on 1 MB, a cache-hit request through
+//! - `bench [search|report|rag|backfill]`: prints citation extraction on 1 MB, a cache-hit request through
 //!   the handler and the cold start of the release binary, each beside a baseline measured in
 //!   the same run; the cost report over 100k records on SQLite and DynamoDB Local; and activity
-//!   retrieval over 100k activities on Qdrant Edge.
+//!   retrieval over 100k activities on Qdrant Edge; and the backfill sweep against a slow embedder.
 
 mod bench;
 mod demo;

@@ -269,3 +269,90 @@ fn passes(a: &Activity, f: &HardFilter) -> bool {
         && f.near
             .is_none_or(|n| shared::retrieval::distance_km(n.lat, n.lng, a.location.lat, a.location.lng) <= n.radius_km)
 }
+
+/// Answers `/embeddings` after `latency` with a vector per input.
+struct SlowEmbeddings(Duration, usize);
+
+impl wiremock::Respond for SlowEmbeddings {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let n = body["input"].as_array().map_or(1, Vec::len);
+        let data: Vec<Value> =
+            (0..n).map(|i| json!({"index": i, "embedding": (0..self.1).map(|d| ((i + d) % 7) as f32 + 0.5).collect::<Vec<_>>()})).collect();
+        wiremock::ResponseTemplate::new(200)
+            .set_delay(self.0)
+            .set_body_json(json!({"data": data, "usage": {"prompt_tokens": n * 50}}))
+    }
+}
+
+/// `cargo xtask bench backfill`: the backfill sweep of 200 pending activities against a fake
+/// embedding server answering every call after 100 ms: batched (100 per call), batched under
+/// `BACKFILL_RATE=60`, and one at a time.
+pub async fn backfill() -> crate::Result {
+    const PENDING: usize = 200;
+    const DIMS: usize = 64;
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(SlowEmbeddings(Duration::from_millis(100), DIMS))
+        .mount(&server)
+        .await;
+    let sample: Vec<Value> = std::fs::read_to_string(crate::root().join("infra/sample/activities.jsonl"))?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    println!("== backfill of {PENDING} pending activities, embedder answering after 100 ms per call");
+    for (label, batch, rate) in [
+        ("batched, 100 per call", 100, 6000),
+        ("batched, BACKFILL_RATE=60 (1 call/s)", 100, 60),
+        ("one at a time", 1, 6000),
+    ] {
+        let dir = tempfile::tempdir()?;
+        let mut lines = String::new();
+        for (i, a) in sample.iter().cycle().take(PENDING).enumerate() {
+            let mut a = a.clone();
+            a["id"] = json!(format!("b-{i}"));
+            a["startAt"] = json!((Utc::now() + chrono::Duration::days(3)).to_rfc3339());
+            lines.push_str(&format!("{a}\n"));
+        }
+        let source = dir.path().join("activities.jsonl");
+        std::fs::write(&source, lines)?;
+        let build = |key: bool| -> crate::Result<shared::indexing::Indexer> {
+            let uri = server.uri();
+            let data = dir.path().display().to_string();
+            let config = Config::from_lookup(|k| match k {
+                "DATA_DIR" => Some(data.clone()),
+                "EMBEDDING_DIMENSIONS" => Some(DIMS.to_string()),
+                "EMBEDDING_API_KEY" if key => Some("bench".into()),
+                "EMBEDDING_BASE_URL" => Some(uri.clone()),
+                "EDGE_SHARING" => Some("exclusive".into()),
+                _ => None,
+            })?;
+            let records = Arc::new(LocalRecords::open(dir.path())?);
+            Ok(shared::compose::indexer(
+                &config,
+                shared::compose::vector_index(&config)?,
+                records,
+                Arc::new(shared::clock::SystemClock),
+            )?)
+        };
+        let import = shared::backfill::Job {
+            dry_run: false,
+            force: false,
+            batch_size: 100,
+            source: Some(source.display().to_string()),
+        };
+        shared::backfill::run(&build(false)?, &import, 6000, |_| {}).await?;
+        let sweep = shared::backfill::Job { dry_run: false, force: false, batch_size: batch, source: None };
+        let started = Instant::now();
+        let summary = shared::backfill::run(&build(true)?, &sweep, rate, |_| {}).await?;
+        let took = started.elapsed();
+        println!(
+            "{label}: {} embedded, {} errors in {:.2} s = {:.0} activities/s",
+            summary.processed,
+            summary.errors,
+            took.as_secs_f64(),
+            summary.processed as f64 / took.as_secs_f64()
+        );
+    }
+    Ok(())
+}

@@ -238,8 +238,39 @@ impl super::VectorIndex for EdgeIndex {
         "edge"
     }
 
+    async fn exists(&self) -> Result<bool> {
+        Ok(self.inner.dir.join("shard").join("edge_config.json").exists())
+    }
+
     async fn ensure(&self) -> Result<()> {
         self.run(|_| Ok(())).await
+    }
+
+    async fn scan(
+        &self,
+        pending_only: bool,
+        offset: Option<Uuid>,
+        limit: usize,
+    ) -> Result<(Vec<Stored>, Option<Uuid>)> {
+        let filter: Option<Filter> = if pending_only {
+            Some(serde_json::from_value(super::pending_json()).map_err(|e| store_error("filter", e))?)
+        } else {
+            None
+        };
+        self.run(move |shard| {
+            let request = ScrollRequest {
+                offset: offset.map(PointId::Uuid),
+                limit: Some(limit.max(1)),
+                filter,
+                with_payload: Some(WithPayloadInterface::Bool(true)),
+                with_vector: WithVector::Bool(false),
+                order_by: None,
+            };
+            let (records, next) = shard.scroll(request).map_err(|e| store_error("scan", e))?;
+            let points = records.into_iter().map(|r| stored(r.id, r.payload, None)).collect::<Result<Vec<_>>>()?;
+            Ok((points, next.map(uuid_of).transpose()?))
+        })
+        .await
     }
 
     async fn upsert(&self, points: Vec<Point>) -> Result<()> {

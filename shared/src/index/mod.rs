@@ -134,6 +134,11 @@ impl HardFilter {
     }
 }
 
+/// The filter of points still waiting for their dense vector, in Qdrant's JSON form.
+pub fn pending_json() -> Value {
+    json!({"must": [{"key": "embedding", "match": {"value": "pending"}}]})
+}
+
 /// How [`VectorIndex::scroll`] orders what it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -148,8 +153,14 @@ pub enum Order {
 pub trait VectorIndex: Send + Sync {
     /// `edge` or `qdrant`, for logs and responses.
     fn backend(&self) -> &'static str;
+    /// Whether the collection exists (nothing is created).
+    async fn exists(&self) -> Result<bool>;
     /// Creates the collection and payload indexes when missing; checks the dense dimension.
     async fn ensure(&self) -> Result<()>;
+    /// One page of every point (or only those with `embedding: pending`), payload only, from
+    /// `offset`; the next page's offset, if any.
+    async fn scan(&self, pending_only: bool, offset: Option<Uuid>, limit: usize)
+    -> Result<(Vec<Stored>, Option<Uuid>)>;
     /// Writes `points`; durable when this returns.
     async fn upsert(&self, points: Vec<Point>) -> Result<()>;
     /// Removes the points; absent ids are fine.

@@ -168,8 +168,35 @@ impl super::VectorIndex for QdrantIndex {
         "qdrant"
     }
 
+    async fn exists(&self) -> Result<bool> {
+        self.client.collection_exists(&self.collection).await.map_err(grpc("collection_exists"))
+    }
+
     async fn ensure(&self) -> Result<()> {
         self.ready().await
+    }
+
+    async fn scan(
+        &self,
+        pending_only: bool,
+        offset: Option<Uuid>,
+        limit: usize,
+    ) -> Result<(Vec<Stored>, Option<Uuid>)> {
+        self.ready().await?;
+        let mut request = ScrollPointsBuilder::new(&self.collection).limit(limit.max(1) as u32).with_payload(true);
+        if pending_only {
+            request = request.filter(Filter::must([Condition::matches("embedding", "pending".to_owned())]));
+        }
+        if let Some(offset) = offset {
+            request = request.offset(PointId::from(offset.to_string()));
+        }
+        let response = self.client.scroll(request).await.map_err(grpc("scan"))?;
+        let points = response
+            .result
+            .into_iter()
+            .map(|p| Ok(Stored { id: uuid_of(p.id)?, payload: payload_of(p.payload), dense: None }))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((points, response.next_page_offset.map(|id| uuid_of(Some(id))).transpose()?))
     }
 
     async fn upsert(&self, points: Vec<Point>) -> Result<()> {

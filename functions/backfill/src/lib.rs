@@ -1,0 +1,93 @@
+//! The `backfill` function: the migration, import and embedding job of `shared::backfill`,
+//! invoked by an EventBridge schedule (hourly: sweep pending points), directly
+//! (`{dryRun, force, batchSize, source}`), or as a local CLI (`--dry-run`, `--force`,
+//! `--from FILE`, `--batch-size N`) that draws a progress bar on a terminal.
+
+use std::io::{IsTerminal, Write as _};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use shared::backfill::{self, Job, Summary};
+use shared::clock::SystemClock;
+use shared::config::Config;
+use shared::indexing::Indexer;
+use shared::{Error, Result, compose};
+
+/// An embedder call of the job may take this long (retries and `Retry-After` included).
+pub const BATCH_TIMEOUT: Duration = Duration::from_secs(300);
+
+pub struct App {
+    pub indexer: Indexer,
+    /// Embedder calls per minute (`BACKFILL_RATE`).
+    pub rate: u32,
+}
+
+/// The job's services as the environment configures them.
+pub async fn from_env() -> Result<App> {
+    let config = Config::from_env()?;
+    let records = compose::records(&config).await?;
+    let mut indexer = compose::indexer(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))?;
+    indexer.embed_timeout = indexer.embed_timeout.max(BATCH_TIMEOUT);
+    Ok(App { indexer, rate: config.backfill_rate })
+}
+
+/// One invocation: a schedule event or a direct payload.
+pub async fn handle(app: &App, event: &Value) -> Result<Summary> {
+    let job = Job::from_event(event)?;
+    tracing::info!(?job, "backfill started");
+    backfill::run(&app.indexer, &job, app.rate, |_| {}).await
+}
+
+/// The CLI's job from its arguments.
+pub fn job_from_args(args: &[String]) -> Result<Job> {
+    let mut job = Job { dry_run: false, force: false, batch_size: backfill::DEFAULT_BATCH, source: None };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--dry-run" => job.dry_run = true,
+            "--force" => job.force = true,
+            "--from" => job.source = Some(it.next().ok_or_else(|| usage("--from needs a file"))?.clone()),
+            "--batch-size" => {
+                job.batch_size = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| (1..=backfill::MAX_BATCH).contains(n))
+                    .ok_or_else(|| usage("--batch-size needs a number from 1 to 1000"))?;
+            }
+            other => return Err(usage(&format!("unknown argument {other:?}"))),
+        }
+    }
+    Ok(job)
+}
+
+fn usage(problem: &str) -> Error {
+    Error::invalid("usage", format!("{problem}; usage: backfill [--dry-run] [--force] [--from FILE] [--batch-size N]"))
+}
+
+/// Runs `job` from a terminal or a script: a progress bar on a terminal, the summary as JSON.
+pub async fn cli(app: &App, job: &Job) -> Result<Summary> {
+    let bar = std::io::stderr().is_terminal();
+    let summary = backfill::run(&app.indexer, job, app.rate, |s| {
+        if bar {
+            let done = s.processed + s.skipped + s.errors;
+            let width = 30;
+            let filled = if s.total == 0 { 0 } else { (done * width / s.total.max(done)).min(width) };
+            eprint!(
+                "\r[{}{}] {done}/{} processed {} skipped {} errors {}",
+                "#".repeat(filled),
+                ".".repeat(width - filled),
+                s.total,
+                s.processed,
+                s.skipped,
+                s.errors
+            );
+            let _ = std::io::stderr().flush();
+        }
+    })
+    .await?;
+    if bar {
+        eprintln!();
+    }
+    Ok(summary)
+}

@@ -1,0 +1,35 @@
+//! Entrypoint of `backfill`: a Lambda function inside Lambda (`AWS_LAMBDA_RUNTIME_API` set,
+//! no arguments), else the local CLI (`cargo run -p backfill -- --dry-run`).
+
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use serde_json::Value;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.is_empty() || std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
+        return cli(&args).await;
+    }
+    lambda_runtime::tracing::init_default_subscriber();
+    let app = backfill::from_env().await?;
+    run(service_fn(|event: LambdaEvent<Value>| {
+        let app = &app;
+        async move { Ok::<_, Error>(serde_json::to_value(backfill::handle(app, &event.payload).await?)?) }
+    }))
+    .await
+}
+
+async fn cli(args: &[String]) -> Result<(), Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    let job = match backfill::job_from_args(args) {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let app = backfill::from_env().await?;
+    let summary = backfill::cli(&app, &job).await?;
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}

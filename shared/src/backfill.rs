@@ -1,0 +1,221 @@
+//! The backfill job (seed 004 Requirements 7, 16): one idempotent run that
+//!
+//! 1. migrates: ensures the collection, its vectors and payload indexes exist with the
+//!    embedder's dimension (a dry run reports what it would create);
+//! 2. imports activities from a JSON Lines file when given (`source`), in batches;
+//! 3. embeds every point still `pending` (every point with `force`), `batchSize` (100) texts
+//!    per embedder call, at most `BACKFILL_RATE` calls a minute; 429s and `Retry-After` are
+//!    honoured by the embedder's retries.
+//!
+//! A failed batch is counted and left pending, and the job goes on; running it again finishes
+//! what is left. Progress (total, processed, skipped, errors) is logged after every batch and
+//! reported to `progress` (the CLI draws a bar with it); the summary closes the run.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::activity::Activity;
+use crate::error::{Error, Result};
+use crate::index::PAYLOAD_INDEXES;
+use crate::indexing::{Embedding, Indexer, activity_of};
+
+pub const DEFAULT_BATCH: usize = 100;
+pub const MAX_BATCH: usize = 1000;
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub dry_run: bool,
+    pub force: bool,
+    pub batch_size: usize,
+    /// A JSON Lines file of activities to import first.
+    pub source: Option<String>,
+}
+
+impl Job {
+    /// A direct invocation's payload `{dryRun?, force?, batchSize?, source?}`; an EventBridge
+    /// schedule event (or `{}`) is the default sweep.
+    pub fn from_event(event: &Value) -> Result<Self> {
+        let invalid = |m: &str| Error::invalid("invalid_job", m.to_owned());
+        let mut job = Job { dry_run: false, force: false, batch_size: DEFAULT_BATCH, source: None };
+        if event.get("detail-type").is_some() {
+            return Ok(job);
+        }
+        let Some(map) = event.as_object() else { return Err(invalid("the payload must be a JSON object")) };
+        crate::api::only_known(map, &["dryRun", "force", "batchSize", "source"])?;
+        if let Some(v) = map.get("dryRun") {
+            job.dry_run = v.as_bool().ok_or_else(|| invalid("dryRun must be true or false"))?;
+        }
+        if let Some(v) = map.get("force") {
+            job.force = v.as_bool().ok_or_else(|| invalid("force must be true or false"))?;
+        }
+        if let Some(v) = map.get("batchSize") {
+            job.batch_size = v
+                .as_u64()
+                .filter(|n| (1..=MAX_BATCH as u64).contains(n))
+                .ok_or_else(|| invalid("batchSize must be a whole number from 1 to 1000"))?
+                as usize;
+        }
+        if let Some(v) = map.get("source") {
+            job.source =
+                Some(v.as_str().filter(|s| !s.is_empty()).ok_or_else(|| invalid("source must be a path"))?.to_owned());
+        }
+        Ok(job)
+    }
+}
+
+/// Counters of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub dry_run: bool,
+    /// What the migration created (or, in a dry run, would create).
+    pub migration: Vec<String>,
+    pub imported: usize,
+    /// Points that needed a vector (all of them with `force`).
+    pub total: usize,
+    pub processed: usize,
+    pub skipped: usize,
+    pub errors: usize,
+}
+
+/// Runs `job`; `progress` sees the counters after each batch.
+pub async fn run(
+    indexer: &Indexer,
+    job: &Job,
+    rate_per_minute: u32,
+    mut progress: impl FnMut(&Summary),
+) -> Result<Summary> {
+    let mut summary = Summary { dry_run: job.dry_run, ..Summary::default() };
+    let index = &indexer.index;
+    let existed = index.exists().await?;
+    if !existed {
+        summary.migration.push("collection with vectors dense (cosine) and sparse (BM25, idf)".to_owned());
+        summary
+            .migration
+            .extend(PAYLOAD_INDEXES.iter().map(|(field, kind)| format!("payload index {field} ({kind:?})")));
+    }
+    if !job.dry_run {
+        index.ensure().await?;
+    }
+    let gap = Duration::from_secs_f64(60.0 / f64::from(rate_per_minute.max(1)));
+    let mut last_call: Option<tokio::time::Instant> = None;
+    let mut pace = || {
+        let wait = last_call.map(|t| (t + gap).saturating_duration_since(tokio::time::Instant::now()));
+        last_call = Some(tokio::time::Instant::now() + wait.unwrap_or_default());
+        wait.unwrap_or_default()
+    };
+
+    // Points written by this run are not tried twice in it.
+    let mut seen = std::collections::HashSet::new();
+    if let Some(path) = &job.source {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::invalid("invalid_source", format!("source {path}: {e}")))?;
+        let mut activities = Vec::new();
+        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            match serde_json::from_str(line)
+                .map_err(|e| e.to_string())
+                .and_then(|v| Activity::from_json(v).map_err(|e| e.to_string()))
+            {
+                Ok(a) => activities.push(a),
+                Err(e) => {
+                    tracing::warn!(line = n + 1, error = %e, "source line skipped");
+                    summary.errors += 1;
+                }
+            }
+        }
+        summary.imported = activities.len();
+        seen.extend(activities.iter().map(|a| crate::index::point_id(&a.id)));
+        if job.dry_run {
+            summary.total = activities.len();
+            summary.skipped = activities.len();
+            progress(&summary);
+        } else {
+            for batch in activities.chunks(job.batch_size) {
+                tokio::time::sleep(pace()).await;
+                account(&mut summary, indexer.write(batch, job.force, "backfill").await, batch.len());
+                log(&summary);
+                progress(&summary);
+            }
+        }
+    }
+
+    // The sweep: pending points (all with force), page by page. A point that got its vector
+    // leaves the pending filter, so a real pending sweep reads from the same place again; a
+    // point seen once (a failure stays pending) is not tried twice in one run.
+    let pending_only = !job.force;
+    let mut offset = None;
+    if job.force {
+        seen.clear();
+    }
+    // A dry run on a directory that does not exist yet has nothing to sweep (and creates nothing).
+    while existed || !job.dry_run {
+        let (page, next) = index.scan(pending_only, offset, job.batch_size).await?;
+        let activities: Vec<Activity> = page
+            .iter()
+            .filter(|p| seen.insert(p.id))
+            .filter_map(|p| {
+                activity_of(&p.payload).map_err(|e| tracing::warn!(error = %e, "unreadable point skipped")).ok()
+            })
+            .collect();
+        if activities.is_empty() {
+            match next {
+                Some(n) => {
+                    offset = Some(n);
+                    continue;
+                }
+                None => break,
+            }
+        }
+        summary.total += activities.len();
+        if job.dry_run {
+            summary.skipped += activities.len();
+        } else {
+            tokio::time::sleep(pace()).await;
+            account(&mut summary, indexer.write(&activities, job.force, "backfill").await, activities.len());
+        }
+        log(&summary);
+        progress(&summary);
+        if !pending_only || job.dry_run {
+            match next {
+                Some(n) => offset = Some(n),
+                None => break,
+            }
+        }
+    }
+    tracing::info!(summary = %serde_json::to_string(&summary).unwrap_or_default(), "backfill finished");
+    Ok(summary)
+}
+
+fn account(summary: &mut Summary, result: Result<crate::indexing::Report>, size: usize) {
+    match result {
+        Ok(report) => {
+            for i in &report.indexed {
+                match i.embedding {
+                    Embedding::Embedded => summary.processed += 1,
+                    Embedding::Kept => summary.skipped += 1,
+                    Embedding::Pending => summary.errors += 1,
+                }
+            }
+            if let Some(reason) = report.pending_reason {
+                tracing::warn!(%reason, "batch left pending");
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "batch failed");
+            summary.errors += size;
+        }
+    }
+}
+
+fn log(s: &Summary) {
+    tracing::info!(
+        total = s.total,
+        processed = s.processed,
+        skipped = s.skipped,
+        errors = s.errors,
+        "backfill progress"
+    );
+}

@@ -1,0 +1,162 @@
+//! The backfill job (seed 004 Requirements 7, 16) on a real Qdrant Edge directory, with the
+//! fake embedding server on 127.0.0.1: dry runs change nothing, imports and sweeps embed in
+//! batches, `force` re-embeds all, a failed batch is finished by the next run, 429s slow the job
+//! down without losing anything.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use backfill::App;
+use integration::embedding::EmbeddingServer;
+use integration::rag::{DIMS, activity};
+use serde_json::json;
+use shared::backfill::{Job, Summary};
+use shared::config::Config;
+use shared::index::HardFilter;
+use wiremock::matchers::{body_string_contains, method};
+use wiremock::{Mock, ResponseTemplate};
+
+fn app(dir: &std::path::Path, embedding: Option<&EmbeddingServer>) -> App {
+    let mut vars = vec![
+        ("DATA_DIR", dir.display().to_string()),
+        ("EMBEDDING_DIMENSIONS", DIMS.to_string()),
+        ("RETRY_BASE_MS", "5".into()),
+    ];
+    if let Some(server) = embedding {
+        vars.push(("EMBEDDING_API_KEY", "embedding-test-key".into()));
+        vars.push(("EMBEDDING_BASE_URL", server.uri()));
+    }
+    let config = Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())).unwrap();
+    let records = Arc::new(shared::records::LocalRecords::open(dir).unwrap());
+    let index = shared::compose::vector_index(&config).unwrap();
+    let clock = Arc::new(shared::clock::ManualClock::new(integration::rag::now()));
+    let indexer = shared::compose::indexer(&config, index, records, clock).unwrap();
+    App { indexer, rate: 6000 }
+}
+
+/// A JSON Lines file of `n` activities (the ones whose index is in `marked` say 故障 in their
+/// title), and one broken line.
+fn source(dir: &std::path::Path, n: usize, marked: &[usize]) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        let title = if marked.contains(&i) { format!("故障测试活动 {i}") } else { format!("桌游小局 {i}") };
+        text.push_str(&activity(&format!("a{i}"), &title, "桌游", "轻松的小局", 24 + i as i64).to_string());
+        text.push('\n');
+    }
+    text.push_str("{not json\n");
+    let path = dir.join("activities.jsonl");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn job(source: Option<String>, dry_run: bool, force: bool, batch_size: usize) -> Job {
+    Job { dry_run, force, batch_size, source }
+}
+
+async fn run(app: &App, job: &Job) -> Summary {
+    backfill::cli(app, job).await.unwrap()
+}
+
+// Given a fresh directory, when a dry run with a source runs, then it reports what it would
+// create and import, and nothing is created or embedded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    let app = app(dir.path(), Some(&server));
+    let s = run(&app, &job(Some(source(dir.path(), 10, &[])), true, false, 4)).await;
+    assert!(s.dry_run && s.migration.len() == 6, "{s:?}");
+    assert_eq!((s.imported, s.total, s.processed, s.errors), (10, 10, 0, 1), "one broken line: {s:?}");
+    assert!(!app.indexer.index.exists().await.unwrap());
+    assert_eq!(server.calls(), 0);
+}
+
+// Given a source of 10, then they are imported and embedded 4 per call; a second sweep finds
+// nothing pending; with force all 10 are embedded again; the migration is done once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imports_embed_in_batches_and_force_reembeds_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    let app = app(dir.path(), Some(&server));
+    let src = source(dir.path(), 10, &[]);
+    let s = run(&app, &job(Some(src), false, false, 4)).await;
+    assert_eq!((s.imported, s.processed, s.errors, s.migration.len()), (10, 10, 1, 6), "{s:?}");
+    assert_eq!((server.calls(), server.inputs()), (3, 10), "batches of 4, 4, 2");
+    let s = run(&app, &job(None, false, false, 4)).await;
+    assert_eq!((s.total, s.processed, s.migration.len()), (0, 0, 0), "nothing pending, collection exists: {s:?}");
+    let s = run(&app, &job(None, false, true, 4)).await;
+    assert_eq!((s.total, s.processed), (10, 10), "{s:?}");
+    assert_eq!(server.inputs(), 20);
+    assert_eq!(app.indexer.index.count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 10);
+}
+
+// Given points indexed pending and a sweep whose batch with 故障 keeps failing, then that
+// batch is counted as errors and the job goes on; the next run embeds only what is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_after_a_failed_batch_completes_only_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path(), 9, &[3, 4, 5]);
+    let s = run(&app(dir.path(), None), &job(Some(src), false, false, 3)).await;
+    assert_eq!((s.imported, s.processed, s.errors), (9, 0, 9 + 1), "no embedder: all pending: {s:?}");
+
+    let flaky = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("故障"))
+        .respond_with(ResponseTemplate::new(500))
+        .with_priority(1)
+        .mount(&flaky.server)
+        .await;
+    // Points are swept in id order, so the three marked ones may spoil up to three batches.
+    let first = run(&app(dir.path(), Some(&flaky)), &job(None, false, false, 3)).await;
+    assert_eq!((first.total, first.processed + first.errors), (9, 9), "{first:?}");
+    assert!(
+        first.errors >= 3 && first.errors % 3 == 0 && first.processed >= 3,
+        "whole batches fail, the job goes on: {first:?}"
+    );
+
+    let healthy = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    let s = run(&app(dir.path(), Some(&healthy)), &job(None, false, false, 3)).await;
+    assert_eq!((s.total, s.processed, s.errors), (first.errors, first.errors, 0), "{s:?}");
+    assert_eq!(healthy.inputs(), first.errors, "only the rest was embedded");
+}
+
+// Given the embedder answering 429 with Retry-After: 1 once, then the job waits and finishes
+// with nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_slows_the_job_down_without_losing_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
+        .with_priority(1)
+        .up_to_n_times(1)
+        .mount(&server.server)
+        .await;
+    let app = app(dir.path(), Some(&server));
+    let started = Instant::now();
+    let s = run(&app, &job(Some(source(dir.path(), 6, &[])), false, false, 3)).await;
+    assert!(started.elapsed() >= Duration::from_secs(1), "{:?}", started.elapsed());
+    assert_eq!((s.processed, s.errors), (6, 1), "only the broken line: {s:?}");
+    assert_eq!(server.inputs(), 6);
+}
+
+// Given the job's payloads, then the schedule event is the default sweep, a direct payload is
+// read, and bad ones are refused naming the field; CLI arguments likewise.
+#[test]
+fn payloads_and_arguments_are_read_and_checked() {
+    let schedule: serde_json::Value = serde_json::from_str(include_str!("../infra/events/schedule.json")).unwrap();
+    assert_eq!(Job::from_event(&schedule).unwrap(), job(None, false, false, 100));
+    let direct = json!({"dryRun": true, "force": true, "batchSize": 50, "source": "a.jsonl"});
+    assert_eq!(Job::from_event(&direct).unwrap(), job(Some("a.jsonl".into()), true, true, 50));
+    for (bad, needle) in [
+        (json!({"batchSize": 0}), "batchSize"),
+        (json!({"dryrun": true}), "dryrun"),
+        (json!({"force": "yes"}), "force"),
+    ] {
+        let e = Job::from_event(&bad).unwrap_err();
+        assert!(e.to_string().contains(needle), "{bad}: {e}");
+    }
+    let args: Vec<String> = ["--dry-run", "--from", "x.jsonl", "--batch-size", "7"].map(String::from).to_vec();
+    assert_eq!(backfill::job_from_args(&args).unwrap(), job(Some("x.jsonl".into()), true, false, 7));
+    assert!(backfill::job_from_args(&["--fast".to_owned()]).is_err());
+}
