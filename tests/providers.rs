@@ -127,21 +127,25 @@ async fn structured_methods_skip_providers_that_cannot_answer_them(kind: StoreKi
     assert!(h.tavily_calls().await.is_empty());
 }
 
-// Given a Tavily key, then /tools lists search_web; without one, it lists nothing and
-// /tools/search_web is absent.
+// Given a Tavily key, then /tools lists search_web beside explore_nearby (served by
+// rag-search); without one, search_web is neither listed nor routed.
 async fn tools_are_listed_only_when_they_can_run(kind: StoreKind) {
+    let names = |r: &serde_json::Value| -> Vec<String> {
+        r["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_owned()).collect()
+    };
     let h = Harness::with(kind, only_tavily()).await;
     let (status, r) = h.send("GET", "/tools", "").await;
     assert_eq!(status, 200);
-    assert_eq!(r["tools"].as_array().unwrap().len(), 1);
-    let f = &r["tools"][0]["function"];
-    assert_eq!((r["tools"][0]["type"].as_str(), f["name"].as_str()), (Some("function"), Some("search_web")));
+    assert_eq!(names(&r), ["explore_nearby", "search_web"]);
+    let web = r["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "search_web").unwrap();
+    let f = &web["function"];
+    assert_eq!(web["type"].as_str(), Some("function"));
     assert_eq!(f["parameters"]["required"], json!(["query"]));
     assert!(!f["description"].as_str().unwrap().is_empty());
 
     let h = Harness::without_key(kind).await;
     let (_, r) = h.send("GET", "/tools", "").await;
-    assert_eq!(r["tools"], json!([]));
+    assert_eq!(names(&r), ["explore_nearby"]);
     let (status, r) = h.post("/tools/search_web", json!({"query": "x"})).await;
     assert_eq!((status, r["error"]["code"].as_str()), (404, Some("not_found")));
 }
