@@ -31,7 +31,7 @@ fn app(dir: &std::path::Path, embedding: Option<&EmbeddingServer>) -> App {
     let index = shared::compose::vector_index(&config).unwrap();
     let clock = Arc::new(shared::clock::ManualClock::new(integration::rag::now()));
     let indexer = shared::compose::indexer(&config, index, records, clock).unwrap();
-    App { indexer, rate: 6000 }
+    App { indexer, rate: 6000, objects: None }
 }
 
 /// A JSON Lines file of `n` activities (the ones whose index is in `marked` say 故障 in their
@@ -159,4 +159,33 @@ fn payloads_and_arguments_are_read_and_checked() {
     let args: Vec<String> = ["--dry-run", "--from", "x.jsonl", "--batch-size", "7"].map(String::from).to_vec();
     assert_eq!(backfill::job_from_args(&args).unwrap(), job(Some("x.jsonl".into()), true, false, 7));
     assert!(backfill::job_from_args(&["--fast".to_owned()]).is_err());
+}
+
+// Given a source in S3 (a fake S3 endpoint on 127.0.0.1 speaking GetObject), then it is
+// imported like a file; a missing object is a 400 naming it, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_s3_source_is_imported_like_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(source(dir.path(), 5, &[])).unwrap();
+    let s3 = wiremock::MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path("/imports/activities.jsonl"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(text))
+        .mount(&s3)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(404).set_body_string(
+            "<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>",
+        ))
+        .mount(&s3)
+        .await;
+    let server = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    let mut app = app(dir.path(), Some(&server));
+    app.objects = Some(shared::backfill::Objects::local(&s3.uri()));
+    let s = run(&app, &job(Some("s3://imports/activities.jsonl".into()), false, false, 100)).await;
+    assert_eq!((s.imported, s.processed), (5, 5), "{s:?}");
+    let e = backfill::cli(&app, &job(Some("s3://imports/missing.jsonl".into()), false, false, 100)).await.unwrap_err();
+    assert_eq!(e.status(), 400);
+    assert!(e.to_string().contains("s3://imports/missing.jsonl"), "{e}");
+    assert_eq!(app.indexer.index.count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 5);
 }

@@ -2,7 +2,8 @@
 //!
 //! 1. migrates: ensures the collection, its vectors and payload indexes exist with the
 //!    embedder's dimension (a dry run reports what it would create);
-//! 2. imports activities from a JSON Lines file when given (`source`), in batches;
+//! 2. imports activities from a JSON Lines file or S3 object (`s3://bucket/key`) when given
+//!    (`source`), in batches;
 //! 3. embeds every point still `pending` (every point with `force`), `batchSize` (100) texts
 //!    per embedder call, at most `BACKFILL_RATE` calls a minute; 429s and `Retry-After` are
 //!    honoured by the embedder's retries.
@@ -30,7 +31,7 @@ pub struct Job {
     pub dry_run: bool,
     pub force: bool,
     pub batch_size: usize,
-    /// A JSON Lines file of activities to import first.
+    /// A JSON Lines file (a path, or `s3://bucket/key`) of activities to import first.
     pub source: Option<String>,
 }
 
@@ -81,11 +82,68 @@ pub struct Summary {
     pub errors: usize,
 }
 
-/// Runs `job`; `progress` sees the counters after each batch.
+/// Reads S3 objects for `s3://` sources.
+pub struct Objects(aws_sdk_s3::Client);
+
+impl Objects {
+    /// A client from the standard AWS environment (region, credentials, `AWS_ENDPOINT_URL_S3`).
+    pub async fn from_env() -> Self {
+        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Self(aws_sdk_s3::Client::new(&sdk))
+    }
+
+    /// A client for an S3-compatible endpoint with fixed credentials (local stacks, tests).
+    pub fn local(endpoint: &str) -> Self {
+        let config = aws_sdk_s3::config::Builder::new()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_s3::config::Credentials::new("local", "local", None, None, "local"))
+            .endpoint_url(endpoint)
+            .force_path_style(true)
+            .build();
+        Self(aws_sdk_s3::Client::from_conf(config))
+    }
+
+    async fn get(&self, bucket: &str, key: &str) -> Result<String> {
+        let fail = |e: &dyn std::fmt::Display| Error::invalid("invalid_source", format!("s3://{bucket}/{key}: {e}"));
+        let object = self
+            .0
+            .get_object()
+            .bucket(bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| fail(&aws_sdk_s3::error::DisplayErrorContext(e)))?;
+        let bytes = object.body.collect().await.map_err(|e| fail(&e))?.into_bytes();
+        String::from_utf8(bytes.to_vec()).map_err(|e| fail(&e))
+    }
+}
+
+/// The text of `source`: a local file, or an S3 object read through `objects`.
+async fn read_source(source: &str, objects: Option<&Objects>) -> Result<String> {
+    match source.strip_prefix("s3://") {
+        Some(rest) => {
+            let (bucket, key) = rest
+                .split_once('/')
+                .filter(|(b, k)| !b.is_empty() && !k.is_empty())
+                .ok_or_else(|| Error::invalid("invalid_source", format!("{source}: expected s3://bucket/key")))?;
+            match objects {
+                Some(objects) => objects.get(bucket, key).await,
+                None => Objects::from_env().await.get(bucket, key).await,
+            }
+        }
+        None => std::fs::read_to_string(source)
+            .map_err(|e| Error::invalid("invalid_source", format!("source {source}: {e}"))),
+    }
+}
+
+/// Runs `job`; `progress` sees the counters after each batch. `objects` reads `s3://`
+/// sources (a client from the AWS environment is built when `None` and one is needed).
 pub async fn run(
     indexer: &Indexer,
     job: &Job,
     rate_per_minute: u32,
+    objects: Option<&Objects>,
     mut progress: impl FnMut(&Summary),
 ) -> Result<Summary> {
     let mut summary = Summary { dry_run: job.dry_run, ..Summary::default() };
@@ -111,8 +169,7 @@ pub async fn run(
     // Points written by this run are not tried twice in it.
     let mut seen = std::collections::HashSet::new();
     if let Some(path) = &job.source {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::invalid("invalid_source", format!("source {path}: {e}")))?;
+        let text = read_source(path, objects).await?;
         let mut activities = Vec::new();
         for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             match serde_json::from_str(line)

@@ -150,6 +150,9 @@ async fn activities(data_dir: &str) -> Result {
                 hit.get("similarity").map_or("-".to_owned(), |s| format!("{:.3}", s.as_f64().unwrap_or_default())),
                 hit["distanceKm"].as_f64().unwrap_or_default(),
             );
+            if let Some(why) = hit["matchReason"].as_str() {
+                println!("     {why}");
+            }
         }
         if let Some(reason) = r["degradedReason"].as_str() {
             println!("  (lexical ranking: {reason})");

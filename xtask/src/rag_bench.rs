@@ -341,10 +341,10 @@ pub async fn backfill() -> crate::Result {
             batch_size: 100,
             source: Some(source.display().to_string()),
         };
-        shared::backfill::run(&build(false)?, &import, 6000, |_| {}).await?;
+        shared::backfill::run(&build(false)?, &import, 6000, None, |_| {}).await?;
         let sweep = shared::backfill::Job { dry_run: false, force: false, batch_size: batch, source: None };
         let started = Instant::now();
-        let summary = shared::backfill::run(&build(true)?, &sweep, rate, |_| {}).await?;
+        let summary = shared::backfill::run(&build(true)?, &sweep, rate, None, |_| {}).await?;
         let took = started.elapsed();
         println!(
             "{label}: {} embedded, {} errors in {:.2} s = {:.0} activities/s",

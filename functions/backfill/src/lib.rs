@@ -1,6 +1,6 @@
 //! The `backfill` function: the migration, import and embedding job of `shared::backfill`,
 //! invoked by an EventBridge schedule (hourly: sweep pending points), directly
-//! (`{dryRun, force, batchSize, source}`), or as a local CLI (`--dry-run`, `--force`,
+//! (`{dryRun, force, batchSize, source}`; `source` a path or `s3://bucket/key`), or as a local CLI (`--dry-run`, `--force`,
 //! `--from FILE`, `--batch-size N`) that draws a progress bar on a terminal.
 
 use std::io::{IsTerminal, Write as _};
@@ -21,6 +21,8 @@ pub struct App {
     pub indexer: Indexer,
     /// Embedder calls per minute (`BACKFILL_RATE`).
     pub rate: u32,
+    /// Reads `s3://` sources; `None` builds a client from the AWS environment when one is given.
+    pub objects: Option<backfill::Objects>,
 }
 
 /// The job's services as the environment configures them.
@@ -29,14 +31,14 @@ pub async fn from_env() -> Result<App> {
     let records = compose::records(&config).await?;
     let mut indexer = compose::indexer(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))?;
     indexer.embed_timeout = indexer.embed_timeout.max(BATCH_TIMEOUT);
-    Ok(App { indexer, rate: config.backfill_rate })
+    Ok(App { indexer, rate: config.backfill_rate, objects: None })
 }
 
 /// One invocation: a schedule event or a direct payload.
 pub async fn handle(app: &App, event: &Value) -> Result<Summary> {
     let job = Job::from_event(event)?;
     tracing::info!(?job, "backfill started");
-    backfill::run(&app.indexer, &job, app.rate, |_| {}).await
+    backfill::run(&app.indexer, &job, app.rate, app.objects.as_ref(), |_| {}).await
 }
 
 /// The CLI's job from its arguments.
@@ -68,7 +70,7 @@ fn usage(problem: &str) -> Error {
 /// Runs `job` from a terminal or a script: a progress bar on a terminal, the summary as JSON.
 pub async fn cli(app: &App, job: &Job) -> Result<Summary> {
     let bar = std::io::stderr().is_terminal();
-    let summary = backfill::run(&app.indexer, job, app.rate, |s| {
+    let summary = backfill::run(&app.indexer, job, app.rate, app.objects.as_ref(), |s| {
         if bar {
             let done = s.processed + s.skipped + s.errors;
             let width = 30;
