@@ -166,22 +166,48 @@ pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn C
     })
 }
 
-/// The embedder, if `EMBEDDING_API_KEY` is set; without one retrieval is lexical only.
-pub fn embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
-    let Some(key) = &config.embedding_api_key else { return Ok(None) };
-    let embedder = OpenAiEmbedder::new(
-        &config.embedding_base_url,
-        key.clone(),
-        &config.embedding_provider,
-        &config.embedding_model,
-        config.embedding_dimensions,
-        config.upstream_timeout,
-    )
-    .map_err(|e| Error::Config(e.to_string()))?;
-    Ok(Some(Arc::new(embedder)))
+/// The embedder `EMBEDDING_PROVIDER` selects, or why there is none (the OpenAI adapter without
+/// `EMBEDDING_API_KEY`). The local model is mapped on its first embedding, not here.
+#[cfg(feature = "vector-index")]
+pub fn embedder(config: &Config) -> Result<crate::embedder::Configured> {
+    use crate::config::EmbedderKind;
+    let embedder: Arc<dyn Embedder> = match config.embedder {
+        EmbedderKind::Local => Arc::new(crate::embedder::e5::LocalEmbedder::new(config.embedding_model_path.clone())),
+        EmbedderKind::OpenAi => {
+            let Some(key) = &config.embedding_api_key else {
+                return Ok(Err("no embedder configured (EMBEDDING_PROVIDER=openai, EMBEDDING_API_KEY unset)".into()));
+            };
+            Arc::new(
+                OpenAiEmbedder::new(
+                    &config.embedding_base_url,
+                    key.clone(),
+                    &config.embedding_provider,
+                    &config.embedding_model,
+                    config.embedding_dimensions,
+                    config.upstream_timeout,
+                )
+                .map_err(|e| Error::Config(e.to_string()))?,
+            )
+        }
+    };
+    Ok(Ok(embedder))
 }
 
-/// The vector index `VECTOR_STORE` selects, sized for the embedder's dimension.
+/// The dense vector the configured model writes and searches: its own name, its dimension.
+#[cfg(feature = "vector-index")]
+pub fn dense_space(config: &Config) -> crate::index::DenseSpace {
+    use crate::config::EmbedderKind;
+    use crate::embedder::{e5, vector_name};
+    let (provider, model, dimensions) = match config.embedder {
+        EmbedderKind::Local => ("local", e5::MODEL, e5::DIMENSIONS),
+        EmbedderKind::OpenAi => {
+            (config.embedding_provider.as_str(), config.embedding_model.as_str(), config.embedding_dimensions)
+        }
+    };
+    crate::index::DenseSpace { name: vector_name(provider, model, dimensions), dimensions }
+}
+
+/// The vector index `VECTOR_STORE` selects, for the configured model's dense vector.
 #[cfg(feature = "vector-index")]
 pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::index::VectorIndex>> {
     use crate::config::VectorStoreKind;
@@ -191,14 +217,14 @@ pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::index::VectorIndex
         VectorStoreKind::Edge => Arc::new(EdgeIndex::new(
             &config.data_dir,
             &config.qdrant_collection,
-            config.embedding_dimensions,
+            dense_space(config),
             config.edge_sharing,
         )),
         VectorStoreKind::Qdrant { url, api_key } => Arc::new(QdrantIndex::new(
             url,
             api_key.as_ref(),
             &config.qdrant_collection,
-            config.embedding_dimensions,
+            dense_space(config),
             config.upstream_timeout,
         )?),
     })
@@ -242,6 +268,7 @@ pub fn retrieval(
         embed_timeout: config.rag_embed_timeout,
         min_similarity: config.rag_min_similarity,
         fusion: config.rag_fusion,
+        lexical_weight: config.rag_lexical_weight,
         reasons: match config.rag_match_reason {
             crate::config::MatchReason::Off => crate::retrieval::Reasons::Off,
             crate::config::MatchReason::Template => crate::retrieval::Reasons::Template,

@@ -71,7 +71,13 @@ pub struct Config {
     pub detail_concurrency: usize,
     /// Zone in which an activity's 周几 / 早上…深夜 are said (`ACTIVITY_TIMEZONE`).
     pub activity_timezone: chrono_tz::Tz,
-    /// The embedding model (OpenAI-compatible); no key -> no embedder (lexical retrieval).
+    /// Which embedder (`EMBEDDING_PROVIDER`): `local` (the bundled e5, default without a key) or
+    /// `openai` (default with `EMBEDDING_API_KEY`).
+    pub embedder: EmbedderKind,
+    /// The bundled model's file (`EMBEDDING_MODEL_PATH`; default: where
+    /// `infra/fetch-model.sh` puts it).
+    pub embedding_model_path: PathBuf,
+    /// The OpenAI-compatible embedding API; no key -> no embedder (lexical retrieval).
     pub embedding_api_key: Option<Secret>,
     pub embedding_base_url: String,
     pub embedding_provider: String,
@@ -82,10 +88,13 @@ pub struct Config {
     pub edge_sharing: EdgeSharing,
     /// The collection (`QDRANT_COLLECTION`), also the Edge shard's directory name.
     pub qdrant_collection: String,
-    /// Dense hits below this cosine are dropped (`RAG_MIN_SIMILARITY`).
-    pub rag_min_similarity: f32,
+    /// Dense hits below this cosine are dropped (`RAG_MIN_SIMILARITY`; default: the
+    /// embedder's own floor).
+    pub rag_min_similarity: Option<f32>,
     /// `rrf` (dense + lexical) or `dense` (`RAG_FUSION`).
     pub rag_fusion: Fusion,
+    /// Weight of the lexical list against the dense list's 1 in `rrf` (`RAG_LEXICAL_WEIGHT`).
+    pub rag_lexical_weight: f32,
     /// Time box of a search's query embedding (`RAG_EMBED_TIMEOUT_MS`).
     pub rag_embed_timeout: Duration,
     pub rag_match_reason: MatchReason,
@@ -98,6 +107,19 @@ pub struct Config {
     /// Time box of an index write's embedding (`INDEX_EMBED_TIMEOUT_MS`); past it, points are
     /// written pending.
     pub index_embed_timeout: Duration,
+}
+
+/// Weight of the lexical list in the fusion, against 1 for the dense list: tuned on the intent
+/// dev set (`cargo xtask quality`); a fixed 50/50 buries intent queries under word matches.
+pub const DEFAULT_LEXICAL_WEIGHT: f32 = 0.5;
+
+/// Which embedder adapter to build (`EMBEDDING_PROVIDER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedderKind {
+    /// multilingual-e5-small in process (`embedder::e5`).
+    Local,
+    /// An OpenAI-compatible `/embeddings` API (`EMBEDDING_API_KEY`, `EMBEDDING_BASE_URL`).
+    OpenAi,
 }
 
 /// How retrieval combines dense and lexical hits (`RAG_FUSION`).
@@ -235,6 +257,24 @@ impl Config {
                     Error::Config(format!("ACTIVITY_TIMEZONE {zone:?} is not an IANA zone such as Asia/Shanghai"))
                 })?,
             },
+            embedder: match get("EMBEDDING_PROVIDER").as_deref() {
+                None if get("EMBEDDING_API_KEY").is_some() => EmbedderKind::OpenAi,
+                None | Some("local") => EmbedderKind::Local,
+                Some("openai") => EmbedderKind::OpenAi,
+                Some(other) => {
+                    return Err(Error::Config(format!("EMBEDDING_PROVIDER must be local or openai, not {other:?}")));
+                }
+            },
+            embedding_model_path: get("EMBEDDING_MODEL_PATH").map_or_else(
+                || {
+                    get("RESEARCH_BUNDLE_CACHE")
+                        .map(PathBuf::from)
+                        .or_else(|| get("HOME").map(|h| PathBuf::from(h).join(".cache/research-bundle")))
+                        .unwrap_or_else(|| PathBuf::from(".cache/research-bundle"))
+                        .join("models/e5-small-q4.bin")
+                },
+                PathBuf::from,
+            ),
             embedding_api_key: get("EMBEDDING_API_KEY").map(Secret),
             embedding_base_url: base_url("EMBEDDING_BASE_URL", "https://open.bigmodel.cn/api/paas/v4"),
             embedding_provider: get("EMBEDDING_PROVIDER_NAME").unwrap_or_else(|| "zhipu".into()),
@@ -264,15 +304,21 @@ impl Config {
                 name
             },
             rag_min_similarity: match get("RAG_MIN_SIMILARITY") {
-                None => 0.5,
-                Some(v) => v.parse::<f32>().ok().filter(|s| (-1.0..=1.0).contains(s)).ok_or_else(|| {
+                None => None,
+                Some(v) => Some(v.parse::<f32>().ok().filter(|s| (-1.0..=1.0).contains(s)).ok_or_else(|| {
                     Error::Config(format!("RAG_MIN_SIMILARITY must be a cosine from -1 to 1, not {v:?}"))
-                })?,
+                })?),
             },
             rag_fusion: match get("RAG_FUSION").as_deref().unwrap_or("rrf") {
                 "rrf" => Fusion::Rrf,
                 "dense" => Fusion::Dense,
                 other => return Err(Error::Config(format!("RAG_FUSION must be rrf or dense, not {other:?}"))),
+            },
+            rag_lexical_weight: match get("RAG_LEXICAL_WEIGHT") {
+                None => DEFAULT_LEXICAL_WEIGHT,
+                Some(v) => v.parse::<f32>().ok().filter(|w| (0.0..=10.0).contains(w)).ok_or_else(|| {
+                    Error::Config(format!("RAG_LEXICAL_WEIGHT must be a number from 0 to 10, not {v:?}"))
+                })?,
             },
             rag_embed_timeout: Duration::from_millis(number("RAG_EMBED_TIMEOUT_MS", 1500)?),
             rag_match_reason: match get("RAG_MATCH_REASON").as_deref().unwrap_or("template") {
@@ -319,6 +365,22 @@ mod tests {
         assert_eq!(c.codex_retry_base, Duration::from_secs(5));
         assert_eq!(c.research_provider, ResearchProvider::Search);
         assert_eq!(c.activity_timezone, chrono_tz::Asia::Shanghai);
+    }
+
+    #[test]
+    fn the_embedder_is_local_without_a_key_and_openai_with_one() {
+        let c = config(&[("HOME", "/home/u")]).unwrap();
+        assert_eq!(c.embedder, EmbedderKind::Local);
+        assert_eq!(c.embedding_model_path, PathBuf::from("/home/u/.cache/research-bundle/models/e5-small-q4.bin"));
+        assert_eq!(c.rag_min_similarity, None);
+        assert_eq!(config(&[("EMBEDDING_API_KEY", "k")]).unwrap().embedder, EmbedderKind::OpenAi);
+        let c = config(&[("EMBEDDING_API_KEY", "k"), ("EMBEDDING_PROVIDER", "local")]).unwrap();
+        assert_eq!(c.embedder, EmbedderKind::Local);
+        assert_eq!(config(&[("EMBEDDING_PROVIDER", "openai")]).unwrap().embedder, EmbedderKind::OpenAi);
+        let e = config(&[("EMBEDDING_PROVIDER", "bert")]).unwrap_err();
+        assert!(e.to_string().contains("EMBEDDING_PROVIDER"));
+        let c = config(&[("EMBEDDING_MODEL_PATH", "/opt/models/e5.bin"), ("RAG_MIN_SIMILARITY", "0.7")]).unwrap();
+        assert_eq!((c.embedding_model_path, c.rag_min_similarity), (PathBuf::from("/opt/models/e5.bin"), Some(0.7)));
     }
 
     #[test]

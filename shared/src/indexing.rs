@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::activity::Activity;
-use crate::embedder::{self, Embedder};
+use crate::embedder::{self, Input};
 use crate::error::{Error, Result};
 use crate::index::bm25::Bm25;
 use crate::index::{Point, VectorIndex, point_id};
@@ -97,7 +97,7 @@ pub fn activity_of(payload: &Map<String, Value>) -> Result<Activity> {
 
 pub struct Indexer {
     pub index: Arc<dyn VectorIndex>,
-    pub embedder: Option<Arc<dyn Embedder>>,
+    pub embedder: embedder::Configured,
     pub ledger: Ledger,
     pub bm25: Arc<Bm25>,
     pub zone: Tz,
@@ -159,7 +159,17 @@ impl Indexer {
         let mut pending_reason = None;
         if !wanted.is_empty() {
             let inputs: Vec<String> = wanted.iter().map(|&i| texts[i].clone()).collect();
-            match self.embed(&inputs, request_id).await {
+            let embedded = embedder::embed_within(
+                &self.embedder,
+                &self.ledger,
+                self.retry,
+                self.embed_timeout,
+                AGENT,
+                request_id,
+                &inputs,
+                Input::Passage,
+            );
+            match embedded.await {
                 Ok(vectors) => {
                     for (&i, v) in wanted.iter().zip(vectors) {
                         dense[i] = Some(v);
@@ -200,19 +210,6 @@ impl Indexer {
             self.index.delete(&[id]).await?;
         }
         Ok(existed)
-    }
-
-    /// Dense vectors for `inputs`, or why there are none.
-    async fn embed(&self, inputs: &[String], request_id: &str) -> std::result::Result<Vec<Vec<f32>>, String> {
-        let Some(embedder) = &self.embedder else {
-            return Err("no embedder configured (EMBEDDING_API_KEY unset): lexical retrieval only".into());
-        };
-        let call = embedder::embed(embedder.as_ref(), &self.ledger, self.retry, AGENT, request_id, inputs);
-        match tokio::time::timeout(self.embed_timeout, call).await {
-            Ok(Ok(vectors)) => Ok(vectors),
-            Ok(Err(e)) => Err(format!("embedder failed: {e}")),
-            Err(_) => Err(format!("embedder took longer than {} ms", self.embed_timeout.as_millis())),
-        }
     }
 }
 

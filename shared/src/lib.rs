@@ -26,6 +26,8 @@ pub mod llm;
 pub mod metrics;
 pub mod pricing;
 pub mod provider;
+#[cfg(feature = "vector-index")]
+pub mod quality;
 pub mod query;
 #[cfg(feature = "vector-index")]
 pub mod reasons;

@@ -31,7 +31,7 @@ use crate::activity::Activity;
 use crate::api;
 use crate::clock::Clock;
 use crate::config::Fusion;
-use crate::embedder::{self, Embedder};
+use crate::embedder::{self, Input};
 use crate::error::{Error, Result};
 use crate::index::bm25::Bm25;
 use crate::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
@@ -281,15 +281,18 @@ impl SearchResponse {
 
 pub struct Retrieval {
     pub index: Arc<dyn VectorIndex>,
-    pub embedder: Option<Arc<dyn Embedder>>,
+    pub embedder: embedder::Configured,
     pub ledger: Ledger,
     pub bm25: Arc<Bm25>,
     pub clock: Arc<dyn Clock>,
     pub retry: RetryPolicy,
     /// Time box of the query embedding (retries included), within seed 004's 3 s.
     pub embed_timeout: Duration,
-    pub min_similarity: f32,
+    /// Cosine floor of a dense match (`RAG_MIN_SIMILARITY`); `None`: the embedder's own.
+    pub min_similarity: Option<f32>,
     pub fusion: Fusion,
+    /// Weight of the lexical list in the fusion (`RAG_LEXICAL_WEIGHT`; the dense list's is 1).
+    pub lexical_weight: f32,
     pub reasons: Reasons,
     pub interests: Interests,
     /// Zone of the time in template reasons (`ACTIVITY_TIMEZONE`).
@@ -378,8 +381,10 @@ impl Retrieval {
         degraded_reason: &mut Option<String>,
     ) -> Result<(Strategy, Vec<Ranked>)> {
         let lexical = self.index.search_sparse(&self.bm25.query(query), filter, CHANNEL_DEPTH).await?;
-        let vector = match self.embed_query(query, request_id).await {
-            Ok(v) => Some(v),
+        let inputs = [query.to_owned()];
+        let embedded = self.embed(&inputs, request_id).await;
+        let vector = match embedded {
+            Ok(mut v) => v.pop(),
             Err(reason) => {
                 tracing::warn!(%reason, "query embedding unavailable: lexical ranking only");
                 *degraded_reason = Some(reason);
@@ -389,10 +394,11 @@ impl Retrieval {
         let (strategy, fused) = match &vector {
             None => (Strategy::Lexical, lexical),
             Some(v) => {
-                let dense = self.index.search_dense(v, filter, CHANNEL_DEPTH, self.min_similarity).await?;
+                let floor = self.min_similarity.or(self.embedder.as_ref().ok().map(|e| e.min_similarity())).unwrap_or(0.5);
+                let dense = self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?;
                 match self.fusion {
                     Fusion::Dense => (Strategy::Dense, dense),
-                    Fusion::Rrf => (Strategy::Hybrid, rrf(&[&dense, &lexical])),
+                    Fusion::Rrf => (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.lexical_weight)])),
                 }
             }
         };
@@ -428,17 +434,9 @@ impl Retrieval {
     pub async fn set_preferences(&self, user: &str, body: &Map<String, Value>, request_id: &str) -> Result<Value> {
         crate::interests::check_user_id(user)?;
         let (preferences, text) = crate::interests::preferences(body)?;
-        let (vector, reason) = match &self.embedder {
-            None => (None, Some("no embedder configured (EMBEDDING_API_KEY unset)".to_owned())),
-            Some(embedder) => {
-                let inputs = [text];
-                let call = embedder::embed(embedder.as_ref(), &self.ledger, self.retry, AGENT, request_id, &inputs);
-                match tokio::time::timeout(self.embed_timeout, call).await {
-                    Ok(Ok(mut v)) => (v.pop(), None),
-                    Ok(Err(e)) => (None, Some(format!("embedder failed: {e}"))),
-                    Err(_) => (None, Some("embedder timed out".to_owned())),
-                }
-            }
+        let (vector, reason) = match self.embed(&[text], request_id).await {
+            Ok(mut v) => (v.pop(), None),
+            Err(reason) => (None, Some(reason)),
         };
         self.interests.set_preferences(user, &preferences, vector.as_deref()).await?;
         let mut out = serde_json::json!({"userId": user, "preferences": preferences, "embedded": vector.is_some()});
@@ -485,32 +483,25 @@ impl Retrieval {
         }
     }
 
-    /// The query's dense vector, or why there is none.
-    async fn embed_query(&self, query: &str, request_id: &str) -> std::result::Result<Vec<f32>, String> {
-        let Some(embedder) = &self.embedder else {
-            return Err("no embedder configured (EMBEDDING_API_KEY unset)".into());
-        };
-        let inputs = [query.to_owned()];
-        let call = embedder::embed(embedder.as_ref(), &self.ledger, self.retry, AGENT, request_id, &inputs);
-        match tokio::time::timeout(self.embed_timeout, call).await {
-            Ok(Ok(mut vectors)) => vectors.pop().ok_or_else(|| "embedder returned no vector".to_owned()),
-            Ok(Err(e)) => Err(format!("embedder failed: {e}")),
-            Err(_) => Err(format!("embedder took longer than {} ms", self.embed_timeout.as_millis())),
-        }
+    /// Query-side vectors of `inputs` (a query, stated preferences) within the time box, or why
+    /// there are none.
+    async fn embed(&self, inputs: &[String], request_id: &str) -> std::result::Result<Vec<Vec<f32>>, String> {
+        let (ledger, retry, timeout) = (&self.ledger, self.retry, self.embed_timeout);
+        embedder::embed_within(&self.embedder, ledger, retry, timeout, AGENT, request_id, inputs, Input::Query).await
     }
 }
 
-/// Reciprocal rank fusion of ranked lists: Σ 1 / (k + rank), best first.
-pub fn rrf(lists: &[&[Hit]]) -> Vec<Hit> {
+/// Weighted reciprocal rank fusion of ranked lists: Σ weight / (k + rank), best first.
+pub fn rrf(lists: &[(&[Hit], f32)]) -> Vec<Hit> {
     let mut scores: HashMap<Uuid, f32> = HashMap::new();
     let mut first_seen: Vec<Uuid> = Vec::new();
-    for list in lists {
+    for (list, weight) in lists {
         for (rank, hit) in list.iter().enumerate() {
             let entry = scores.entry(hit.id).or_insert_with(|| {
                 first_seen.push(hit.id);
                 0.0
             });
-            *entry += 1.0 / (RRF_K + rank as f32 + 1.0);
+            *entry += weight / (RRF_K + rank as f32 + 1.0);
         }
     }
     let mut fused: Vec<Hit> = first_seen.into_iter().map(|id| Hit { id, score: scores[&id] }).collect();
@@ -589,8 +580,14 @@ mod tests {
         let [a, b, c] = [Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3)];
         let dense = [Hit { id: a, score: 0.9 }, Hit { id: b, score: 0.8 }];
         let lexical = [Hit { id: b, score: 7.0 }, Hit { id: c, score: 5.0 }];
-        let fused: Vec<Uuid> = rrf(&[&dense, &lexical]).into_iter().map(|h| h.id).collect();
+        let fused: Vec<Uuid> = rrf(&[(&dense, 1.0), (&lexical, 1.0)]).into_iter().map(|h| h.id).collect();
         assert_eq!(fused, [b, a, c]);
+        // A light lexical list adds to agreement but cannot outrank the dense leader alone.
+        let fused: Vec<Uuid> = rrf(&[(&dense, 1.0), (&lexical, 0.3)]).into_iter().map(|h| h.id).collect();
+        assert_eq!(fused, [b, a, c]);
+        let lexical_first = [Hit { id: c, score: 9.0 }];
+        let fused: Vec<Uuid> = rrf(&[(&dense, 1.0), (&lexical_first, 0.3)]).into_iter().map(|h| h.id).collect();
+        assert_eq!(fused, [a, b, c]);
     }
 
     #[test]

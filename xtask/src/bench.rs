@@ -16,7 +16,7 @@ use shared::report::{Params, Report, html as report_html, text as report_text};
 use shared::search::STORE_RETRY;
 
 use crate::runtime_api::RuntimeApi;
-use crate::{Result, build_function, fixture, sample_upstream};
+use crate::{Result, build_functions, fixture, sample_upstream};
 
 /// Runs the benches named in `only` (`search`, `report`, `rag`, `backfill`), or all.
 pub async fn run(only: Option<&str>) -> Result {
@@ -261,7 +261,7 @@ async fn handler_cache_hit() -> Result {
 }
 
 async fn cold_start() -> Result {
-    let binary = build_function("search", true)?;
+    let [binary] = build_functions(["search"], true)?;
     let dir = tempfile::tempdir()?;
     let event = fixture("search.json")?;
     let env = [

@@ -1,12 +1,17 @@
 //! `cargo xtask demo`: the functions, run as Lambda runs them, with no keys and no cloud.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use crate::runtime_api::RuntimeApi;
-use crate::{Result, api_event, build_function, fixture, sample_upstream};
+use crate::{Result, api_event, build_functions, fixture, sample_upstream};
 
 pub async fn run() -> Result {
-    let binary = build_function("search", false)?;
+    crate::ensure_model()?;
+    let [search_bin, report_bin, research_bin, indexer, searcher] =
+        build_functions(["search", "cost-report", "research", "index-activity", "rag-search"], false)?;
+    let binary = search_bin;
     let data_dir = std::env::var("DATA_DIR").unwrap_or_else(|_| "./.data".into());
 
     println!("\n=== 1. Embedded default: no PERPLEXITY_API_KEY, records in {data_dir}/records.sqlite3");
@@ -55,7 +60,7 @@ pub async fn run() -> Result {
     );
 
     println!("\n=== 3. The cost-report function over the same records");
-    let binary = build_function("cost-report", false)?;
+    let binary = report_bin;
     let api = RuntimeApi::start().await?;
     let mut child =
         api.spawn(&binary, &[("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.clone())], true)?;
@@ -71,7 +76,7 @@ pub async fn run() -> Result {
     child.kill().await?;
 
     println!("\n=== 4. The research function (response streaming), mock model");
-    let binary = build_function("research", false)?;
+    let binary = research_bin;
     let api = RuntimeApi::start().await?;
     let env = [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.clone()), ("LLM_API_KEY", String::new())];
     let mut child = api.spawn(&binary, &env, true)?;
@@ -89,7 +94,7 @@ pub async fn run() -> Result {
     }
     child.kill().await?;
 
-    activities(&data_dir).await
+    activities(&data_dir, &indexer, &searcher).await
 }
 
 /// The seed's example queries, asked around People's Square, Shanghai.
@@ -97,10 +102,8 @@ const SEED_QUERIES: &[&str] = &["轻松的小局", "适合社恐的活动", "周
 
 /// Section 5: `index-activity` and `rag-search` as two processes sharing one Qdrant Edge
 /// directory, over the sample activities (`infra/sample/activities.jsonl`).
-async fn activities(data_dir: &str) -> Result {
+async fn activities(data_dir: &str, indexer: &Path, searcher: &Path) -> Result {
     println!("\n=== 5. Activity retrieval (seed 004): index-activity and rag-search, two processes, one Qdrant Edge");
-    let indexer = build_function("index-activity", false)?;
-    let searcher = build_function("rag-search", false)?;
     let env =
         [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.to_owned()), ("EMBEDDING_API_KEY", String::new())];
     let index_api = RuntimeApi::start().await?;

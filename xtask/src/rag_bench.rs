@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 use shared::activity::Activity;
 use shared::clock::{Clock, ManualClock};
 use shared::config::{Config, EdgeSharing, Fusion};
-use shared::embedder::Embedder;
+use shared::embedder::{Embedder, Input};
 use shared::index::bm25::Bm25;
 use shared::index::edge::EdgeIndex;
-use shared::index::{HardFilter, Near, Point, VectorIndex, point_id};
+use shared::index::{DenseSpace, HardFilter, Near, Point, VectorIndex, point_id};
 use shared::indexing::payload;
 use shared::provider::{ProviderError, Usage};
 use shared::records::LocalRecords;
@@ -78,7 +78,7 @@ impl Embedder for Table {
     fn dimensions(&self) -> usize {
         self.1
     }
-    async fn embed_batch(&self, inputs: &[String]) -> Result<(Vec<Vec<f32>>, Usage), ProviderError> {
+    async fn embed_batch(&self, inputs: &[String], _: Input) -> Result<(Vec<Vec<f32>>, Usage), ProviderError> {
         let table = self.0.lock().unwrap();
         let vectors = inputs.iter().map(|t| table.get(t).cloned().unwrap_or_else(|| vec![0.0; self.1])).collect();
         Ok((vectors, Usage::default()))
@@ -134,7 +134,8 @@ pub async fn run() -> crate::Result {
     }
     println!("prepared (BM25 of the enriched texts) in {:.1} s", started.elapsed().as_secs_f64());
 
-    let index = Arc::new(EdgeIndex::new(dir.path(), "activities", dims, EdgeSharing::Exclusive));
+    let space = DenseSpace { name: "bench".into(), dimensions: dims };
+    let index = Arc::new(EdgeIndex::new(dir.path(), "activities", space.clone(), EdgeSharing::Exclusive));
     let started = Instant::now();
     let mut batch = Vec::with_capacity(BATCH);
     for p in points_of {
@@ -163,15 +164,16 @@ pub async fn run() -> crate::Result {
     let config = Config::from_lookup(|_| None)?;
     let retrieval = Retrieval {
         index: index.clone(),
-        embedder: Some(table.clone()),
+        embedder: Ok(table.clone()),
         ledger: shared::compose::ledger(&config, records.clone(), clock.clone())?,
         interests: shared::interests::Interests { records, clock: clock.clone() },
         bm25: Arc::new(Bm25::new()),
         clock,
         retry: RetryPolicy::new(Duration::from_millis(10)),
         embed_timeout: Duration::from_secs(5),
-        min_similarity: 0.5,
+        min_similarity: Some(0.5),
         fusion: Fusion::Rrf,
+        lexical_weight: shared::config::DEFAULT_LEXICAL_WEIGHT,
         reasons: shared::retrieval::Reasons::Off,
         zone: chrono_tz::Asia::Shanghai,
     };
@@ -245,7 +247,7 @@ pub async fn run() -> crate::Result {
     );
 
     // The cost of sharing the directory between processes: every operation loads the shard.
-    let shared_index = EdgeIndex::new(dir.path(), "activities", dims, EdgeSharing::Shared);
+    let shared_index = EdgeIndex::new(dir.path(), "activities", space, EdgeSharing::Shared);
     drop(retrieval);
     drop(index);
     let mut counts = Vec::new();

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::Embedder;
+use super::{Embedder, Input};
 use crate::config::Secret;
 use crate::provider::http::JsonClient;
 use crate::provider::{ProviderError, Usage};
@@ -98,7 +98,8 @@ impl Embedder for OpenAiEmbedder {
         self.dimensions
     }
 
-    async fn embed_batch(&self, inputs: &[String]) -> Result<(Vec<Vec<f32>>, Usage), ProviderError> {
+    /// Queries and passages are embedded alike (the API has no such distinction).
+    async fn embed_batch(&self, inputs: &[String], _input: Input) -> Result<(Vec<Vec<f32>>, Usage), ProviderError> {
         let body = json!({"model": self.model, "input": inputs, "dimensions": self.dimensions});
         parse(&self.http.post(&self.endpoint, &self.key, &body).await?, inputs.len(), self.dimensions)
     }

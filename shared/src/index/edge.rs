@@ -31,7 +31,7 @@ use qdrant_edge::{
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{DENSE, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored};
+use super::{DenseSpace, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored};
 use crate::config::EdgeSharing as Sharing;
 use crate::error::{Error, Result};
 
@@ -44,7 +44,7 @@ pub struct EdgeIndex {
 
 struct Inner {
     dir: PathBuf,
-    dimensions: usize,
+    space: DenseSpace,
     sharing: Sharing,
     /// The kept shard ([`Sharing::Exclusive`] only).
     held: Mutex<Option<EdgeShard>>,
@@ -55,11 +55,11 @@ fn store_error(what: &str, e: impl std::fmt::Display) -> Error {
 }
 
 impl EdgeIndex {
-    /// The collection `collection` under `data_dir`, with `dimensions`-long dense vectors.
+    /// The collection `collection` under `data_dir`, with dense vectors of `space`.
     /// Nothing is opened until the first operation.
-    pub fn new(data_dir: &Path, collection: &str, dimensions: usize, sharing: Sharing) -> Self {
+    pub fn new(data_dir: &Path, collection: &str, space: DenseSpace, sharing: Sharing) -> Self {
         let dir = data_dir.join("qdrant").join(collection);
-        Self { inner: Arc::new(Inner { dir, dimensions, sharing, held: Mutex::new(None) }) }
+        Self { inner: Arc::new(Inner { dir, space, sharing, held: Mutex::new(None) }) }
     }
 
     /// Builds the HNSW index of large segments (Edge has no background optimizer). Returns
@@ -129,20 +129,15 @@ impl Inner {
                     store_error("load", e)
                 }
             })?;
-            let found = shard.config().vectors.get(DENSE).map(|v| v.size);
-            if found != Some(self.dimensions) {
-                let found = found.map_or_else(|| "no".to_owned(), |n| format!("{n}-d"));
-                return Err(Error::Config(format!(
-                    "the index at {} has {found} dense vectors but the embedder gives {}-d: \
-                     use a new collection (QDRANT_COLLECTION) or rebuild it with a backfill",
-                    self.dir.display(),
-                    self.dimensions
-                )));
+            let found: Vec<(String, usize)> =
+                shard.config().vectors.iter().map(|(n, v)| (n.clone(), v.size)).collect();
+            if !found.contains(&(self.space.name.clone(), self.space.dimensions)) {
+                return Err(self.space.mismatch(&format!("the index at {}", self.dir.display()), &found));
             }
             return Ok(shard);
         }
         std::fs::create_dir_all(&path).map_err(|e| store_error("create directory", e))?;
-        let shard = EdgeShard::new(&path, config(self.dimensions)).map_err(|e| store_error("create", e))?;
+        let shard = EdgeShard::new(&path, config(&self.space)).map_err(|e| store_error("create", e))?;
         for (field, kind) in PAYLOAD_INDEXES {
             let schema = match kind {
                 PayloadIndex::Keyword => PayloadSchemaType::Keyword,
@@ -161,10 +156,10 @@ impl Inner {
     }
 }
 
-fn config(dimensions: usize) -> EdgeConfig {
+fn config(space: &DenseSpace) -> EdgeConfig {
     EdgeConfigBuilder::new()
         .on_disk_payload(false)
-        .vector(DENSE, EdgeVectorParamsBuilder::new(dimensions, Distance::Cosine).build())
+        .vector(&space.name, EdgeVectorParamsBuilder::new(space.dimensions, Distance::Cosine).build())
         .sparse_vector(SPARSE, EdgeSparseVectorParamsBuilder::new().modifier(Modifier::Idf).build())
         .build()
 }
@@ -184,9 +179,9 @@ fn uuid_of(id: PointId) -> Result<Uuid> {
     }
 }
 
-fn dense_of(vector: Option<VectorStructInternal>) -> Option<Vec<f32>> {
+fn dense_of(vector: Option<VectorStructInternal>, dense: &str) -> Option<Vec<f32>> {
     match vector? {
-        VectorStructInternal::Named(mut named) => match named.remove(DENSE)? {
+        VectorStructInternal::Named(mut named) => match named.remove(dense)? {
             VectorInternal::Dense(v) => Some(v),
             _ => None,
         },
@@ -194,18 +189,23 @@ fn dense_of(vector: Option<VectorStructInternal>) -> Option<Vec<f32>> {
     }
 }
 
-fn point(p: Point) -> Result<PointStruct> {
+fn point(p: Point, dense_name: &str) -> Result<PointStruct> {
     let mut named = std::collections::HashMap::new();
     if let Some(dense) = p.dense {
-        named.insert(DENSE.to_owned(), Vector::new_dense(dense));
+        named.insert(dense_name.to_owned(), Vector::new_dense(dense));
     }
     let sparse = Vector::new_sparse(p.sparse.indices, p.sparse.values).map_err(|e| store_error("sparse vector", e))?;
     named.insert(SPARSE.to_owned(), sparse);
     Ok(PointStruct::new(PointId::Uuid(p.id), Vectors::from(named), Value::Object(p.payload)))
 }
 
-fn stored(id: PointId, payload: Option<qdrant_edge::Payload>, vector: Option<VectorStructInternal>) -> Result<Stored> {
-    Ok(Stored { id: uuid_of(id)?, payload: payload.map(|p| p.0).unwrap_or_default(), dense: dense_of(vector) })
+fn stored(
+    id: PointId,
+    payload: Option<qdrant_edge::Payload>,
+    vector: Option<VectorStructInternal>,
+    dense: &str,
+) -> Result<Stored> {
+    Ok(Stored { id: uuid_of(id)?, payload: payload.map(|p| p.0).unwrap_or_default(), dense: dense_of(vector, dense) })
 }
 
 fn query(
@@ -267,7 +267,7 @@ impl super::VectorIndex for EdgeIndex {
                 order_by: None,
             };
             let (records, next) = shard.scroll(request).map_err(|e| store_error("scan", e))?;
-            let points = records.into_iter().map(|r| stored(r.id, r.payload, None)).collect::<Result<Vec<_>>>()?;
+            let points = records.into_iter().map(|r| stored(r.id, r.payload, None, "")).collect::<Result<Vec<_>>>()?;
             Ok((points, next.map(uuid_of).transpose()?))
         })
         .await
@@ -277,7 +277,7 @@ impl super::VectorIndex for EdgeIndex {
         if points.is_empty() {
             return Ok(());
         }
-        let points = points.into_iter().map(|p| point(p).map(Into::into)).collect::<Result<Vec<_>>>()?;
+        let points = points.into_iter().map(|p| point(p, &self.inner.space.name).map(Into::into)).collect::<Result<Vec<_>>>()?;
         self.run(move |shard| {
             let op = UpdateOperation::PointOperation(PointOperations::UpsertPoints(PointInsertOperations::PointsList(
                 points,
@@ -302,12 +302,13 @@ impl super::VectorIndex for EdgeIndex {
 
     async fn get(&self, ids: &[Uuid], with_dense: bool) -> Result<Vec<Stored>> {
         let ids: Vec<PointId> = ids.iter().map(|&id| PointId::Uuid(id)).collect();
+        let dense = self.inner.space.name.clone();
         self.run(move |shard| {
-            let vectors = if with_dense { WithVector::Selector(vec![DENSE.into()]) } else { WithVector::Bool(false) };
+            let vectors = if with_dense { WithVector::Selector(vec![dense.clone()]) } else { WithVector::Bool(false) };
             let records = shard
                 .retrieve(&ids, Some(WithPayloadInterface::Bool(true)), Some(vectors))
                 .map_err(|e| store_error("retrieve", e))?;
-            records.into_iter().map(|r| stored(r.id, r.payload, r.vector)).collect()
+            records.into_iter().map(|r| stored(r.id, r.payload, r.vector, &dense)).collect()
         })
         .await
     }
@@ -342,7 +343,7 @@ impl super::VectorIndex for EdgeIndex {
                 };
                 let (records, next) = shard.scroll(request).map_err(|e| store_error("scroll", e))?;
                 for r in records {
-                    out.push(stored(r.id, r.payload, None)?);
+                    out.push(stored(r.id, r.payload, None, "")?);
                 }
                 match next {
                     Some(next) if order_by.is_none() => offset = Some(next),
@@ -355,7 +356,8 @@ impl super::VectorIndex for EdgeIndex {
     }
 
     async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {
-        let request = query(VectorInternal::Dense(vector.to_vec()), DENSE, f, limit, Some(threshold))?;
+        let request =
+            query(VectorInternal::Dense(vector.to_vec()), &self.inner.space.name, f, limit, Some(threshold))?;
         self.run(move |shard| hits(shard.query(request).map_err(|e| store_error("dense query", e))?)).await
     }
 

@@ -1,5 +1,6 @@
-//! The vector index port (seed 004): activities as points with a dense vector (`dense`,
-//! cosine), a BM25 sparse vector (`sparse`, IDF modifier) and a filterable payload.
+//! The vector index port (seed 004): activities as points with a dense vector named for the
+//! model that made it ([`DenseSpace`], cosine), a BM25 sparse vector (`sparse`, IDF modifier)
+//! and a filterable payload.
 //!
 //! Two adapters pass one behavioural suite: [`edge::EdgeIndex`] (Qdrant Edge, in process, on
 //! disk under `DATA_DIR`) and [`qdrant::QdrantIndex`] (a Qdrant server over gRPC). Both take
@@ -9,7 +10,8 @@
 //! A point id is the UUID v5 of the activity id ([`point_id`]): every write is idempotent.
 //! A point may lack its dense vector (embedding pending); it is still found lexically and by
 //! filters. Opening an index creates the collection and its payload indexes if missing, and
-//! refuses an existing collection whose dense dimension differs (an error naming both).
+//! refuses an existing collection built for another model or dimension (an error naming both
+//! and the way out): vector spaces are never mixed.
 //! Ranking beyond one channel (fusion, distance order) is the caller's: see `retrieval`.
 
 pub mod bm25;
@@ -23,8 +25,30 @@ use uuid::Uuid;
 
 use crate::error::Result;
 
-/// Name of the dense vector.
-pub const DENSE: &str = "dense";
+/// The dense vector of one embedding model: its name in the collection and its length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DenseSpace {
+    pub name: String,
+    pub dimensions: usize,
+}
+
+impl DenseSpace {
+    /// The error for a collection (`what`) whose dense vectors are `found` (name, size) while
+    /// the configured model writes `self`.
+    pub fn mismatch(&self, what: &str, found: &[(String, usize)]) -> crate::error::Error {
+        let found = if found.is_empty() {
+            "no dense vectors".to_owned()
+        } else {
+            found.iter().map(|(n, d)| format!("{n} ({d}-d)")).collect::<Vec<_>>().join(", ")
+        };
+        crate::error::Error::Config(format!(
+            "{what} holds vectors of {found}, but the configured embedder writes {} ({}-d): \
+             build a collection for it (set QDRANT_COLLECTION to a new name and run the backfill \
+             with --from the activities), or set EMBEDDING_PROVIDER back to the model it was built with",
+            self.name, self.dimensions
+        ))
+    }
+}
 /// Name of the BM25 sparse vector.
 pub const SPARSE: &str = "sparse";
 

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use super::{DENSE, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored};
+use super::{DenseSpace, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored};
 use crate::config::Secret;
 use crate::error::{Error, Result};
 
@@ -32,7 +32,7 @@ const PAGE: u32 = 1000;
 pub struct QdrantIndex {
     client: Qdrant,
     collection: String,
-    dimensions: usize,
+    space: DenseSpace,
     ready: OnceCell<()>,
 }
 
@@ -46,7 +46,7 @@ impl QdrantIndex {
         url: &str,
         api_key: Option<&Secret>,
         collection: &str,
-        dimensions: usize,
+        space: DenseSpace,
         timeout: Duration,
     ) -> Result<Self> {
         let mut builder = Qdrant::from_url(url).timeout(timeout).skip_compatibility_check();
@@ -54,7 +54,7 @@ impl QdrantIndex {
             builder = builder.api_key(key.expose().to_owned());
         }
         let client = builder.build().map_err(|e| Error::Config(format!("QDRANT_URL: {e}")))?;
-        Ok(Self { client, collection: collection.to_owned(), dimensions, ready: OnceCell::new() })
+        Ok(Self { client, collection: collection.to_owned(), space, ready: OnceCell::new() })
     }
 
     async fn ready(&self) -> Result<()> {
@@ -66,27 +66,28 @@ impl QdrantIndex {
         let exists = self.client.collection_exists(name).await.map_err(|e| store_error("collection_exists", e))?;
         if exists {
             let info = self.client.collection_info(name).await.map_err(|e| store_error("collection_info", e))?;
-            let found = info
+            let found: Vec<(String, usize)> = info
                 .result
                 .and_then(|i| i.config)
                 .and_then(|c| c.params)
                 .and_then(|p| p.vectors_config)
                 .and_then(|v| v.config)
-                .and_then(|c| match c {
-                    vectors_config::Config::ParamsMap(map) => map.map.get(DENSE).map(|p| p.size as usize),
-                    vectors_config::Config::Params(_) => None,
-                });
-            if found != Some(self.dimensions) {
-                let found = found.map_or_else(|| "no".to_owned(), |n| format!("{n}-d"));
-                return Err(Error::Config(format!(
-                    "Qdrant collection {name:?} has {found} dense vectors but the embedder gives {}-d: \
-                     use a new collection (QDRANT_COLLECTION) or rebuild it with a backfill",
-                    self.dimensions
-                )));
+                .map(|c| match c {
+                    vectors_config::Config::ParamsMap(map) => {
+                        map.map.into_iter().map(|(n, p)| (n, p.size as usize)).collect()
+                    }
+                    vectors_config::Config::Params(p) => vec![(String::new(), p.size as usize)],
+                })
+                .unwrap_or_default();
+            if !found.contains(&(self.space.name.clone(), self.space.dimensions)) {
+                return Err(self.space.mismatch(&format!("Qdrant collection {name:?}"), &found));
             }
         } else {
             let mut vectors = VectorsConfigBuilder::default();
-            vectors.add_named_vector_params(DENSE, VectorParamsBuilder::new(self.dimensions as u64, Distance::Cosine));
+            vectors.add_named_vector_params(
+                &self.space.name,
+                VectorParamsBuilder::new(self.space.dimensions as u64, Distance::Cosine),
+            );
             let mut sparse = SparseVectorsConfigBuilder::default();
             sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(Modifier::Idf));
             let create = CreateCollectionBuilder::new(name).vectors_config(vectors).sparse_vectors_config(sparse);
@@ -209,7 +210,7 @@ impl super::VectorIndex for QdrantIndex {
             let mut vectors = NamedVectors::default()
                 .add_vector(SPARSE, qdrant_client::qdrant::Vector::new_sparse(p.sparse.indices, p.sparse.values));
             if let Some(dense) = p.dense {
-                vectors = vectors.add_vector(DENSE, qdrant_client::qdrant::Vector::new_dense(dense));
+                vectors = vectors.add_vector(&self.space.name, qdrant_client::qdrant::Vector::new_dense(dense));
             }
             let payload = Payload::try_from(Value::Object(p.payload)).map_err(|e| store_error("payload", e))?;
             out.push(PointStruct::new(p.id.to_string(), vectors, payload));
@@ -233,14 +234,14 @@ impl super::VectorIndex for QdrantIndex {
         let mut request = GetPointsBuilder::new(&self.collection, point_ids).with_payload(true);
         if with_dense {
             request = request.with_vectors(with_vectors_selector::SelectorOptions::Include(
-                qdrant_client::qdrant::VectorsSelector { names: vec![DENSE.to_owned()] },
+                qdrant_client::qdrant::VectorsSelector { names: vec![self.space.name.clone()] },
             ));
         }
         let response = self.client.get_points(request).await.map_err(grpc("get"))?;
         let mut found: HashMap<Uuid, Stored> = HashMap::new();
         for p in response.result {
             let id = uuid_of(p.id)?;
-            let dense = p.vectors.and_then(|v| v.get_vector_by_name(DENSE)).and_then(|v| match v {
+            let dense = p.vectors.and_then(|v| v.get_vector_by_name(&self.space.name)).and_then(|v| match v {
                 vector_output::Vector::Dense(d) => Some(d.data),
                 _ => None,
             });
@@ -286,7 +287,7 @@ impl super::VectorIndex for QdrantIndex {
         self.ready().await?;
         let request = QueryPointsBuilder::new(&self.collection)
             .query(VectorInput::new_dense(vector.to_vec()))
-            .using(DENSE)
+            .using(&self.space.name)
             .filter(filter(f))
             .score_threshold(threshold)
             .limit(limit as u64);

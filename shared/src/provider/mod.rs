@@ -70,6 +70,9 @@ pub enum ProviderError {
     Refused { status: u16, message: String },
     #[error("malformed response: {0}")]
     Malformed(String),
+    /// An in-process model could not run (its file missing or broken); not retried.
+    #[error("{0}")]
+    Local(String),
 }
 
 impl Retryable for ProviderError {
@@ -77,7 +80,7 @@ impl Retryable for ProviderError {
         match self {
             Self::Timeout(_) | Self::Network(_) => Some(None),
             Self::RateLimited { retry_after } | Self::Unavailable { retry_after, .. } => Some(*retry_after),
-            Self::Unauthorized { .. } | Self::LimitReached { .. } | Self::Refused { .. } | Self::Malformed(_) => None,
+            Self::Unauthorized { .. } | Self::LimitReached { .. } | Self::Refused { .. } | Self::Malformed(_) | Self::Local(_) => None,
         }
     }
 }
