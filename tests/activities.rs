@@ -156,10 +156,10 @@ async fn bad_input_is_refused_and_changes_nothing() {
     assert_eq!(h.embedding.as_ref().unwrap().calls(), 0);
 }
 
-// Given no EMBEDDING_API_KEY, then writes are pending (202) and a semantic search is ranked
-// lexically, saying so, never an error.
+// Given EMBEDDING_PROVIDER=openai without EMBEDDING_API_KEY, then writes are pending (202) and a
+// semantic search is ranked lexically, saying so, never an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_an_embedding_key_retrieval_is_lexical_and_says_so() {
+async fn the_api_embedder_without_a_key_means_lexical_retrieval_saying_so() {
     let h = RagHarness::with(None, &[]).await;
     let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
     assert_eq!(status, 202, "{r}");

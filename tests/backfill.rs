@@ -18,6 +18,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 fn app(dir: &std::path::Path, embedding: Option<&EmbeddingServer>) -> App {
     let mut vars = vec![
+        ("EMBEDDING_PROVIDER", "openai".to_owned()),
         ("DATA_DIR", dir.display().to_string()),
         ("EMBEDDING_DIMENSIONS", DIMS.to_string()),
         ("RETRY_BASE_MS", "5".into()),

@@ -175,6 +175,9 @@ fn open(vars: Vec<(&'static str, String)>, dims: usize) -> Arc<dyn VectorIndex> 
         if k == "EMBEDDING_DIMENSIONS" {
             return Some(dims.to_string());
         }
+        if k == "EMBEDDING_PROVIDER" {
+            return Some("openai".into());
+        }
         vars.iter().find(|(name, _)| *name == k).map(|(_, v)| v.clone())
     })
     .unwrap();

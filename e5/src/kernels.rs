@@ -267,9 +267,8 @@ mod tests {
         for o in 0..rows {
             dequantize_row(q4, o, &mut row);
             for t in 0..tokens {
-                let dot: f32 = (0..cols)
-                    .map(|i| row[i] * f32::from(q8.q[t * cols + i]) * q8.d[t * cols / QK + i / QK])
-                    .sum();
+                let dot: f32 =
+                    (0..cols).map(|i| row[i] * f32::from(q8.q[t * cols + i]) * q8.d[t * cols / QK + i / QK]).sum();
                 expected[t * rows + o] = bias[o] + dot;
             }
         }

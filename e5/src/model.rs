@@ -93,7 +93,11 @@ impl<'a> Cursor<'a> {
         Ok(f32::from_bits(self.u32()?))
     }
     fn u32s(&mut self, n: usize) -> Result<Vec<u32>, String> {
-        Ok(self.take(n.checked_mul(4).ok_or("size overflow")?)?.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+        Ok(self
+            .take(n.checked_mul(4).ok_or("size overflow")?)?
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
     }
 }
 
@@ -209,7 +213,6 @@ impl E5Model {
     pub fn dimensions(&self) -> usize {
         self.hidden
     }
-
 
     /// The ids the model reads for `text`: `<s>`, the pieces of `query: text` or
     /// `passage: text`, `</s>` (before windowing long inputs).

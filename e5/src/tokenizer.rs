@@ -70,19 +70,7 @@ impl Tokenizer {
         }
         map.sort_unstable_by_key(|e| e.0);
         let unk_score = scores.iter().copied().fold(f32::INFINITY, f32::min) - 10.0;
-        Ok(Self {
-            offsets,
-            blob,
-            scores,
-            table,
-            normal: map,
-            replace,
-            unk_score,
-            max_piece_bytes,
-            bos,
-            eos,
-            unk,
-        })
+        Ok(Self { offsets, blob, scores, table, normal: map, replace, unk_score, max_piece_bytes, bos, eos, unk })
     }
 
     fn lookup(&self, bytes: &[u8]) -> Option<u32> {

@@ -65,6 +65,7 @@ pub enum Source {
     None,
 }
 
+#[derive(Clone)]
 pub struct Interests {
     pub records: Arc<dyn RecordStore>,
     pub clock: Arc<dyn Clock>,

@@ -44,5 +44,6 @@ pub mod sources;
 pub mod timeline;
 pub mod tools;
 pub mod topics;
+pub mod when;
 
 pub use error::{Error, Result};

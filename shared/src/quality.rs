@@ -9,12 +9,21 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::clock::{Clock, ManualClock};
+use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::indexing::Indexer;
+use crate::records::RecordStore;
 use crate::retrieval::{Retrieval, SearchRequest};
+
+/// The dev set's reference now: Sunday 2026-11-22, 12:00 in Shanghai (its activities start in
+/// the two weeks after).
+pub const NOW: &str = "2026-11-22T04:00:00Z";
 
 /// Results read per query (Recall@20).
 pub const DEPTH: usize = 20;
@@ -45,6 +54,31 @@ pub fn load(dir: &Path) -> Result<(Vec<Value>, Vec<DevQuery>)> {
         .map(|l| serde_json::from_str(l).map_err(|e| Error::Config(format!("dev set query: {e}"))))
         .collect::<Result<Vec<DevQuery>>>()?;
     Ok((activities, queries))
+}
+
+/// The dev set under `dir` written into `config`'s vector index (with its embedder; records of
+/// the calls in `records`), and the configured retrieval over it at [`NOW`]; and its queries.
+pub async fn prepare(dir: &Path, config: &Config, records: Arc<dyn RecordStore>) -> Result<(Retrieval, Vec<DevQuery>)> {
+    let (activities, queries) = load(dir)?;
+    let now = NOW.parse().map_err(|e| Error::Config(format!("{NOW}: {e}")))?;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+    let index = crate::compose::vector_index(config)?;
+    let indexer = crate::compose::indexer(config, Arc::clone(&index), Arc::clone(&records), Arc::clone(&clock))?;
+    write(&indexer, &activities).await?;
+    Ok((crate::compose::retrieval(config, index, records, clock)?, queries))
+}
+
+/// Writes the dev set's activities through `indexer`, batch by batch; an activity left without
+/// its dense vector is an error (a measure of dense retrieval needs them all).
+async fn write(indexer: &Indexer, activities: &[Value]) -> Result<()> {
+    for batch in activities.chunks(crate::indexing::MAX_BATCH) {
+        let parsed = Indexer::parse(Value::Array(batch.to_vec()))?;
+        let report = indexer.write(&parsed, false, "quality-index").await?;
+        if let Some(reason) = report.pending_reason {
+            return Err(Error::Config(format!("the dev set could not be embedded: {reason}")));
+        }
+    }
+    Ok(())
 }
 
 /// nDCG at `k` of `ranked` ids against graded `relevant`.

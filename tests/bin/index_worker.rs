@@ -24,6 +24,8 @@ async fn main() {
     let config = Config::from_lookup(|k| match k {
         "DATA_DIR" => Some(data_dir.clone()),
         "EMBEDDING_DIMENSIONS" => Some("9".into()),
+        // The harness's space: the API embedder's vector, no key (points stay pending).
+        "EMBEDDING_PROVIDER" => Some("openai".into()),
         _ => None,
     })
     .expect("config");

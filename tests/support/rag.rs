@@ -39,10 +39,18 @@ impl RagHarness {
         Self::with(Some(EmbeddingServer::start(DIMS, Duration::ZERO).await), env).await
     }
 
-    /// With `embedding` as the embedder (`None`: no `EMBEDDING_API_KEY`, the no-key bundle).
+    /// With `embedding` as the OpenAI-compatible embedder (`None`: that provider without
+    /// `EMBEDDING_API_KEY`, so no embedder); `EMBEDDING_PROVIDER=local` in `env` for the
+    /// bundled model instead.
     pub async fn with(embedding: Option<EmbeddingServer>, env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
+        Self::in_dir(dir, embedding, env).await
+    }
+
+    /// As [`RagHarness::with`], over the data in `dir` (a reopened bundle).
+    pub async fn in_dir(dir: tempfile::TempDir, embedding: Option<EmbeddingServer>, env: &[(&str, &str)]) -> Self {
         let mut vars: Vec<(String, String)> = vec![
+            ("EMBEDDING_PROVIDER".into(), "openai".into()),
             ("DATA_DIR".into(), dir.path().display().to_string()),
             ("EMBEDDING_DIMENSIONS".into(), DIMS.to_string()),
             ("RETRY_BASE_MS".into(), "5".into()),
@@ -50,6 +58,12 @@ impl RagHarness {
         if let Some(server) = &embedding {
             vars.push(("EMBEDDING_API_KEY".into(), "embedding-test-key".into()));
             vars.push(("EMBEDDING_BASE_URL".into(), server.uri()));
+        }
+        // Where the bundled model is (infra/fetch-model.sh puts it under the cache).
+        for key in ["HOME", "RESEARCH_BUNDLE_CACHE"] {
+            if let Ok(v) = std::env::var(key) {
+                vars.push((key.into(), v));
+            }
         }
         vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let config = Config::from_lookup(|k| vars.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone())).unwrap();

@@ -79,10 +79,8 @@ fn ensure_model() -> Result {
     if std::env::var_os("EMBEDDING_MODEL_PATH").is_some() {
         return Ok(());
     }
-    let status = Command::new("bash")
-        .arg(root().join("infra/fetch-model.sh"))
-        .stdout(std::process::Stdio::null())
-        .status()?;
+    let status =
+        Command::new("bash").arg(root().join("infra/fetch-model.sh")).stdout(std::process::Stdio::null()).status()?;
     if !status.success() {
         return Err("infra/fetch-model.sh failed: the bundled embedder's weights are missing".into());
     }

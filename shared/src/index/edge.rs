@@ -129,8 +129,7 @@ impl Inner {
                     store_error("load", e)
                 }
             })?;
-            let found: Vec<(String, usize)> =
-                shard.config().vectors.iter().map(|(n, v)| (n.clone(), v.size)).collect();
+            let found: Vec<(String, usize)> = shard.config().vectors.iter().map(|(n, v)| (n.clone(), v.size)).collect();
             if !found.contains(&(self.space.name.clone(), self.space.dimensions)) {
                 return Err(self.space.mismatch(&format!("the index at {}", self.dir.display()), &found));
             }
@@ -277,7 +276,8 @@ impl super::VectorIndex for EdgeIndex {
         if points.is_empty() {
             return Ok(());
         }
-        let points = points.into_iter().map(|p| point(p, &self.inner.space.name).map(Into::into)).collect::<Result<Vec<_>>>()?;
+        let points =
+            points.into_iter().map(|p| point(p, &self.inner.space.name).map(Into::into)).collect::<Result<Vec<_>>>()?;
         self.run(move |shard| {
             let op = UpdateOperation::PointOperation(PointOperations::UpsertPoints(PointInsertOperations::PointsList(
                 points,
@@ -356,8 +356,7 @@ impl super::VectorIndex for EdgeIndex {
     }
 
     async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {
-        let request =
-            query(VectorInternal::Dense(vector.to_vec()), &self.inner.space.name, f, limit, Some(threshold))?;
+        let request = query(VectorInternal::Dense(vector.to_vec()), &self.inner.space.name, f, limit, Some(threshold))?;
         self.run(move |shard| hits(shard.query(request).map_err(|e| store_error("dense query", e))?)).await
     }
 

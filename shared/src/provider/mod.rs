@@ -80,7 +80,11 @@ impl Retryable for ProviderError {
         match self {
             Self::Timeout(_) | Self::Network(_) => Some(None),
             Self::RateLimited { retry_after } | Self::Unavailable { retry_after, .. } => Some(*retry_after),
-            Self::Unauthorized { .. } | Self::LimitReached { .. } | Self::Refused { .. } | Self::Malformed(_) | Self::Local(_) => None,
+            Self::Unauthorized { .. }
+            | Self::LimitReached { .. }
+            | Self::Refused { .. }
+            | Self::Malformed(_)
+            | Self::Local(_) => None,
         }
     }
 }

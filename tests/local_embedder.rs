@@ -1,0 +1,113 @@
+//! The bundled embedder (multilingual-e5-small in process) behind index-activity and
+//! rag-search: semantic retrieval with no key and no network, one vector space per model, and
+//! a missing model degrading to lexical retrieval with the way to fetch it. Needs the model
+//! (`infra/fetch-model.sh`; `infra/test.sh` runs it).
+
+use integration::embedding::EmbeddingServer;
+use integration::rag::{DIMS, RagHarness};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const LOCAL: (&str, &str) = ("EMBEDDING_PROVIDER", "local");
+
+/// The intent dev set's activities (they start in the two weeks after the harness's now).
+fn dev_activities(keep: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../benches/intent/activities.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|a| keep(a))
+        .collect()
+}
+
+/// One of each kind of the dev set (the `a` copies): 70 activities.
+fn one_of_each() -> Vec<Value> {
+    dev_activities(|a| a["id"].as_str().unwrap().ends_with('a'))
+}
+
+fn model_present() {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let cache = std::env::var("RESEARCH_BUNDLE_CACHE").unwrap_or(format!("{home}/.cache/research-bundle"));
+    let path = std::path::Path::new(&cache).join("models/e5-small-q4.bin");
+    assert!(path.exists(), "MISSING: the bundled model at {}; run `bash infra/fetch-model.sh`", path.display());
+}
+
+async fn index_all(h: &RagHarness, activities: &[Value]) -> Vec<Value> {
+    let mut reports = Vec::new();
+    for batch in activities.chunks(100) {
+        let (status, r) = h.index("POST", "/activities", &Value::Array(batch.to_vec()).to_string()).await;
+        assert!(status == 200 || status == 202, "{status} {r}");
+        reports.push(r);
+    }
+    reports
+}
+
+// Given no key (the bundled model), when activities are indexed and a fuzzy intent is asked,
+// then every activity is embedded, the search is hybrid and not degraded, and the intent finds
+// activities that share no word with it; the embedder's calls are accounted at zero cost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_retrieval_is_semantic_on_the_bundled_model() {
+    model_present();
+    let h = RagHarness::with(None, &[LOCAL, ("INDEX_EMBED_TIMEOUT_MS", "600000")]).await;
+    for r in index_all(&h, &one_of_each()).await {
+        assert!(r.get("pendingReason").is_none(), "every activity embedded: {r}");
+        assert!(r["indexed"].as_array().unwrap().iter().all(|i| i["embedding"] == "embedded"), "{r}");
+    }
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "玩水", "limit": 5})).await;
+    assert_eq!((r["strategy"].as_str(), r["degraded"].as_bool()), (Some("hybrid"), Some(false)), "{r}");
+    let water = ["冲浪", "桨板", "游泳", "漂流", "浮潜", "温泉"];
+    let titles: Vec<&str> =
+        r["results"].as_array().unwrap().iter().map(|x| x["activity"]["title"].as_str().unwrap()).collect();
+    assert!(water.iter().any(|w| titles[0].contains(w)), "玩水 → {titles:?} ({ids:?})");
+    assert!(titles.iter().filter(|t| water.iter().any(|w| t.contains(w))).count() >= 3, "{titles:?}");
+    let similarity = r["results"][0]["similarity"].as_f64().unwrap();
+    assert!(similarity > 0.8 && similarity <= 1.0, "e5 cosine {similarity}");
+
+    let costs = h.costs().await;
+    let local: Vec<_> = costs.iter().filter(|c| c.provider == "local").collect();
+    assert!(!local.is_empty() && local.iter().all(|c| c.model == "multilingual-e5-small"), "{costs:?}");
+    assert!(local.iter().all(|c| c.cost_usd == 0.0 && c.input_tokens > 0), "{local:?}");
+}
+
+// Given a collection built with the bundled model, when the bundle is reopened with the API
+// embedder, then searches and writes fail with an error naming both models and the way out,
+// and nothing is written; reopened with the bundled model again, everything is still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collection_answers_only_with_the_model_that_built_it() {
+    model_present();
+    let few: Vec<Value> = one_of_each().into_iter().take(6).collect();
+    let h = RagHarness::with(None, &[LOCAL]).await;
+    index_all(&h, &few).await;
+    let RagHarness { dir, .. } = h;
+
+    let api = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    let h = RagHarness::in_dir(dir, Some(api), &[]).await;
+    let (status, r) = h.search(json!({"semanticQuery": "玩水"})).await;
+    assert_eq!(status, 500, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    for needle in ["local-multilingual-e5-small-384", "zhipu-embedding-3-9", "QDRANT_COLLECTION", "backfill"] {
+        assert!(message.contains(needle), "{needle} in {message}");
+    }
+    let (status, _) = h.index("POST", "/activities", &json!([few[0]]).to_string()).await;
+    assert_eq!(status, 500);
+    assert_eq!(h.embedding.as_ref().unwrap().calls(), 0, "the API embedder is never asked");
+    let RagHarness { dir, .. } = h;
+
+    let h = RagHarness::in_dir(dir, None, &[LOCAL]).await;
+    let (_, r) = h.search_ids(json!({"semanticQuery": "玩水"})).await;
+    assert_eq!((r["candidates"].as_u64(), r["strategy"].as_str()), (Some(6), Some("hybrid")), "{r}");
+}
+
+// Given the bundled model's file is missing, then writes are pending (202) and searches are
+// lexical, both saying where the model comes from; never an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_model_degrades_to_lexical_and_says_how_to_fetch_it() {
+    let h = RagHarness::with(None, &[LOCAL, ("EMBEDDING_MODEL_PATH", "/nonexistent/e5-small-q4.bin")]).await;
+    let few: Vec<Value> = one_of_each().into_iter().take(6).collect();
+    let r = index_all(&h, &few).await.remove(0);
+    assert!(r["pendingReason"].as_str().unwrap().contains("infra/fetch-model.sh"), "{r}");
+    let (_, r) = h.search_ids(json!({"semanticQuery": "冲浪"})).await;
+    assert_eq!((r["strategy"].as_str(), r["degraded"].as_bool()), (Some("lexical"), Some(true)), "{r}");
+    assert!(r["degradedReason"].as_str().unwrap().contains("/nonexistent/e5-small-q4.bin"), "{r}");
+}
