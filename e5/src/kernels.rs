@@ -36,7 +36,7 @@ impl Q8 {
             let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
             let mut sum = 0;
             for (q, v) in self.q[b * QK..(b + 1) * QK].iter_mut().zip(block) {
-                let n = round_ties_even(v * inv).clamp(-128.0, 127.0) as i32;
+                let n = round_ties_even(v * inv).clamp(-128, 127);
                 *q = n as i8;
                 sum += n;
             }
@@ -46,12 +46,13 @@ impl Q8 {
     }
 }
 
-/// Rounds half to even like C's `lrintf` (the engine's rounding), for |x| ≤ 2²²: adding and
-/// subtracting 1.5·2²³ leaves the float rounded by the FPU's default mode, without a libm call.
+/// Rounds half to even like C's `lrintf` (the engine's rounding), for |x| ≤ 2²²: adding
+/// 1.5·2²³ rounds by the FPU's default mode and leaves the integer in the low mantissa bits.
+/// Integer ops only, no libm call and no float-to-int cast, so callers' loops vectorise.
 #[inline(always)]
-fn round_ties_even(x: f32) -> f32 {
+fn round_ties_even(x: f32) -> i32 {
     const MAGIC: f32 = 12_582_912.0;
-    (x + MAGIC) - MAGIC
+    ((x + MAGIC).to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32)
 }
 
 /// A Q4_0 matrix `rows × cols` (row-major blocks) borrowed from the model file.

@@ -9,7 +9,9 @@ pub fn exp(x: f32) -> f32 {
     const LN2_LO: f32 = -2.121_944_4e-4;
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2²³: adding it rounds to an integer
     let x = x.clamp(-87.3, 88.7);
-    let k = (x * LOG2E + ROUND) - ROUND;
+    // `shifted` holds round(x·log2 e) in its low mantissa bits (1.5·2²³ + k).
+    let shifted = x * LOG2E + ROUND;
+    let k = shifted - ROUND;
     let r = x - k * LN2_HI - k * LN2_LO;
     let p = 1.987_569_1e-4;
     let p = p * r + 1.398_199_9e-3;
@@ -18,9 +20,10 @@ pub fn exp(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 5e-1;
     let e = p * r * r + r + 1.0;
-    // 2^k through the exponent bits (k in -126..=128 after the clamp; k = 128 overflows to ∞
-    // only for x ≥ 88.7, as expf does).
-    e * f32::from_bits(((k as i32 + 127).clamp(0, 255) as u32) << 23)
+    // 2^k from the integer in `shifted`'s bits, integer ops only (no float-to-int cast, so the
+    // loop vectorises): k + 127 into the exponent field; k ∈ [-126, 128] after the clamp.
+    let k_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
+    e * f32::from_bits(k_bits.wrapping_add(127) << 23)
 }
 
 /// erf(x), absolute error < 2e-7 (Abramowitz & Stegun 7.1.26).

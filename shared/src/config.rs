@@ -334,7 +334,7 @@ impl Config {
                 .or_else(|| get("LLM_MODEL"))
                 .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
             backfill_rate: u32::try_from(number("BACKFILL_RATE", 60)?).unwrap_or(u32::MAX).max(1),
-            index_embed_timeout: Duration::from_millis(number("INDEX_EMBED_TIMEOUT_MS", 10_000)?),
+            index_embed_timeout: Duration::from_millis(number("INDEX_EMBED_TIMEOUT_MS", 20_000)?),
         })
     }
 }

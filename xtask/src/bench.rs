@@ -18,8 +18,11 @@ use shared::search::STORE_RETRY;
 use crate::runtime_api::RuntimeApi;
 use crate::{Result, build_functions, fixture, sample_upstream};
 
-/// Runs the benches named in `only` (`search`, `report`, `rag`, `backfill`), or all.
+/// Runs the benches named in `only` (`search`, `report`, `rag`, `backfill`, `embed`), or all.
 pub async fn run(only: Option<&str>) -> Result {
+    if only.is_none_or(|o| o == "embed") {
+        crate::embed_bench::run()?;
+    }
     if only.is_none_or(|o| o == "search") {
         citation_extraction();
         handler_cache_hit().await?;

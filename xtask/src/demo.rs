@@ -103,7 +103,9 @@ const SEED_QUERIES: &[&str] = &["轻松的小局", "适合社恐的活动", "周
 /// Section 5: `index-activity` and `rag-search` as two processes sharing one Qdrant Edge
 /// directory, over the sample activities (`infra/sample/activities.jsonl`).
 async fn activities(data_dir: &str, indexer: &Path, searcher: &Path) -> Result {
-    println!("\n=== 5. Activity retrieval (seed 004): index-activity and rag-search, two processes, one Qdrant Edge");
+    println!(
+        "\n=== 5. Activity retrieval (seed 004): index-activity and rag-search, two processes, one Qdrant Edge;\n       no EMBEDDING_API_KEY, so the bundled multilingual-e5-small embeds in process"
+    );
     let env =
         [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.to_owned()), ("EMBEDDING_API_KEY", String::new())];
     let index_api = RuntimeApi::start().await?;

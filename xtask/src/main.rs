@@ -12,6 +12,7 @@
 
 mod bench;
 mod demo;
+mod embed_bench;
 mod quality;
 mod rag_bench;
 mod runtime_api;
