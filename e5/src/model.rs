@@ -16,8 +16,9 @@ use crate::kernels::{Q4, Q4_BLOCK, Q8, QK, Weights, dequantize_row, matmul};
 use crate::math;
 use crate::tokenizer::Tokenizer;
 
-/// Tokens per forward pass at most; longer batches are processed in chunks (bounded memory).
-const CHUNK_TOKENS: usize = 16_384;
+/// Tokens per forward pass at most (one window always fits): a batch is processed in chunks,
+/// so activations stay a few MB (the FFN's alone is 6 KB per token) and in cache.
+const CHUNK_TOKENS: usize = 512;
 
 /// A tensor's place in the file.
 #[derive(Clone, Copy)]
