@@ -30,8 +30,7 @@ async fn main() -> Result {
         Some("quality") => quality::run().await,
         Some("bench") if cfg!(debug_assertions) => {
             // Figures from unoptimised code mean nothing: run again, optimised.
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
+            let status = cargo()
                 .current_dir(root())
                 .args(["run", "--quiet", "--profile", "bench-tools", "-p", "xtask", "--", "bench"])
                 .args(std::env::args().nth(2))
@@ -51,13 +50,12 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Builds the function binaries `names` in one cargo invocation (one feature resolution, so
-/// shared dependencies compile once for all of them) and returns their paths, in the target
-/// directory this xtask itself was built into.
+/// Builds the function binaries `names` and returns their paths, in the target directory this
+/// xtask itself was built into. The selection includes xtask, which depends on every function:
+/// the feature resolution is the one `cargo run -p xtask` made, so no dependency is rebuilt.
 fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[PathBuf; N]> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(root()).args(["build", "--quiet"]);
+    let mut cmd = cargo();
+    cmd.current_dir(root()).args(["build", "--quiet", "-p", "xtask"]);
     for name in names {
         cmd.args(["-p", name]);
     }
@@ -72,6 +70,24 @@ fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[P
     let target = exe.parent().and_then(|p| p.parent()).ok_or("xtask binary has no target dir")?;
     let dir = target.join(if release { "release" } else { "debug" });
     Ok(names.map(|name| dir.join(name)))
+}
+
+/// A cargo command as from the user's shell: without the variables `cargo run` set for this
+/// process (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...). Build scripts that track one of them
+/// (ring's tracks `CARGO_MANIFEST_DIR`) would otherwise rerun and rebuild everything above
+/// them: rustls, the AWS SDK, Qdrant.
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        let set_by_run = ["CARGO_MANIFEST_", "CARGO_PKG_", "CARGO_CRATE_", "CARGO_BIN_", "CARGO_PRIMARY_PACKAGE"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix));
+        if set_by_run || name == "OUT_DIR" {
+            cmd.env_remove(name.as_ref());
+        }
+    }
+    cmd
 }
 
 /// Fetches the bundled embedder's weights into the cache if they are not there yet
