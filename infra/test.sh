@@ -40,7 +40,7 @@ echo "DynamoDB Local at $DYNAMODB_LOCAL_ENDPOINT"
 echo "== cargo test"
 log="$(mktemp)"
 set +e
-cargo test --workspace --locked "$@" 2>&1 | tee "$log"
+cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # One closing line for the whole suite (cargo prints one per test binary).
