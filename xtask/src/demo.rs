@@ -106,8 +106,13 @@ async fn activities(data_dir: &str, indexer: &Path, searcher: &Path) -> Result {
     println!(
         "\n=== 5. Activity retrieval (seed 004): index-activity and rag-search, two processes, one Qdrant Edge;\n       no EMBEDDING_API_KEY, so the bundled multilingual-e5-small embeds in process"
     );
-    let env =
-        [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data_dir.to_owned()), ("EMBEDDING_API_KEY", String::new())];
+    // Its own collection: one a past run built with another embedder would be refused.
+    let env = [
+        ("RECORD_STORE", "local".to_owned()),
+        ("DATA_DIR", data_dir.to_owned()),
+        ("EMBEDDING_API_KEY", String::new()),
+        ("QDRANT_COLLECTION", "demo_activities".to_owned()),
+    ];
     let index_api = RuntimeApi::start().await?;
     let search_api = RuntimeApi::start().await?;
     let mut index_child = index_api.spawn(&indexer, &env, true)?;
