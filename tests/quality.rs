@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use shared::config::Config;
 use shared::quality::{Scores, evaluate, prepare};
 use shared::records::LocalRecords;
 
@@ -17,19 +16,10 @@ fn get(scores: &std::collections::BTreeMap<(String, String), Scores>, kind: &str
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_configured_pipeline_beats_lexical_retrieval_on_intent_queries() {
     let dir = tempfile::tempdir().unwrap();
-    let data_dir = dir.path().display().to_string();
-    let vars = [
-        ("DATA_DIR", data_dir.as_str()),
-        ("EDGE_SHARING", "exclusive"),
-        ("RAG_MATCH_REASON", "off"),
-        ("EMBEDDING_PROVIDER", "local"),
-        ("INDEX_EMBED_TIMEOUT_MS", "600000"),
-    ];
-    let config = Config::from_lookup(|k| {
-        vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()).or_else(|| match k {
-            "HOME" | "RESEARCH_BUNDLE_CACHE" => std::env::var(k).ok(),
-            _ => None,
-        })
+    // Only where the model is comes from the environment.
+    let config = shared::quality::config(dir.path(), |k| match k {
+        "HOME" | "RESEARCH_BUNDLE_CACHE" => std::env::var(k).ok(),
+        _ => None,
     })
     .unwrap();
     let set = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/intent");

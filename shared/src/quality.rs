@@ -56,6 +56,21 @@ pub fn load(dir: &Path) -> Result<(Vec<Value>, Vec<DevQuery>)> {
     Ok((activities, queries))
 }
 
+/// The configuration the measure runs with: the bundled model, an exclusive Edge shard under
+/// `data_dir`, no match reasons, no time box on indexing; anything else from `rest` (the
+/// environment: `RAG_*` to try another pipeline, `HOME` to find the model).
+pub fn config(data_dir: &Path, rest: impl Fn(&str) -> Option<String>) -> Result<Config> {
+    let data_dir = data_dir.display().to_string();
+    let fixed = [
+        ("DATA_DIR", data_dir.as_str()),
+        ("EDGE_SHARING", "exclusive"),
+        ("RAG_MATCH_REASON", "off"),
+        ("EMBEDDING_PROVIDER", "local"),
+        ("INDEX_EMBED_TIMEOUT_MS", "600000"),
+    ];
+    Config::from_lookup(|k| fixed.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()).or_else(|| rest(k)))
+}
+
 /// The dev set under `dir` written into `config`'s vector index (with its embedder; records of
 /// the calls in `records`), and the configured retrieval over it at [`NOW`]; and its queries.
 pub async fn prepare(dir: &Path, config: &Config, records: Arc<dyn RecordStore>) -> Result<(Retrieval, Vec<DevQuery>)> {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use shared::config::{Config, Fusion};
+use shared::config::Fusion;
 use shared::quality::{evaluate, prepare};
 use shared::records::LocalRecords;
 use shared::retrieval::Retrieval;
@@ -16,17 +16,7 @@ pub async fn run() -> Result {
     crate::ensure_model()?;
     let set = crate::root().join("benches/intent");
     let tmp = tempfile::tempdir()?;
-    let data_dir = tmp.path().display().to_string();
-    let fixed = [
-        ("DATA_DIR", data_dir.as_str()),
-        ("EDGE_SHARING", "exclusive"),
-        ("RAG_MATCH_REASON", "off"),
-        ("EMBEDDING_PROVIDER", "local"),
-        ("INDEX_EMBED_TIMEOUT_MS", "600000"),
-    ];
-    let config = Config::from_lookup(|k| {
-        fixed.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()).or_else(|| std::env::var(k).ok())
-    })?;
+    let config = shared::quality::config(tmp.path(), |k| std::env::var(k).ok())?;
     let started = std::time::Instant::now();
     let (tuned, queries) = prepare(&set, &config, Arc::new(LocalRecords::open(tmp.path())?)).await?;
     println!(
