@@ -112,8 +112,8 @@ pub fn matmul(w: &Weights, bias: &[f32], x: &Q8, tokens: usize, y: &mut [f32]) {
     assert!(bias.len() >= w.rows && x.s.len() >= tokens * nb);
     #[cfg(target_arch = "x86_64")]
     {
-        if nb % 2 == 0
-            && w.rows % ROWS == 0
+        if nb.is_multiple_of(2)
+            && w.rows.is_multiple_of(ROWS)
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512vnni")
