@@ -26,10 +26,13 @@ fn one_of_each() -> Vec<Value> {
     dev_activities(|a| a["id"].as_str().unwrap().ends_with('a'))
 }
 
+/// Fails loudly without the model the harness will use (its default path, from the cache).
 fn model_present() {
-    let home = std::env::var("HOME").unwrap_or_default();
-    let cache = std::env::var("RESEARCH_BUNDLE_CACHE").unwrap_or(format!("{home}/.cache/research-bundle"));
-    let path = std::path::Path::new(&cache).join("models/e5-small-q4.bin");
+    let config = shared::config::Config::from_lookup(|k| {
+        matches!(k, "HOME" | "RESEARCH_BUNDLE_CACHE").then(|| std::env::var(k).ok()).flatten()
+    })
+    .unwrap();
+    let path = config.embedding_model_path;
     assert!(path.exists(), "MISSING: the bundled model at {}; run `bash infra/fetch-model.sh`", path.display());
 }
 

@@ -90,8 +90,8 @@ pub fn run() -> Result {
         ms(warm_first)
     );
 
-    // Short queries, one core.
-    let (_, queries) = shared::quality::load(&crate::root().join("benches/intent"))?;
+    // Short queries, one core; then the dev set's activities as passages.
+    let (activities, queries) = shared::quality::load(&crate::root().join("benches/intent"))?;
     let texts: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();
     let mut latencies = Vec::new();
     let mut tokens = 0;
@@ -114,7 +114,6 @@ pub fn run() -> Result {
     );
 
     // Passages as the indexer embeds them (the enriched text), batched.
-    let (activities, _) = shared::quality::load(&crate::root().join("benches/intent"))?;
     let passages: Vec<String> = activities
         .iter()
         .map(|a| Ok(shared::activity::Activity::from_json(a.clone())?.enriched_text(config.activity_timezone)))
