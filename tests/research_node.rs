@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use integration::{Harness, Setup, StoreKind, completion, on_both_stores};
+use integration::{Harness, Setup, StoreKind, on_both_stores, perplexity};
 use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, ResponseTemplate};
@@ -205,11 +205,11 @@ async fn the_search_provider_runs_the_node_through_the_chain(kind: StoreKind) {
 
     let h = Harness::new(kind).await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+        .respond_with(ResponseTemplate::new(200).set_body_json(perplexity::answer(
             NEWS,
-            &["https://openai.example.com/blog"],
+            json!([{"id": 1, "title": "Blog", "url": "https://openai.example.com/blog", "snippet": "b"}]),
             json!([]),
-            json!({"prompt_tokens": 900, "completion_tokens": 600}),
+            perplexity::usage(900, 600, 1, None),
         )))
         .mount(h.upstream())
         .await;
@@ -218,7 +218,8 @@ async fn the_search_provider_runs_the_node_through_the_chain(kind: StoreKind) {
     assert_eq!(r["results"].as_array().unwrap().len(), 3);
     let sent: Value = serde_json::from_slice(&h.upstream_calls().await[0].body).unwrap();
     assert_eq!(sent["response_format"]["type"], "json_schema");
-    assert!(sent["messages"][1]["content"].as_str().unwrap().contains("テーマ: 今日のAIニュース"));
+    assert_eq!(sent["response_format"]["json_schema"]["name"], "research");
+    assert!(sent["input"].as_str().unwrap().contains("テーマ: 今日のAIニュース"));
 }
 
 // Given bad template settings, then a 400 names them and nothing runs.

@@ -1,6 +1,7 @@
 //! The `research` function end to end: sessions, the SSE stream read by a real SSE parser,
 //! against a fake OpenAI-compatible server on 127.0.0.1 that answers with tool calls and
-//! structured output (and watches concurrency), and in mock mode.
+//! structured output (and watches concurrency) and a strict fake Perplexity (Agent API) for the
+//! detail searches, and in mock mode.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +16,7 @@ use chrono::Utc;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use http_body_util::BodyExt;
+use integration::perplexity::{self, AGENT_PATH};
 use integration::{StoreGuard, StoreKind, on_both_stores, store};
 use lambda_http::Body;
 use serde_json::{Value, json};
@@ -103,12 +105,43 @@ async fn fake_llm(fake: Arc<FakeLlm>) -> String {
     format!("http://{addr}")
 }
 
+/// A strict fake Perplexity answering the search for "Node n ..." with a page of node n.
+async fn fake_perplexity() -> wiremock::MockServer {
+    let server = integration::strict_perplexity().await;
+    let answer = |request: &wiremock::Request| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let n = node_number(&format!("标题：{}", body["input"].as_str().unwrap_or_default().replace(" facts", "")));
+        let page = json!([{"id": 1, "title": format!("Node {n} page"), "url": format!("https://example.com/node-{n}"), "snippet": "s"}]);
+        let text = format!("Node {n} happened [1].");
+        wiremock::ResponseTemplate::new(200).set_body_json(perplexity::answer(
+            &text,
+            page,
+            json!([]),
+            perplexity::usage(50, 50, 1, None),
+        ))
+    };
+    wiremock::Mock::given(wiremock::matchers::path(AGENT_PATH)).respond_with(answer).mount(&server).await;
+    server
+}
+
 async fn app(kind: StoreKind, llm: Option<&str>) -> (research::App, Arc<ManualClock>, StoreGuard) {
+    app_searching(kind, llm, None).await
+}
+
+/// The research app with the model at `llm` and Perplexity at `search` (mock when `None`).
+async fn app_searching(
+    kind: StoreKind,
+    llm: Option<&str>,
+    search: Option<&str>,
+) -> (research::App, Arc<ManualClock>, StoreGuard) {
     let (records, guard) = store(kind).await;
     let llm = llm.map(str::to_owned);
+    let search = search.map(str::to_owned);
     let config = Config::from_lookup(|k| match k {
         "LLM_API_KEY" if llm.is_some() => Some("llm-test-key".into()),
         "LLM_BASE_URL" => llm.clone(),
+        "PERPLEXITY_API_KEY" if search.is_some() => Some("pplx-test-key".into()),
+        "PERPLEXITY_BASE_URL" => search.clone(),
         "RETRY_BASE_MS" => Some("5".into()),
         _ => None,
     })
@@ -200,16 +233,17 @@ async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
     }
 }
 
-// Given a real-protocol model, then tool calls and structured output drive the agents, detail
-// runs are at most 4 at once, events arrive in completion order, and a node only cites what
-// its searches returned.
+// Given a real-protocol model and Perplexity, then tool calls and structured output drive the
+// agents, detail runs are at most 4 at once, events arrive in completion order, and a node only
+// cites what its Agent API search returned.
 async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKind) {
     let fake = Arc::new(FakeLlm {
         nodes: 8,
         delay: Some(|n| [0, 1200, 300, 900, 100, 450, 150, 600, 150][n]),
         ..FakeLlm::default()
     });
-    let (app, _clock, _g) = app(kind, Some(&fake_llm(Arc::clone(&fake)).await)).await;
+    let pplx = fake_perplexity().await;
+    let (app, _clock, _g) = app_searching(kind, Some(&fake_llm(Arc::clone(&fake)).await), Some(&pplx.uri())).await;
     let session = new_session(&app, "iPhone").await;
     let got: Vec<(String, Value)> = events(&app, &session).await.collect().await;
     assert_eq!(got[0].1["message"], "Building timeline skeleton...");
@@ -229,11 +263,13 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
         "at most DETAIL_CONCURRENCY (4) detail runs at once, and all 4 used"
     );
     let detail = &got.iter().find(|(n, _)| n == "node_detail").unwrap().1;
+    assert_eq!(detail["node_id"], "ms_004");
     assert_eq!(
         detail["details"]["sources"],
-        json!(["https://example.com/mock/search-overview"]),
-        "the invented URL is dropped"
+        json!(["https://example.com/node-4"]),
+        "Perplexity's result is kept, the invented URL is dropped"
     );
+    assert_eq!(detail["sources"][0]["title"], "Node 4 page");
     assert_eq!(got.last().unwrap(), &("complete".to_owned(), json!({"total_nodes": 8})));
     // Every model request is a cost record: 1 for the skeleton, 2 per node (search, answer).
     let now = app.clock.now();
@@ -242,6 +278,10 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
     let llm =
         |agent: &str| costs.iter().filter(|c| c.kind == shared::ledger::CallKind::Llm && c.agent == agent).count();
     assert_eq!((llm("milestone"), llm("detail")), (1, 16));
+    let searches: Vec<_> = costs.iter().filter(|c| c.kind == shared::ledger::CallKind::Search).collect();
+    assert_eq!(searches.len(), 8, "one Agent API search per node");
+    assert!(searches.iter().all(|c| c.provider == "perplexity" && !c.mock && !c.failed && c.searches == 1));
+    assert_eq!(pplx.received_requests().await.unwrap().len(), 8);
     assert_eq!(fake.requests.load(Ordering::SeqCst), 17);
     let detail = costs.iter().find(|c| c.agent == "detail" && c.kind == shared::ledger::CallKind::Llm).unwrap();
     assert_eq!(

@@ -1,10 +1,11 @@
 //! The `search` function end to end: real handler, real record store (SQLite file and
-//! DynamoDB Local), a fake Perplexity on 127.0.0.1 speaking the chat-completions wire format,
-//! including its faults. Each scenario runs on both stores.
+//! DynamoDB Local), a fake Perplexity on 127.0.0.1 speaking its Agent API and refusing what the
+//! real one refuses, including its faults. Each scenario runs on both stores.
 
 use std::time::{Duration, Instant};
 
-use integration::{Harness, StoreKind, TEST_KEY, completion, on_both_stores};
+use integration::perplexity::{self, AGENT_PATH};
+use integration::{Harness, StoreKind, TEST_KEY, on_both_stores};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
@@ -14,16 +15,22 @@ fn ok(body: Value) -> ResponseTemplate {
 }
 
 fn plain_answer() -> Value {
-    completion(
+    perplexity::answer(
         "Coffee demand grew [1].",
-        &["https://example.com/coffee"],
-        json!([{"title": "Coffee report", "url": "https://example.com/coffee", "date": "2025-01-01"}]),
-        json!({"prompt_tokens": 100, "completion_tokens": 200, "total_tokens": 300}),
+        json!([{"id": 1, "title": "Coffee report", "url": "https://example.com/coffee", "snippet": "Demand grew.", "date": "2025-01-01"}]),
+        json!([]),
+        perplexity::usage(100, 200, 1, None),
     )
 }
 
 async fn answer_with(h: &Harness, body: Value) {
-    Mock::given(method("POST")).and(path("/chat/completions")).respond_with(ok(body)).mount(h.upstream()).await;
+    Mock::given(method("POST")).and(path(AGENT_PATH)).respond_with(ok(body)).mount(h.upstream()).await;
+}
+
+/// The one request the fake Perplexity received.
+async fn last_request(h: &Harness) -> Value {
+    let calls = h.upstream_calls().await;
+    serde_json::from_slice(&calls.last().expect("a request reached the fake Perplexity").body).unwrap()
 }
 
 // Given no PERPLEXITY_API_KEY, when an agent searches, then it gets predefined mock data with
@@ -55,18 +62,25 @@ async fn no_key_answers_with_labelled_mock_data_and_never_caches_it(kind: StoreK
 // then the sources are clean, titled, stored, rendered as 參考資料, and the call is accounted.
 async fn a_live_answer_yields_clean_stored_sources_references_and_a_cost_record(kind: StoreKind) {
     let h = Harness::new(kind).await;
-    let content = "台灣咖啡消費持續成長 [1][2]，連鎖品牌擴張 [3]，但仍有爭議 [7]。\n\n[3]: https://news.example.org/chains.\n[2]: https://example.com/b#frag";
+    // Markers name result ids: [1], [2] valid, [4] a credentialed URL, [7] nothing; [3] is
+    // defined in the text; result 5 repeats result 1 with a tracking parameter; an annotation
+    // repeats result 2 with a fragment and another is not http(s).
+    let content = "台灣咖啡消費持續成長 [1][2]，連鎖品牌擴張 [3]，但仍有爭議 [7]，另見 [4]。\n\n[3]: https://news.example.org/chains.\n[2]: https://example.com/b#frag";
     answer_with(
         &h,
-        completion(
+        perplexity::answer(
             content,
-            &["https://example.com/a", "https://example.com/b", "ftp://example.com/x", "https://example.com/a?utm_source=pplx"],
             json!([
-                {"title": "咖啡產業報告", "url": "https://example.com/a", "date": "2025-01-01"},
-                {"title": "B 報導", "url": "https://example.com/b"},
-                {"url": "http://user:pw@evil.example.com/"}
+                {"id": 1, "title": "咖啡產業報告", "url": "https://example.com/a", "snippet": "s", "date": "2025-01-01"},
+                {"id": 2, "title": "B 報導", "url": "https://example.com/b", "snippet": "s"},
+                {"id": 4, "title": "evil", "url": "http://user:pw@evil.example.com/", "snippet": "s"},
+                {"id": 5, "title": "A again", "url": "https://example.com/a?utm_source=pplx", "snippet": "s"}
             ]),
-            json!({"prompt_tokens": 1200, "completion_tokens": 800, "total_tokens": 2000, "cost": {"total_cost": 0.0071}}),
+            json!([
+                {"type": "url_citation", "url": "https://example.com/b#top", "title": "B", "start_index": 0, "end_index": 5},
+                {"type": "url_citation", "url": "ftp://example.com/x", "title": "x", "start_index": 6, "end_index": 9}
+            ]),
+            perplexity::usage(1200, 800, 2, Some(0.0171)),
         ),
     )
     .await;
@@ -86,14 +100,22 @@ async fn a_live_answer_yields_clean_stored_sources_references_and_a_cost_record(
         r["references"],
         "## 參考資料\n\n1. [咖啡產業報告](https://example.com/a)\n2. [B 報導](https://example.com/b)\n3. [news.example.org](https://news.example.org/chains)\n"
     );
-    assert_eq!(r["unbackedMarkers"], json!([7]));
+    assert_eq!(r["unbackedMarkers"], json!([4, 7]));
     let reasons: Vec<_> =
         r["rejectedCitations"].as_array().unwrap().iter().map(|x| x["reason"].as_str().unwrap()).collect();
-    assert_eq!(reasons, ["scheme is not http or https", "contains credentials"]);
+    assert_eq!(reasons, ["contains credentials", "scheme is not http or https"]);
+    assert_eq!(r["images"], json!([]), "the Agent API returns no images");
     assert_eq!(
         r["usage"],
-        json!({"inputTokens": 1200, "outputTokens": 800, "costUsd": 0.0071, "costSource": "provider"})
+        json!({"inputTokens": 1200, "outputTokens": 800, "searches": 2, "costUsd": 0.0171, "costSource": "provider"})
     );
+    // The request: the Agent API's, filters inside the web_search tool.
+    let sent = last_request(&h).await;
+    assert_eq!(sent["model"], "perplexity/sonar");
+    assert_eq!(sent["input"], "台灣 咖啡 市場\nTarget region: TW.");
+    assert_eq!(sent["tools"][0]["type"], "web_search");
+    assert_eq!(sent["tools"][0]["user_location"], json!({"country": "TW"}));
+    assert_eq!(sent["tools"][0]["filters"]["search_recency_filter"], "month");
     assert_eq!(r["sourcesStored"], true);
     // Stored under the request id, no TTL.
     let id = r["requestId"].as_str().unwrap();
@@ -106,30 +128,33 @@ async fn a_live_answer_yields_clean_stored_sources_references_and_a_cost_record(
     assert_eq!(costs.len(), 1);
     let c = &costs[0];
     assert_eq!((c.agent.as_str(), c.provider.as_str(), c.model.as_str()), ("strategy", "perplexity", "sonar"));
-    assert_eq!((c.input_tokens, c.output_tokens, c.cost_usd), (1200, 800, 0.0071));
+    assert_eq!((c.input_tokens, c.output_tokens, c.searches, c.cost_usd), (1200, 800, 2, 0.0171));
     assert_eq!(c.request_id, id);
-    assert_eq!(c.upstream_id.as_deref(), Some("cmpl-test-1"));
+    assert_eq!(c.upstream_id.as_deref(), Some("resp_test_1"));
     assert!(!c.cached && !c.mock);
 }
 
-// Given Perplexity reports no cost, then seed 000's price table applies (sonar-pro $0.003/1K).
+// Given Perplexity reports no cost, then the price table applies: seed 000's $0.001 per 1K
+// tokens plus $0.005 per search; `sonar-pro` is served by perplexity/sonar with a deep search.
 async fn without_a_reported_cost_the_price_table_applies(kind: StoreKind) {
     let h = Harness::new(kind).await;
     answer_with(
         &h,
-        completion(
+        perplexity::answer(
             "x [1]",
-            &["https://example.com/x"],
+            json!([{"id": 1, "title": "X", "url": "https://example.com/x", "snippet": "x"}]),
             json!([]),
-            json!({"prompt_tokens": 1000, "completion_tokens": 500}),
+            perplexity::usage(1000, 500, 1, None),
         ),
     )
     .await;
     let (_, r) = h.post("/search", json!({"query": "x", "model": "sonar-pro"})).await;
     assert_eq!(r["usage"]["costSource"], "price_table");
-    assert!((r["usage"]["costUsd"].as_f64().unwrap() - 0.0045).abs() < 1e-12);
-    let sent: Value = serde_json::from_slice(&h.upstream_calls().await[0].body).unwrap();
-    assert_eq!(sent["model"], "sonar-pro");
+    assert!((r["usage"]["costUsd"].as_f64().unwrap() - 0.0065).abs() < 1e-12, "{}", r["usage"]);
+    assert_eq!(r["model"], "sonar", "the served model is recorded");
+    let sent = last_request(&h).await;
+    assert_eq!(sent["model"], "perplexity/sonar");
+    assert_eq!(sent["tools"][0]["search_context_size"], "high");
 }
 
 // Given a cached answer, when the same request comes again, then no upstream is called and the
@@ -152,24 +177,32 @@ async fn a_repeated_request_is_served_from_the_cache(kind: StoreKind) {
     let costs = h.costs().await;
     let hit = costs.iter().find(|c| c.cached).expect("the hit is recorded");
     assert_eq!(hit.cost_usd, 0.0);
-    assert!((hit.saved_usd - 0.0003).abs() < 1e-12);
+    assert!((hit.saved_usd - 0.0053).abs() < 1e-12, "300 tokens and one search: {}", hit.saved_usd);
     assert_eq!(hit.agent, "writing");
 }
 
 // Given a cached answer, when a filter changes, then it is a different request: a miss.
 async fn a_change_of_filter_never_hits_another_requests_entry(kind: StoreKind) {
     let h = Harness::new(kind).await;
-    Mock::given(method("POST")).respond_with(ok(plain_answer())).expect(5).mount(h.upstream()).await;
+    Mock::given(method("POST")).respond_with(ok(plain_answer())).expect(7).mount(h.upstream()).await;
     for body in [
         json!({"query": "coffee"}),
         json!({"query": "coffee", "recency": "week"}),
         json!({"query": "coffee", "domains": ["example.com"]}),
         json!({"query": "coffee", "model": "sonar-pro"}),
         json!({"query": "coffee", "region": "JP"}),
+        json!({"query": "coffee", "publishedAfter": "2026-01-01"}),
+        json!({"query": "coffee", "publishedAfter": "2026-01-01", "publishedBefore": "2026-03-31"}),
     ] {
         let (_, r) = h.post("/search", body.clone()).await;
         assert_eq!(r["cached"], false, "{body} must miss");
+        assert_eq!(r["mock"], false, "{body}: the strict Agent API accepted the request: {r}");
     }
+    let sent = last_request(&h).await;
+    assert_eq!(
+        sent["tools"][0]["filters"],
+        json!({"search_after_date_filter": "01/01/2026", "search_before_date_filter": "03/31/2026"})
+    );
 }
 
 // Given a cached answer older than CACHE_TTL_SECS, then it is a miss even though the store
@@ -196,20 +229,86 @@ async fn server_errors_are_retried_with_backoff(kind: StoreKind) {
     assert_eq!(h.upstream_calls().await.len(), 3);
 }
 
-// Given a 429 with Retry-After: 1, then the retry waits that second (not the 5 ms backoff).
+// Given a 429 with Retry-After: 1, or only X-RateLimit-Reset: 1, then the retry waits that
+// second (not the 5 ms backoff).
 async fn rate_limits_honour_retry_after(kind: StoreKind) {
+    for (header, value) in [("retry-after", "1"), ("x-ratelimit-reset", "1")] {
+        let h = Harness::new(kind).await;
+        let limited = perplexity::Refusal {
+            status: 429,
+            kind: "request_rate_limit_exceeded",
+            message: "Rate limit exceeded".into(),
+            param: None,
+        };
+        Mock::given(method("POST"))
+            .respond_with(limited.response().insert_header(header, value).insert_header("x-ratelimit-remaining", "0"))
+            .up_to_n_times(1)
+            .mount(h.upstream())
+            .await;
+        answer_with(&h, plain_answer()).await;
+        let started = Instant::now();
+        let (_, r) = h.post("/search", json!({"query": "coffee"})).await;
+        assert!(started.elapsed() >= Duration::from_millis(950), "{header}: waited {:?}", started.elapsed());
+        assert_eq!(r["mock"], false);
+        assert_eq!(h.upstream_calls().await.len(), 2);
+    }
+}
+
+// Given HTTP 200 whose run ended `failed`, then it is retried like a 5xx; when every attempt
+// fails that way, the caller gets labelled mock data saying why.
+async fn a_failed_run_inside_http_200_is_a_failed_attempt(kind: StoreKind) {
     let h = Harness::new(kind).await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
-        .up_to_n_times(1)
-        .mount(h.upstream())
-        .await;
+    let failed = json!({"id": "resp_f", "object": "response", "created_at": 1, "model": "perplexity/sonar",
+        "status": "failed", "output": [], "error": {"message": "upstream model error", "type": "internal_error"}});
+    Mock::given(method("POST")).respond_with(ok(failed.clone())).up_to_n_times(1).mount(h.upstream()).await;
     answer_with(&h, plain_answer()).await;
-    let started = Instant::now();
     let (_, r) = h.post("/search", json!({"query": "coffee"})).await;
-    assert!(started.elapsed() >= Duration::from_millis(950), "waited {:?}", started.elapsed());
-    assert_eq!(r["mock"], false);
-    assert_eq!(h.upstream_calls().await.len(), 2);
+    assert_eq!((r["mock"].as_bool(), h.upstream_calls().await.len()), (Some(false), 2), "{r}");
+
+    h.reset_upstream().await;
+    let cancelled = json!({"status": "cancelled", "error": {"message": "cancelled by the server"}, "output": []});
+    Mock::given(method("POST")).respond_with(ok(cancelled)).mount(h.upstream()).await;
+    let (status, r) = h.post("/search", json!({"query": "tea"})).await;
+    assert_eq!((status, r["mock"].as_bool()), (200, Some(true)));
+    let reason = r["fallbackReason"].as_str().unwrap();
+    assert!(reason.contains("upstream run cancelled: cancelled by the server"), "{reason}");
+    assert_eq!(h.upstream_calls().await.len(), 4, "1 attempt + 3 retries");
+}
+
+// Given an `incomplete` run (max_output_tokens), then its text is served, marked partial with
+// the reason, and not cached.
+async fn an_incomplete_run_keeps_its_text_and_says_why(kind: StoreKind) {
+    let h = Harness::new(kind).await;
+    let mut cut = plain_answer();
+    cut["status"] = json!("incomplete");
+    cut["incomplete_details"] = json!({"reason": "max_output_tokens"});
+    Mock::given(method("POST")).respond_with(ok(cut)).expect(2).mount(h.upstream()).await;
+    let (status, r) = h.post("/search", json!({"query": "coffee"})).await;
+    assert_eq!((status, r["mock"].as_bool()), (200, Some(false)));
+    assert_eq!(r["content"], "Coffee demand grew [1].");
+    assert_eq!((r["partial"].as_bool(), r["incompleteReason"].as_str()), (Some(true), Some("max_output_tokens")));
+    assert_eq!(r["sources"][0]["url"], "https://example.com/coffee");
+    let (_, again) = h.post("/search", json!({"query": "coffee"})).await;
+    assert_eq!(again["cached"], false, "a cut-short answer is not cached");
+}
+
+// Given Perplexity refuses our request (HTTP 400, unknown field), then it is not retried, the
+// refused param is named, and the refusal does not open the circuit for everyone.
+async fn a_refused_request_is_not_retried_and_does_not_trip_the_breaker(kind: StoreKind) {
+    let h = Harness::new(kind).await;
+    let refused = perplexity::Refusal {
+        status: 400,
+        kind: "invalid_request",
+        message: "invalid request body: json: unknown field \"temperature\"".into(),
+        param: Some("temperature".into()),
+    };
+    Mock::given(method("POST")).respond_with(refused.response()).mount(h.upstream()).await;
+    for n in 1..=5 {
+        let (status, r) = h.post("/search", json!({"query": format!("coffee {n}")})).await;
+        assert_eq!((status, r["mock"].as_bool()), (200, Some(true)));
+        assert!(r["fallbackReason"].as_str().unwrap().contains("(param: temperature)"), "{r}");
+        assert_eq!(h.upstream_calls().await.len(), n, "one call per request: no retry, no open circuit");
+    }
 }
 
 // Given Perplexity never answers in time, then after 1 + 3 attempts the caller gets labelled
@@ -226,7 +325,7 @@ async fn timeouts_end_in_labelled_mock_data_not_a_5xx(kind: StoreKind) {
     assert_eq!(r["dataSource"], "模擬資料");
     assert!(r["fallbackReason"].as_str().unwrap().contains("timed out"), "{}", r["fallbackReason"]);
     assert_eq!(h.upstream_calls().await.len(), 4);
-    h.upstream().reset().await;
+    h.reset_upstream().await;
     answer_with(&h, plain_answer()).await;
     let (_, r) = h.post("/search", json!({"query": "coffee"})).await;
     assert_eq!(r["mock"], false, "the earlier mock answer was not cached");
@@ -236,7 +335,7 @@ async fn timeouts_end_in_labelled_mock_data_not_a_5xx(kind: StoreKind) {
 async fn malformed_json_falls_back_to_mock(kind: StoreKind) {
     let h = Harness::new(kind).await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_string("{\"choices\": ["))
+        .respond_with(ResponseTemplate::new(200).set_body_string("{\"output\": ["))
         .mount(h.upstream())
         .await;
     let (status, r) = h.post("/search", json!({"query": "coffee"})).await;
@@ -251,7 +350,10 @@ async fn a_response_missing_fields_is_partially_extracted(kind: StoreKind) {
     let h = Harness::new(kind).await;
     answer_with(
         &h,
-        json!({"id": "x", "citations": ["https://example.com/only", 42], "search_results": [{"title": "Only", "url": "https://example.com/only"}]}),
+        json!({"id": "x", "status": "completed", "output": [
+            {"type": "search_results", "results": [{"id": 1, "title": "Only", "url": "https://example.com/only"}, {"id": 2, "title": "no url"}]},
+            {"type": "message", "content": [{"type": "output_text", "text": 42}]}
+        ]}),
     )
     .await;
     let (_, r) = h.post("/search", json!({"query": "coffee"})).await;
@@ -260,7 +362,9 @@ async fn a_response_missing_fields_is_partially_extracted(kind: StoreKind) {
     assert_eq!(r["sources"][0]["title"], "Only");
     let errors = r["validationErrors"].to_string();
     assert!(
-        errors.contains("content is missing") && errors.contains("citations[1]") && errors.contains("usage is missing"),
+        errors.contains("output[0].results[1] has no url")
+            && errors.contains("output[1].content[0].text is not a string")
+            && errors.contains("usage is missing"),
         "{errors}"
     );
 }
@@ -290,13 +394,12 @@ async fn chinese_queries_are_tuned_for_chinese_sources(kind: StoreKind) {
     h.post("/search", json!({"query": "台灣 手搖飲 趨勢"})).await;
     let calls = h.upstream_calls().await;
     let sent: Value = serde_json::from_slice(&calls[0].body).unwrap();
-    assert!(
-        sent["messages"][0]["content"].as_str().unwrap().contains("針對中文查詢，請優先搜尋繁體中文和簡體中文的資源")
-    );
-    assert_eq!(sent["messages"][1]["content"], "台灣 手搖飲 趨勢");
-    assert_eq!(sent["search_recency_filter"], "month");
+    assert!(sent["instructions"].as_str().unwrap().contains("針對中文查詢，請優先搜尋繁體中文和簡體中文的資源"));
+    assert_eq!(sent["input"], "台灣 手搖飲 趨勢");
+    let filters = &sent["tools"][0]["filters"];
+    assert_eq!(filters["search_recency_filter"], "month");
     let domains: Vec<_> =
-        sent["search_domain_filter"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+        filters["search_domain_filter"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
     assert!(domains.contains(&"gov.tw") && domains.contains(&"com.hk") && domains.contains(&"com.cn"));
     assert!(domains.len() <= 20);
     assert_eq!(calls[0].headers.get("authorization").unwrap(), &format!("Bearer {TEST_KEY}"));
@@ -314,16 +417,9 @@ async fn structured_methods_return_seed_shapes_with_partial_extraction(kind: Sto
         ],
         "contentGaps": ["pricing"], "recommendations": ["add a calculator"]
     });
-    answer_with(
-        &h,
-        completion(
-            &competitors.to_string(),
-            &["https://a.example.com/guide"],
-            json!([]),
-            json!({"prompt_tokens": 10, "completion_tokens": 10}),
-        ),
-    )
-    .await;
+    let guide = json!([{"id": 1, "title": "Guide", "url": "https://a.example.com/guide", "snippet": "s"}]);
+    answer_with(&h, perplexity::answer(&competitors.to_string(), guide, json!([]), perplexity::usage(10, 10, 1, None)))
+        .await;
     let (status, r) =
         h.post("/search/competitors", json!({"keyword": "espresso machine", "domain": "ours.example.com"})).await;
     assert_eq!(status, 200, "{r}");
@@ -333,70 +429,45 @@ async fn structured_methods_return_seed_shapes_with_partial_extraction(kind: Sto
     assert_eq!(r["contentGaps"], json!(["pricing"]));
     assert_eq!(r["partial"], true);
     assert!(r["validationErrors"][0].as_str().unwrap().starts_with("topCompetitors[1]"));
-    let sent: Value = serde_json::from_slice(&h.upstream_calls().await[0].body).unwrap();
+    let sent = last_request(&h).await;
     assert_eq!(sent["response_format"]["type"], "json_schema");
-    assert!(sent["messages"][1]["content"].as_str().unwrap().contains("ours.example.com"));
+    assert_eq!(sent["response_format"]["json_schema"]["name"], "competitors");
+    assert!(sent["input"].as_str().unwrap().contains("ours.example.com"));
 
-    h.upstream().reset().await;
+    h.reset_upstream().await;
     let trends = json!({"trends": [{"topic": "AI", "description": "d", "relevance": 0.9}], "insights": ["go"]});
-    answer_with(
-        &h,
-        completion(
-            &format!("```json\n{trends}\n```"),
-            &[],
-            json!([]),
-            json!({"prompt_tokens": 1, "completion_tokens": 1}),
-        ),
-    )
-    .await;
+    let body = format!("```json\n{trends}\n```");
+    answer_with(&h, perplexity::answer(&body, json!([]), json!([]), perplexity::usage(1, 1, 1, None))).await;
     let (_, r) = h.post("/search/trends", json!({"topic": "AI", "timeframe": "day"})).await;
     assert_eq!(r["trends"], trends["trends"]);
     assert_eq!(r["insights"], json!(["go"]));
     assert_eq!(r["partial"], false);
-    let sent: Value = serde_json::from_slice(&h.upstream_calls().await[0].body).unwrap();
-    assert_eq!(sent["search_recency_filter"], "day");
+    assert_eq!(last_request(&h).await["tools"][0]["filters"]["search_recency_filter"], "day");
 
-    h.upstream().reset().await;
+    h.reset_upstream().await;
     let topic = json!({"summary": "s", "keyPoints": ["k"], "statistics": [{"stat": "42%", "source": "https://example.com/s"}], "expertOpinions": [], "relatedTopics": ["r"]});
-    answer_with(
-        &h,
-        completion(
-            &topic.to_string(),
-            &["https://example.com/s"],
-            json!([]),
-            json!({"prompt_tokens": 1, "completion_tokens": 1}),
-        ),
-    )
-    .await;
+    let stat = json!([{"id": 1, "title": "S", "url": "https://example.com/s", "snippet": "42%"}]);
+    answer_with(&h, perplexity::answer(&topic.to_string(), stat, json!([]), perplexity::usage(1, 1, 1, None))).await;
     let (_, r) = h.post("/search/topic", json!({"topic": "coffee", "aspects": ["market size", "health"]})).await;
     for field in ["summary", "keyPoints", "statistics", "expertOpinions", "relatedTopics"] {
         assert_eq!(r[field], topic[field], "{field}");
     }
-    let sent: Value = serde_json::from_slice(&h.upstream_calls().await[0].body).unwrap();
-    assert!(sent["messages"][1]["content"].as_str().unwrap().contains("market size; health"));
+    assert!(last_request(&h).await["input"].as_str().unwrap().contains("market size; health"));
 }
 
 // Given a structured answer with nothing usable, then the caller gets mock data, and the paid
 // call is still accounted.
 async fn an_unusable_structured_answer_falls_back_but_is_still_accounted(kind: StoreKind) {
     let h = Harness::new(kind).await;
-    answer_with(
-        &h,
-        completion(
-            "I cannot answer that as JSON.",
-            &[],
-            json!([]),
-            json!({"prompt_tokens": 500, "completion_tokens": 500}),
-        ),
-    )
-    .await;
+    let text = "I cannot answer that as JSON.";
+    answer_with(&h, perplexity::answer(text, json!([]), json!([]), perplexity::usage(500, 500, 1, None))).await;
     let (status, r) = h.post("/search/trends", json!({"topic": "AI"})).await;
     assert_eq!(status, 200);
     assert_eq!(r["mock"], true);
     assert!(r["fallbackReason"].as_str().unwrap().contains("unusable_response"), "{}", r["fallbackReason"]);
     assert!(r["trends"].as_array().is_some(), "mock data has the seed shape");
     let costs = h.costs().await;
-    assert!(costs.iter().any(|c| !c.mock && (c.cost_usd - 0.001).abs() < 1e-12), "{costs:?}");
+    assert!(costs.iter().any(|c| !c.mock && (c.cost_usd - 0.006).abs() < 1e-12), "{costs:?}");
 }
 
 // Given bad input, then a 4xx JSON error names the problem and nothing is called or stored.
@@ -438,6 +509,9 @@ on_both_stores!(
     an_expired_cache_entry_is_a_miss,
     server_errors_are_retried_with_backoff,
     rate_limits_honour_retry_after,
+    a_failed_run_inside_http_200_is_a_failed_attempt,
+    an_incomplete_run_keeps_its_text_and_says_why,
+    a_refused_request_is_not_retried_and_does_not_trip_the_breaker,
     timeouts_end_in_labelled_mock_data_not_a_5xx,
     malformed_json_falls_back_to_mock,
     a_response_missing_fields_is_partially_extracted,

@@ -1,9 +1,10 @@
 //! Citations: turn what an upstream says about its sources into a clean, trustworthy list.
 //!
-//! Three inputs are merged, in this order (the order of the API's `citations` is what inline
-//! `[n]` markers refer to): the API's `citations` URLs, its `search_results` (which carry
-//! titles), and reference definitions written in the content (`[n]: https://...`, matched by
-//! seed 000's pattern `\[(\d+)\]:\s*(https?://[^\s]+)`). Every URL is validated (http or https,
+//! Four inputs are merged, in this order: the API's `citations` URLs (the n-th backs inline
+//! marker `[n]`), its `search_results` (which carry titles; a result backs the marker of its
+//! `id`, or without one of its position), the URLs annotated on spans of the text (they back
+//! no marker), and reference definitions written in the content (`[n]: https://...`, matched
+//! by seed 000's pattern `\[(\d+)\]:\s*(https?://[^\s]+)`). Every URL is validated (http or https,
 //! a public host name, no credentials) and normalised (trailing punctuation, fragment and
 //! `utm_*` tracking parameters removed), then de-duplicated keeping the first position and the
 //! first title any input gives.
@@ -32,6 +33,9 @@ pub struct SearchHit {
     pub url: String,
     pub title: Option<String>,
     pub date: Option<String>,
+    /// The number inline `[n]` markers use for this result (Perplexity's result `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
 }
 
 /// A URL that was offered as a citation and refused, with the reason.
@@ -61,11 +65,12 @@ pub fn extract(
     content: &str,
     api_citations: &[String],
     search_results: &[SearchHit],
+    annotations: &[SearchHit],
     accessed_at: DateTime<Utc>,
 ) -> Citations {
     let mut out = Citations::default();
     let mut seen: Vec<String> = Vec::new();
-    // Marker n is backed when the n-th citation / search result / definition is valid.
+    // Marker n is backed when the n-th citation, the search result n, or definition n is valid.
     let mut backed: Vec<u32> = Vec::new();
 
     let mut add = |raw: &str, title: Option<&str>, marker: Option<u32>, out: &mut Citations| match normalise(raw) {
@@ -93,7 +98,10 @@ pub fn extract(
         add(url, None, marker_number(i), &mut out);
     }
     for (i, hit) in search_results.iter().enumerate() {
-        add(&hit.url, hit.title.as_deref(), marker_number(i), &mut out);
+        add(&hit.url, hit.title.as_deref(), hit.id.or_else(|| marker_number(i)), &mut out);
+    }
+    for hit in annotations {
+        add(&hit.url, hit.title.as_deref(), None, &mut out);
     }
     for cap in REFERENCE_DEFINITION.captures_iter(content) {
         let n = cap[1].parse::<u32>().ok();
@@ -264,7 +272,7 @@ mod tests {
     }
 
     fn hit(url: &str, title: &str) -> SearchHit {
-        SearchHit { url: url.into(), title: Some(title.into()), date: None }
+        SearchHit { url: url.into(), title: Some(title.into()), ..SearchHit::default() }
     }
 
     #[test]
@@ -273,7 +281,7 @@ mod tests {
             "台灣咖啡市場成長 [1][2]。\n\n[3]: https://example.org/extra.\n[1]: https://example.com/a#section";
         let api = vec!["https://example.com/a".to_string(), "https://news.example.net/b".into()];
         let results = vec![hit("https://example.com/a", "Source A"), hit("https://news.example.net/b", "B")];
-        let c = extract(content, &api, &results, at());
+        let c = extract(content, &api, &results, &[], at());
         let urls: Vec<_> = c.sources.iter().map(|s| s.url.as_str()).collect();
         assert_eq!(urls, ["https://example.com/a", "https://news.example.net/b", "https://example.org/extra"]);
         assert_eq!(c.sources[0].title.as_deref(), Some("Source A"));
@@ -292,7 +300,7 @@ mod tests {
             "http://192.168.1.1/admin".into(),
             "https://ok.example.com/page".into(),
         ];
-        let c = extract("", &api, &[], at());
+        let c = extract("", &api, &[], &[], at());
         assert_eq!(c.sources.len(), 1);
         assert_eq!(c.sources[0].url, "https://ok.example.com/page");
         let reasons: Vec<_> = c.rejected.iter().map(|r| r.reason.as_str()).collect();
@@ -326,8 +334,26 @@ mod tests {
         // [2] points at an invalid citation, [4] at nothing; [3] is defined in the content.
         let content = "A [1]. B [2]. C [3]. D [4][4].\n[3]: https://example.org/c";
         let api = vec!["https://example.com/a".to_string(), "javascript:alert(1)".into()];
-        let c = extract(content, &api, &[], at());
+        let c = extract(content, &api, &[], &[], at());
         assert_eq!(c.unbacked_markers, vec![2, 4]);
+    }
+
+    #[test]
+    fn markers_name_search_result_ids_and_annotations_back_none() {
+        // Results 5 and 7 (ids, not positions); [1] and [2] name no result; [9] an invalid one.
+        let content = "A [5]. B [7]. C [1][2]. D [9].";
+        let results = vec![
+            SearchHit { id: Some(5), ..hit("https://example.com/five", "Five") },
+            SearchHit { id: Some(7), ..hit("https://example.com/seven", "Seven") },
+            SearchHit { id: Some(9), ..hit("https://user:pw@example.com/nine", "Nine") },
+        ];
+        let annotated = vec![hit("https://example.com/five#frag", "dup"), hit("https://example.net/annotated", "Note")];
+        let c = extract(content, &[], &results, &annotated, at());
+        let urls: Vec<_> = c.sources.iter().map(|s| s.url.as_str()).collect();
+        assert_eq!(urls, ["https://example.com/five", "https://example.com/seven", "https://example.net/annotated"]);
+        assert_eq!(c.sources[0].title.as_deref(), Some("Five"));
+        assert_eq!(c.unbacked_markers, vec![1, 2, 9]);
+        assert_eq!(c.rejected.len(), 1);
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub struct CostRecord {
     /// Billing credits of per-request upstreams (Tavily).
     #[serde(default)]
     pub credits: u32,
+    /// Web searches the upstream ran for the call (Perplexity `search_web` invocations).
+    #[serde(default)]
+    pub searches: u32,
     pub cost_usd: f64,
     pub cost_source: CostSource,
     pub cached: bool,
@@ -176,6 +179,7 @@ impl Ledger {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
             credits: u.credits,
+            searches: u.searches,
             cost_usd,
             cost_source,
             cached: c.outcome == Outcome::Cached,
@@ -224,7 +228,10 @@ impl Ledger {
                     out.push(cost);
                 }
             }
-            day = day.succ_opt().expect("date in range");
+            match day.succ_opt() {
+                Some(next) => day = next,
+                None => break,
+            }
         }
         Ok(out)
     }

@@ -1,6 +1,8 @@
-//! The price table: data, not code. Defaults (`prices.json`) reproduce seed 000: Perplexity
-//! sonar $0.001 and sonar-pro $0.003 per 1K tokens, input and output alike. An upstream's own
-//! reported cost always wins over this table.
+//! The price table: data, not code. Defaults (`prices.json`) reproduce seed 000's token price,
+//! Perplexity `sonar` $0.001 per 1K tokens input and output alike (the Agent API's list price
+//! for `perplexity/sonar`, $1 / $1 per million), plus $0.005 per web search it runs. Every
+//! Agent API call is served by `perplexity/sonar` (see the adapter), so there is no
+//! `sonar-pro` row. An upstream's own reported cost always wins over this table.
 
 use std::collections::HashMap;
 
@@ -18,6 +20,9 @@ pub struct Price {
     /// Per billing credit (Tavily).
     #[serde(default)]
     pub per_credit_usd: f64,
+    /// Per web search the upstream ran (Perplexity's `search_web` invocations).
+    #[serde(default)]
+    pub per_search_usd: f64,
 }
 
 /// Prices keyed by `provider/model`.
@@ -52,7 +57,8 @@ impl PriceTable {
         let usd = usage.input_tokens as f64 * p.input_per_1k_usd / 1000.0
             + usage.output_tokens as f64 * p.output_per_1k_usd / 1000.0
             + p.per_request_usd
-            + f64::from(usage.credits) * p.per_credit_usd;
+            + f64::from(usage.credits) * p.per_credit_usd
+            + f64::from(usage.searches) * p.per_search_usd;
         Some((usd * 1e10).round() / 1e10)
     }
 }
@@ -65,10 +71,12 @@ mod tests {
     fn defaults_reproduce_seed_000() {
         let t = PriceTable::default();
         let tokens = |i, o| Usage { input_tokens: i, output_tokens: o, ..Usage::default() };
-        // cost_usd = (input_tokens + output_tokens) × 0.001 / 1000
+        // cost_usd = (input_tokens + output_tokens) × 0.001 / 1000 + searches × 0.005
         assert!((t.cost("perplexity", "sonar", &tokens(800, 400)).unwrap() - 0.0012).abs() < 1e-12);
-        assert!((t.cost("perplexity", "sonar-pro", &tokens(800, 400)).unwrap() - 0.0036).abs() < 1e-12);
         assert_eq!(t.cost("perplexity", "sonar", &tokens(420, 380)), Some(0.0008));
+        let searched = Usage { searches: 2, ..tokens(420, 380) };
+        assert_eq!(t.cost("perplexity", "sonar", &searched), Some(0.0108));
+        assert_eq!(t.cost("perplexity", "sonar-pro", &tokens(1, 1)), None);
         assert_eq!(t.cost("perplexity", "unknown", &tokens(1, 1)), None);
         let credits = Usage { credits: 2, ..Usage::default() };
         assert_eq!(t.cost("tavily", "basic", &credits), Some(0.016));
@@ -84,7 +92,11 @@ mod tests {
         let t = PriceTable::with_overrides(&path).unwrap();
         let u = Usage { input_tokens: 1000, output_tokens: 1000, ..Usage::default() };
         assert_eq!(t.cost("perplexity", "sonar", &u), Some(0.011));
-        assert_eq!(t.cost("perplexity", "sonar-pro", &u), Some(0.006), "untouched defaults stay");
+        assert_eq!(
+            t.cost("tavily", "basic", &Usage { credits: 1, ..u.clone() }),
+            Some(0.008),
+            "untouched defaults stay"
+        );
         assert_eq!(t.cost("openrouter", "deepseek-reasoner", &u), Some(0.00274));
         std::fs::write(&path, "{not json").unwrap();
         assert!(PriceTable::with_overrides(&path).unwrap_err().contains("not a price table"));

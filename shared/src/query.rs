@@ -2,6 +2,7 @@
 //! key is computed from. Parsing a caller's JSON into a [`Query`] is the only place input is
 //! checked; past it, every field is known good.
 
+use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -122,6 +123,11 @@ pub struct Query {
     pub recency: Option<Recency>,
     /// `search_domain_filter` entries, lower case, sorted; `-` prefix excludes.
     pub domains: Vec<String>,
+    /// Only sources published on or after / before this day (never together with `recency`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_after: Option<NaiveDate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_before: Option<NaiveDate>,
     /// Who asks (cost attribution); not part of the answer, so not part of the cache key.
     #[serde(skip)]
     pub agent: String,
@@ -147,10 +153,10 @@ impl Query {
         let obj = &crate::api::json_object(body)?;
         let field = Fields(obj);
         let own: &[&str] = match kind {
-            "search" => &["query", "recency"],
-            "competitors" => &["keyword", "domain", "recency"],
+            "search" => &["query", "recency", "publishedAfter", "publishedBefore"],
+            "competitors" => &["keyword", "domain", "recency", "publishedAfter", "publishedBefore"],
             "trends" => &["topic", "timeframe"],
-            "topic" => &["topic", "aspects", "recency"],
+            "topic" => &["topic", "aspects", "recency", "publishedAfter", "publishedBefore"],
             other => return Err(Error::NotFound(format!("no search method {other:?}"))),
         };
         let mut known: Vec<&str> = own.iter().chain(COMMON_FIELDS).copied().collect();
@@ -225,8 +231,21 @@ impl Query {
                 "domains must all include or all exclude (\"-example.com\"), not both",
             ));
         }
+        let published_after = field.string("publishedAfter")?.map(|d| day("publishedAfter", &d)).transpose()?;
+        let published_before = field.string("publishedBefore")?.map(|d| day("publishedBefore", &d)).transpose()?;
+        if let (Some(a), Some(b)) = (published_after, published_before)
+            && a > b
+        {
+            return Err(Error::invalid("invalid_date", "publishedAfter is later than publishedBefore"));
+        }
+        if recency.is_some() && (published_after.is_some() || published_before.is_some()) {
+            return Err(Error::invalid(
+                "conflicting_filters",
+                "recency cannot be combined with publishedAfter / publishedBefore; use one or the other",
+            ));
+        }
         let agent = agent_name(field.string("agent")?.as_deref(), "research")?;
-        Ok(Self { kind, text, region, model, recency, domains, agent })
+        Ok(Self { kind, text, region, model, recency, domains, published_after, published_before, agent })
     }
 }
 
@@ -255,6 +274,13 @@ fn aspects(field: &Fields<'_>) -> Result<Vec<String>> {
             }
         })
         .collect()
+}
+
+/// Parses a `YYYY-MM-DD` day between 1900 and 2100 (what a search date filter can mean).
+fn day(field: &str, raw: &str) -> Result<NaiveDate> {
+    NaiveDate::parse_from_str(raw.trim(), "%Y-%m-%d").ok().filter(|d| (1900..=2100).contains(&d.year())).ok_or_else(
+        || Error::invalid("invalid_date", format!("{field} {raw:?} must be a day YYYY-MM-DD between 1900 and 2100")),
+    )
 }
 
 /// Validates one domain filter entry (`example.com`, or `-example.com` to exclude).
@@ -336,6 +362,8 @@ mod tests {
             serde_json::json!({"model": "sonar-pro"}),
             serde_json::json!({"recency": "week"}),
             serde_json::json!({"domains": ["example.com"]}),
+            serde_json::json!({"publishedAfter": "2026-01-01"}),
+            serde_json::json!({"publishedBefore": "2026-01-01"}),
         ] {
             assert_ne!(key(extra.clone()), plain, "{extra} must change the key");
         }
@@ -362,6 +390,20 @@ mod tests {
             ("competitors", serde_json::json!({"keyword": ""}), "missing_query"),
             ("search", serde_json::json!({"query": "x", "recencey": "week"}), "unknown_field"),
             ("trends", serde_json::json!({"topic": "x", "recency": "week"}), "unknown_field"),
+            ("search", serde_json::json!({"query": "x", "publishedAfter": "01/02/2026"}), "invalid_date"),
+            ("search", serde_json::json!({"query": "x", "publishedAfter": "+262143-12-31"}), "invalid_date"),
+            ("search", serde_json::json!({"query": "x", "publishedBefore": "1066-10-14"}), "invalid_date"),
+            (
+                "search",
+                serde_json::json!({"query": "x", "publishedAfter": "2026-02-01", "publishedBefore": "2026-01-01"}),
+                "invalid_date",
+            ),
+            (
+                "search",
+                serde_json::json!({"query": "x", "publishedAfter": "2026-01-01", "recency": "day"}),
+                "conflicting_filters",
+            ),
+            ("trends", serde_json::json!({"topic": "x", "publishedAfter": "2026-01-01"}), "unknown_field"),
         ];
         for (kind, body, code) in cases {
             let err = q(kind, body.clone()).unwrap_err();

@@ -404,6 +404,8 @@ impl ResearchNode {
                     model: Model::Sonar,
                     recency: None,
                     domains: Vec::new(),
+                    published_after: None,
+                    published_before: None,
                     agent: "research".into(),
                 };
                 let answer = self.search.run(&query, request_id).await;

@@ -34,6 +34,9 @@ pub struct UsageReport {
     /// Billing credits (Tavily); omitted when zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub credits: u32,
+    /// Web searches the upstream ran (Perplexity); omitted when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub searches: u32,
     pub cost_usd: f64,
     pub cost_source: CostSource,
 }
@@ -69,8 +72,12 @@ pub struct SearchResponse {
     /// Inline `[n]` markers that no source backs.
     pub unbacked_markers: Vec<u32>,
     pub rejected_citations: Vec<Rejected>,
-    /// True when parts of the upstream response failed validation and were left out.
+    /// True when parts of the upstream response failed validation and were left out, or the
+    /// upstream stopped before finishing (`incompleteReason`).
     pub partial: bool,
+    /// Why the upstream stopped early (e.g. `max_output_tokens`); such answers are not cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
     pub validation_errors: Vec<String>,
     pub usage: UsageReport,
     /// False only if the sources could not be stored (the store was down); they are logged.
@@ -107,6 +114,7 @@ impl From<&CostRecord> for UsageReport {
             input_tokens: c.input_tokens,
             output_tokens: c.output_tokens,
             credits: c.credits,
+            searches: c.searches,
             cost_usd: c.cost_usd,
             cost_source: c.cost_source,
         }
@@ -153,33 +161,35 @@ impl SearchService {
                 failures.push(format!("{name}: skipped (circuit open after repeated failures)"));
                 continue;
             }
-            let failure = match with_backoff(self.retry, name, |_| provider.adapter.answer(query)).await {
-                Ok(answer) => match self.answered(query, request_id, name, answer, &key).await {
-                    Some(response) => {
-                        provider.breaker.success();
-                        return response;
+            let (failure, against_upstream) =
+                match with_backoff(self.retry, name, |_| provider.adapter.answer(query)).await {
+                    Ok(answer) => match self.answered(query, request_id, name, answer, &key).await {
+                        Some(response) => {
+                            provider.breaker.success();
+                            return response;
+                        }
+                        None => ("unusable_response: nothing in the answer matched the schema".to_owned(), true),
+                    },
+                    Err(e) => {
+                        // Free, but it counts against the provider's availability.
+                        let charge = Charge {
+                            request_id,
+                            agent: &query.agent,
+                            kind: CallKind::Search,
+                            provider: name,
+                            model: "",
+                            usage: &Usage::default(),
+                            outcome: Outcome::Failed,
+                            saved_usd: 0.0,
+                            upstream_id: None,
+                        };
+                        self.ledger.charge(&charge).await;
+                        (e.to_string(), e.counts_against_upstream())
                     }
-                    None => "unusable_response: nothing in the answer matched the schema".to_owned(),
-                },
-                Err(e) => {
-                    // Free, but it counts against the provider's availability.
-                    let charge = Charge {
-                        request_id,
-                        agent: &query.agent,
-                        kind: CallKind::Search,
-                        provider: name,
-                        model: "",
-                        usage: &Usage::default(),
-                        outcome: Outcome::Failed,
-                        saved_usd: 0.0,
-                        upstream_id: None,
-                    };
-                    self.ledger.charge(&charge).await;
-                    e.to_string()
-                }
-            };
+                };
             tracing::error!(provider = name, error = %failure, "provider failed; trying the next");
-            if provider.breaker.failure(self.clock.now()) {
+            // A refusal of this request (HTTP 400) is no sign of the provider's health.
+            if against_upstream && provider.breaker.failure(self.clock.now()) {
                 tracing::warn!(provider = name, "circuit opened: provider skipped during its cool-down");
             }
             failed.push(name);
@@ -206,8 +216,13 @@ impl SearchService {
             self.ledger.record(&cost).await;
             return None;
         }
-        let expires = self.clock.now() + chrono::Duration::from_std(self.cache_ttl).unwrap_or_default();
         response.usage = UsageReport::from(&cost);
+        if response.incomplete_reason.is_some() {
+            // Cut short: served as it is, but the next request asks again.
+            self.finish(&mut response, cost).await;
+            return Some(response);
+        }
+        let expires = self.clock.now() + chrono::Duration::from_std(self.cache_ttl).unwrap_or_default();
         let cached = response.clone();
         tokio::join!(cache::put(&*self.records, key, &cached, expires), self.finish(&mut response, cost));
         Some(response)
@@ -278,7 +293,13 @@ impl SearchService {
             tracing::warn!(errors = ?structured.errors, "structured answer failed validation entirely");
         }
         let data = structured.fields.unwrap_or_default();
-        let found = citations::extract(&answer.content, &answer.citations, &answer.search_results, self.clock.now());
+        let found = citations::extract(
+            &answer.content,
+            &answer.citations,
+            &answer.search_results,
+            &answer.annotations,
+            self.clock.now(),
+        );
         if !found.rejected.is_empty() {
             tracing::warn!(rejected = ?found.rejected, "citations refused");
         }
@@ -303,13 +324,15 @@ impl SearchService {
             sources: found.sources,
             unbacked_markers: found.unbacked_markers,
             rejected_citations: found.rejected,
-            partial: !validation_errors.is_empty(),
+            partial: !validation_errors.is_empty() || answer.incomplete.is_some(),
+            incomplete_reason: answer.incomplete,
             validation_errors,
             // Set from the cost record when the request is billed.
             usage: UsageReport {
                 input_tokens: 0,
                 output_tokens: 0,
                 credits: 0,
+                searches: 0,
                 cost_usd: 0.0,
                 cost_source: CostSource::Free,
             },

@@ -251,6 +251,8 @@ impl Tools for SearchTool {
             model: Model::Sonar,
             recency: None,
             domains: Vec::new(),
+            published_after: None,
+            published_before: None,
             agent: self.agent.into(),
         };
         let request_id = format!("{}_{}", self.run, self.calls.fetch_add(1, Ordering::Relaxed) + 1);

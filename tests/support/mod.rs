@@ -1,12 +1,13 @@
 //! Test harness: real record stores (a SQLite file in a temp dir; a fresh table in DynamoDB
-//! Local), a fake Perplexity on 127.0.0.1 speaking the real wire format (wiremock), and the
-//! real `search` handler in between.
+//! Local), a fake Perplexity on 127.0.0.1 speaking its Agent API and refusing what the real one
+//! refuses (wiremock + [`perplexity::guard`]), and the real `search` handler in between.
 //!
 //! DynamoDB Local is started by the test command (`infra/test.sh`), which exports its
 //! endpoint as `DYNAMODB_LOCAL_ENDPOINT`. A DynamoDB test without it fails loudly; it never
 //! passes by skipping.
 
 pub mod embedding;
+pub mod perplexity;
 pub mod rag;
 
 use std::sync::Arc;
@@ -94,7 +95,7 @@ impl Harness {
 
     /// A harness as `setup` says.
     pub async fn with(kind: StoreKind, setup: Setup<'_>) -> Self {
-        let upstream = if setup.perplexity { Some(MockServer::start().await) } else { None };
+        let upstream = if setup.perplexity { Some(strict_perplexity().await) } else { None };
         let tavily = if setup.tavily { Some(MockServer::start().await) } else { None };
         let (records, guard) = store(kind).await;
         let (pplx_uri, tavily_uri) = (upstream.as_ref().map(MockServer::uri), tavily.as_ref().map(MockServer::uri));
@@ -127,6 +128,12 @@ impl Harness {
     /// The fake Perplexity.
     pub fn upstream(&self) -> &MockServer {
         self.upstream.as_ref().expect("this harness has a fake upstream")
+    }
+
+    /// Forgets the fake Perplexity's mocks and requests; it stays strict.
+    pub async fn reset_upstream(&self) {
+        self.upstream().reset().await;
+        perplexity::guard(self.upstream()).await;
     }
 
     /// Sends `method path` with `body` (raw text) through the real handler.
@@ -182,16 +189,21 @@ async fn received(server: &Option<MockServer>) -> Vec<wiremock::Request> {
     }
 }
 
-/// A Perplexity chat-completions response body.
-pub fn completion(content: &str, citations: &[&str], search_results: Value, usage: Value) -> Value {
+/// A fake Perplexity on 127.0.0.1: strict from the start ([`perplexity::guard`]).
+pub async fn strict_perplexity() -> MockServer {
+    let server = MockServer::start().await;
+    perplexity::guard(&server).await;
+    server
+}
+
+/// An OpenAI-compatible chat-completions response body (the LLM port's wire format).
+pub fn chat_completion(content: &str, usage: Value) -> Value {
     serde_json::json!({
         "id": "cmpl-test-1",
-        "model": "sonar",
+        "model": "deepseek-chat",
         "object": "chat.completion",
         "created": 1_735_689_600,
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-        "citations": citations,
-        "search_results": search_results,
         "usage": usage,
     })
 }

@@ -61,6 +61,7 @@ fn cost_records(n: usize, now: chrono::DateTime<Utc>) -> Vec<CostRecord> {
                 input_tokens: 500 + (i % 700) as u64,
                 output_tokens: 200 + (i % 300) as u64,
                 credits: u32::from(provider == "tavily"),
+                searches: u32::from(provider == "perplexity"),
                 cost_usd: 0.0001 * (1 + i % 50) as f64,
                 cost_source: CostSource::PriceTable,
                 cached: i % 7 == 0,
@@ -171,7 +172,7 @@ fn large_answer() -> (String, Vec<String>, Vec<SearchHit>) {
         .map(|n| SearchHit {
             url: format!("https://site{}.example.com/report/{}", n % 150, n),
             title: Some(format!("報告 {n}")),
-            date: None,
+            ..SearchHit::default()
         })
         .collect();
     (content, citations, hits)
@@ -180,11 +181,11 @@ fn large_answer() -> (String, Vec<String>, Vec<SearchHit>) {
 fn citation_extraction() {
     let (content, api, hits) = large_answer();
     let now = Utc::now();
-    let found = citations::extract(&content, &api, &hits, now);
+    let found = citations::extract(&content, &api, &hits, &[], now);
     let samples: Vec<Duration> = (0..30)
         .map(|_| {
             let t = Instant::now();
-            std::hint::black_box(citations::extract(std::hint::black_box(&content), &api, &hits, now));
+            std::hint::black_box(citations::extract(std::hint::black_box(&content), &api, &hits, &[], now));
             t.elapsed()
         })
         .collect();

@@ -93,7 +93,7 @@ pub fn parse_reply(bytes: &[u8]) -> Result<ChatReply, ProviderError> {
         input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
         output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
         provider_cost_usd: u.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite() && *c >= 0.0),
-        credits: 0,
+        ..Usage::default()
     });
     Ok(ChatReply {
         content: message.get("content").and_then(Value::as_str).map(str::to_owned),

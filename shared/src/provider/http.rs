@@ -1,7 +1,9 @@
 //! The one HTTP call and error mapping of the JSON upstreams: `POST` a JSON body with a bearer
 //! key, classify the outcome. 2xx gives the body; 401/403 a bad key; 429 a rate limit with its
-//! `Retry-After`; 432/433 (Tavily) a plan or spend limit; 408 and 5xx a retryable outage; any
-//! other status a refusal. Transport timeouts and network errors are retryable.
+//! wait (`Retry-After`, else the `X-RateLimit-Reset` family); 432/433 (Tavily) a plan or spend
+//! limit; 408 and 5xx a retryable outage; any other status a refusal, whose message names the
+//! refused `param` when the upstream's error envelope does. Transport timeouts and network
+//! errors are retryable.
 
 use std::time::Duration;
 
@@ -32,11 +34,7 @@ impl JsonClient {
         let response =
             self.http.post(url).bearer_auth(key.expose()).json(body).send().await.map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
+        let retry_after = wait_demanded(response.headers(), std::time::SystemTime::now());
         let bytes = response.bytes().await.map_err(|e| self.transport(&e))?;
         match status {
             200..=299 => Ok(bytes.to_vec()),
@@ -58,7 +56,34 @@ impl JsonClient {
     }
 }
 
-/// The upstream's error message, shortened; never the request.
+/// How long a 429 or 5xx asks us to wait: `Retry-After` (seconds or an HTTP date), else the
+/// rate-limit reset headers (`X-RateLimit-Reset`, `X-RateLimit-Reset-Requests`) as seconds
+/// from now, a Unix time, or a duration such as `250ms` / `1.5s`.
+fn wait_demanded(headers: &reqwest::header::HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(wait) = header("retry-after").and_then(|v| parse_retry_after(v, now)) {
+        return Some(wait);
+    }
+    ["x-ratelimit-reset", "x-ratelimit-reset-requests"].into_iter().find_map(|h| parse_reset(header(h)?, now))
+}
+
+fn parse_reset(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    let (number, scale) = match value.strip_suffix("ms") {
+        Some(n) => (n, 0.001),
+        None => (value.strip_suffix('s').unwrap_or(value), 1.0),
+    };
+    let secs = number.trim().parse::<f64>().ok().filter(|s| s.is_finite() && (0.0..1e12).contains(s))? * scale;
+    // A figure past 2001-09-09 in seconds is a Unix time, not a delay.
+    if secs > 1e9 {
+        let since_epoch = now.duration_since(std::time::UNIX_EPOCH).ok()?;
+        return Some(Duration::from_secs_f64(secs).saturating_sub(since_epoch));
+    }
+    Some(Duration::from_secs_f64(secs))
+}
+
+/// The upstream's error message with the refused `param` if it names one, shortened; never
+/// the request.
 fn error_message(body: &[u8]) -> String {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let message = parsed
@@ -71,5 +96,47 @@ fn error_message(body: &[u8]) -> String {
         })
         .map(str::to_owned)
         .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    message.chars().take(200).collect()
+    let mut message: String = message.chars().take(200).collect();
+    if let Some(param) = parsed.as_ref().and_then(|v| v.pointer("/error/param")).and_then(Value::as_str) {
+        message.push_str(&format!(" (param: {})", param.chars().take(100).collect::<String>()));
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration as D, UNIX_EPOCH};
+
+    #[test]
+    fn a_rate_limit_says_how_long_to_wait_in_any_of_its_forms() {
+        let now = UNIX_EPOCH + D::from_secs(1_800_000_000);
+        let headers = |pairs: &[(&'static str, &str)]| {
+            let mut h = reqwest::header::HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, v.parse().unwrap());
+            }
+            h
+        };
+        assert_eq!(
+            wait_demanded(&headers(&[("retry-after", "3"), ("x-ratelimit-reset", "9")]), now),
+            Some(D::from_secs(3))
+        );
+        assert_eq!(wait_demanded(&headers(&[("x-ratelimit-reset", "2")]), now), Some(D::from_secs(2)));
+        assert_eq!(wait_demanded(&headers(&[("x-ratelimit-reset", "1800000004")]), now), Some(D::from_secs(4)));
+        assert_eq!(wait_demanded(&headers(&[("x-ratelimit-reset-requests", "250ms")]), now), Some(D::from_millis(250)));
+        assert_eq!(wait_demanded(&headers(&[("x-ratelimit-reset", "1.5s")]), now), Some(D::from_millis(1500)));
+        assert_eq!(wait_demanded(&headers(&[("x-ratelimit-reset", "soon")]), now), None);
+        assert_eq!(wait_demanded(&headers(&[("x-ratelimit-reset", "-1")]), now), None);
+        assert_eq!(wait_demanded(&headers(&[("x-ratelimit-reset", "1e300")]), now), None);
+    }
+
+    #[test]
+    fn a_refusal_names_the_refused_param() {
+        let body = br#"{"error":{"message":"invalid request body: json: unknown field \"temperature\"","type":"invalid_request","code":400,"param":"temperature"}}"#;
+        assert_eq!(
+            error_message(body),
+            "invalid request body: json: unknown field \"temperature\" (param: temperature)"
+        );
+    }
 }

@@ -32,6 +32,9 @@ pub struct Usage {
     pub provider_cost_usd: Option<f64>,
     /// Billing units of per-request upstreams (Tavily credits).
     pub credits: u32,
+    /// Web searches the upstream ran for the call (Perplexity's `search_web` invocations).
+    #[serde(default)]
+    pub searches: u32,
 }
 
 /// What an upstream answered, before citations are cleaned.
@@ -42,13 +45,18 @@ pub struct Answer {
     pub content: String,
     /// Citation URLs as given; `[n]` in the content refers to the n-th.
     pub citations: Vec<String>,
+    /// Search results; `[n]` refers to the one whose `id` is n (or, without ids, the n-th).
     pub search_results: Vec<SearchHit>,
+    /// URLs the upstream attached to spans of the text (`url_citation`); they back no `[n]`.
+    pub annotations: Vec<SearchHit>,
     pub images: Vec<String>,
     pub usage: Usage,
     /// The upstream's id for the call, for support tickets.
     pub upstream_id: Option<String>,
     /// Parts of the response that did not match the expected schema and were skipped.
     pub schema_errors: Vec<String>,
+    /// Why the upstream stopped before finishing (e.g. `max_output_tokens`): the text is cut short.
+    pub incomplete: Option<String>,
 }
 
 /// Why one attempt failed. Messages never contain credentials.
@@ -70,6 +78,9 @@ pub enum ProviderError {
     Refused { status: u16, message: String },
     #[error("malformed response: {0}")]
     Malformed(String),
+    /// The upstream answered HTTP 200 but its run ended `failed` or `cancelled`.
+    #[error("upstream run {status}: {message}")]
+    RunFailed { status: String, message: String },
     /// An in-process model could not run (its file missing or broken); not retried.
     #[error("{0}")]
     Local(String),
@@ -78,7 +89,7 @@ pub enum ProviderError {
 impl Retryable for ProviderError {
     fn retry_after(&self) -> Option<Option<Duration>> {
         match self {
-            Self::Timeout(_) | Self::Network(_) => Some(None),
+            Self::Timeout(_) | Self::Network(_) | Self::RunFailed { .. } => Some(None),
             Self::RateLimited { retry_after } | Self::Unavailable { retry_after, .. } => Some(*retry_after),
             Self::Unauthorized { .. }
             | Self::LimitReached { .. }
@@ -86,6 +97,15 @@ impl Retryable for ProviderError {
             | Self::Malformed(_)
             | Self::Local(_) => None,
         }
+    }
+}
+
+impl ProviderError {
+    /// Whether the failure says something about the upstream's health. A refusal of our
+    /// request (HTTP 400: a field, a filter, this caller's input) does not, so it must not
+    /// open the circuit for every other request.
+    pub fn counts_against_upstream(&self) -> bool {
+        !matches!(self, Self::Refused { .. })
     }
 }
 

@@ -112,6 +112,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed, ProviderError> {
                         url: url.to_owned(),
                         title: r.get("title").and_then(Value::as_str).map(str::to_owned),
                         date: r.get("published_date").and_then(Value::as_str).map(str::to_owned),
+                        id: None,
                     },
                     r.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
                 )),
@@ -184,6 +185,7 @@ impl super::SearchProvider for Tavily {
             usage: parsed.usage,
             upstream_id: None,
             schema_errors: parsed.errors,
+            ..Answer::default()
         })
     }
 }

@@ -10,7 +10,7 @@ pub mod text;
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, NaiveDate, NaiveTime, SecondsFormat, TimeZone, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, SecondsFormat, TimeZone, Utc};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -47,15 +47,27 @@ fn bad(message: impl Into<String>) -> Error {
     Error::invalid("invalid_parameter", message)
 }
 
-/// Parses `value` as RFC 3339 or as a date (`YYYY-MM-DD`: its start, or its end if `end`).
+/// Years a report period may touch: no cost record is older, and date arithmetic stays far
+/// from the calendar's edge (`+262143-12-31` would otherwise overflow).
+const YEARS: std::ops::RangeInclusive<i32> = 2000..=2200;
+
+/// Parses `value` as RFC 3339 or as a date (`YYYY-MM-DD`: its start, or its end if `end`),
+/// within [`YEARS`].
 fn instant(name: &str, value: &str, end: bool) -> Result<DateTime<Utc>> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(value) {
-        return Ok(t.with_timezone(&Utc));
+    let t = match DateTime::parse_from_rfc3339(value) {
+        Ok(t) => t.with_timezone(&Utc),
+        Err(_) => {
+            let day = NaiveDate::parse_from_str(value, "%Y-%m-%d")
+                .map_err(|_| bad(format!("{name} {value:?} is not a date (YYYY-MM-DD) or an RFC 3339 time")))?;
+            let time =
+                if end { NaiveTime::from_hms_milli_opt(23, 59, 59, 999) } else { NaiveTime::from_hms_opt(0, 0, 0) };
+            Utc.from_utc_datetime(&day.and_time(time.expect("valid time")))
+        }
+    };
+    if !YEARS.contains(&t.year()) {
+        return Err(bad(format!("{name} {value:?} is outside the years {}-{}", YEARS.start(), YEARS.end())));
     }
-    let day = NaiveDate::parse_from_str(value, "%Y-%m-%d")
-        .map_err(|_| bad(format!("{name} {value:?} is not a date (YYYY-MM-DD) or an RFC 3339 time")))?;
-    let time = if end { NaiveTime::from_hms_milli_opt(23, 59, 59, 999) } else { NaiveTime::from_hms_opt(0, 0, 0) };
-    Ok(Utc.from_utc_datetime(&day.and_time(time.expect("valid time"))))
+    Ok(t)
 }
 
 impl Params {
@@ -364,10 +376,20 @@ mod tests {
             (vec![("from", "last tuesday")], "not a date"),
             (vec![("from", "2024-01-01"), ("to", "2026-01-01")], "longer than 366 days"),
             (vec![("agent", "x")], "unknown parameter"),
+            (vec![("from", "1999-12-31")], "outside the years"),
+            (vec![("to", "2201-01-01")], "outside the years"),
+            (vec![("to", "9999-12-31T23:59:59Z")], "outside the years"),
         ] {
             let e = params(&pairs).unwrap_err();
             assert_eq!(e.status(), 400);
             assert!(e.to_string().contains(needle), "{pairs:?}: {e}");
+        }
+        // The calendar's edges: refused (not a date, or outside the years), never a panic.
+        for edge in ["+262143-12-31", "262143-12-31", " 262143-12-31", "-262144-01-01", "-262144-01-01T00:00:00Z"] {
+            for name in ["from", "to"] {
+                let e = params(&[(name, edge)]).unwrap_err();
+                assert!(e.status() == 400 && e.to_string().contains(&format!("{name} {edge:?}")), "{name}={edge}: {e}");
+            }
         }
     }
 
