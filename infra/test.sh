@@ -9,7 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source infra/versions.env
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/research-bundle/target}"
+# The workspace's own target dir unless told otherwise (CI keeps one outside the clone): the
+# same one `cargo xtask demo` builds in, so this command compiles only what the demo did not.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cache="${RESEARCH_BUNDLE_CACHE:-$HOME/.cache/research-bundle}"
 
 echo "== cfn-lint $CFN_LINT_VERSION on template.yaml"

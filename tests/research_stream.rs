@@ -225,6 +225,9 @@ async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
         assert_eq!(data["sources"][0]["url"], d["sources"][0]);
     }
     assert_eq!(got[8].1, json!({"total_nodes": 5}));
+    for (name, data) in &got {
+        assert!(!data.to_string().contains("【模擬資料】【模擬資料】"), "{name}: the label is said once: {data}");
+    }
     // Each node's search keeps its own stored sources (request `<session>_<node>_<n>`).
     for node in ["ms_001", "ms_005"] {
         let stored =

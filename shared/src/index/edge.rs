@@ -4,9 +4,14 @@
 //! so two processes cannot have it open at once. Lambda-style processes (several functions
 //! under `cargo lambda watch`, sharing `DATA_DIR`) therefore use it in one of two modes:
 //!
-//! - [`Sharing::Shared`] (the default): every operation takes an exclusive advisory lock on
-//!   `<dir>/lock`, loads the shard, runs, flushes and closes it, then releases the lock. Any
-//!   number of processes take turns; each sees every write acknowledged before it.
+//! - [`Sharing::Shared`] (the default): a process takes an exclusive advisory lock on
+//!   `<dir>/lock`, loads the shard and keeps both for a short lease: operations within
+//!   [`LEASE`] of the last one reuse the open shard (as fast as exclusive mode), then the shard
+//!   is closed and the lock released, and a process holding it for [`MAX_HOLD`] hands it over
+//!   between two operations. Any number of processes take turns; each sees every write
+//!   acknowledged before it, since it reopens the shard whenever it takes the lock. (Reopening
+//!   only when another process wrote is not possible: an open shard keeps a `flock` on its
+//!   WAL, so no other process can load it until this one closes it.)
 //! - [`Sharing::Exclusive`] (`EDGE_SHARING=exclusive`): the process opens the shard once and
 //!   keeps it, for a process that owns its `DATA_DIR` alone (one Lambda container's `/tmp`,
 //!   a benchmark). Another process opening it gets an error, never a corrupt shard.
@@ -17,7 +22,9 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use qdrant_edge::external::ordered_float::OrderedFloat;
@@ -38,6 +45,13 @@ use crate::error::{Error, Result};
 /// Points read per scroll page.
 const PAGE: usize = 1000;
 
+/// Shared mode: how long after its last operation a process keeps the shard open (and the
+/// others waiting).
+pub const LEASE: Duration = Duration::from_millis(200);
+
+/// Shared mode: how long a busy process keeps the shard before it lets a waiting one in.
+pub const MAX_HOLD: Duration = Duration::from_secs(1);
+
 pub struct EdgeIndex {
     inner: Arc<Inner>,
 }
@@ -46,8 +60,18 @@ struct Inner {
     dir: PathBuf,
     space: DenseSpace,
     sharing: Sharing,
-    /// The kept shard ([`Sharing::Exclusive`] only).
-    held: Mutex<Option<EdgeShard>>,
+    /// The open shard: for good ([`Sharing::Exclusive`]) or for a lease ([`Sharing::Shared`]).
+    held: Mutex<Option<Held>>,
+    /// Whether the thread that ends idle leases runs.
+    reaper: AtomicBool,
+}
+
+/// An open shard; fields drop in order: the shard (flushed, WAL released), then the lock.
+struct Held {
+    shard: EdgeShard,
+    _lock: Option<File>,
+    since: Instant,
+    last: Instant,
 }
 
 fn store_error(what: &str, e: impl std::fmt::Display) -> Error {
@@ -59,7 +83,7 @@ impl EdgeIndex {
     /// Nothing is opened until the first operation.
     pub fn new(data_dir: &Path, collection: &str, space: DenseSpace, sharing: Sharing) -> Self {
         let dir = data_dir.join("qdrant").join(collection);
-        Self { inner: Arc::new(Inner { dir, space, sharing, held: Mutex::new(None) }) }
+        Self { inner: Arc::new(Inner { dir, space, sharing, held: Mutex::new(None), reaper: AtomicBool::new(false) }) }
     }
 
     /// Builds the HNSW index of large segments (Edge has no background optimizer). Returns
@@ -82,24 +106,30 @@ impl EdgeIndex {
 impl Inner {
     /// Runs `op` on the shard; a write is durable when this returns (every update is followed
     /// by a flush inside `op`'s callers, and closing flushes too).
-    fn with<T>(&self, op: impl FnOnce(&EdgeShard) -> Result<T>) -> Result<T> {
-        match self.sharing {
-            Sharing::Exclusive => {
-                let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-                if held.is_none() {
-                    *held = Some(self.open_shard()?);
-                }
-                op(held.as_ref().expect("opened above"))
-            }
-            Sharing::Shared => {
-                let lock = self.lock()?;
-                let shard = self.open_shard()?;
-                let out = op(&shard);
-                drop(shard); // flushes and releases the WAL
-                drop(lock);
-                out
+    fn with<T>(self: &Arc<Self>, op: impl FnOnce(&EdgeShard) -> Result<T>) -> Result<T> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let shared = self.sharing == Sharing::Shared;
+        if shared && held.as_ref().is_some_and(|h| h.since.elapsed() >= MAX_HOLD) {
+            // Held long enough: close, and give a process waiting on the lock its turn.
+            *held = None;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if held.is_none() {
+            let lock = if shared { Some(self.lock()?) } else { None };
+            let now = Instant::now();
+            *held = Some(Held { shard: self.open_shard()?, _lock: lock, since: now, last: now });
+            if shared && !self.reaper.swap(true, Ordering::SeqCst) {
+                let weak = Arc::downgrade(self);
+                std::thread::Builder::new()
+                    .name("edge-lease".into())
+                    .spawn(move || end_idle_leases(&weak))
+                    .map_err(|e| store_error("start lease thread", e))?;
             }
         }
+        let h = held.as_mut().expect("opened above");
+        let out = op(&h.shard);
+        h.last = Instant::now();
+        out
     }
 
     fn lock(&self) -> Result<File> {
@@ -152,6 +182,19 @@ impl Inner {
         }
         shard.flush();
         Ok(shard)
+    }
+}
+
+/// Closes the shard (and releases the lock) once it has been idle for [`LEASE`]; ends with the
+/// index.
+fn end_idle_leases(inner: &Weak<Inner>) {
+    loop {
+        std::thread::sleep(LEASE / 4);
+        let Some(inner) = inner.upgrade() else { return };
+        let mut held = inner.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.as_ref().is_some_and(|h| h.last.elapsed() >= LEASE) {
+            *held = None;
+        }
     }
 }
 

@@ -84,7 +84,8 @@ impl ChatModel for MockLlm {
                 })
             }
             "node_detail" => {
-                let title = field(user, "标题").unwrap_or("milestone");
+                // A mock skeleton's title is labelled already; the label is said once.
+                let title = field(user, "标题").map_or("milestone", |t| t.trim_start_matches(LABEL));
                 let sources: Vec<String> = tool_results.iter().flat_map(|r| links(r)).collect();
                 reply(
                     json!({
