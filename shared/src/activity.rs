@@ -113,10 +113,11 @@ impl Activity {
         self.max_participants - self.current_participants
     }
 
-    /// Hash of what the embedding depends on (title, description, type, tags): an update
-    /// that keeps it needs no new embedding.
+    /// Hash of what the embedding depends on (title, description, type, tags, and the
+    /// [`TEXT_RULES`] version): an update that keeps it needs no new embedding.
     pub fn content_hash(&self) -> String {
         let mut h = Sha256::new();
+        h.update(TEXT_RULES.to_le_bytes());
         for part in [&self.title, &self.description, &self.kind] {
             h.update(part.as_bytes());
             h.update([0]);
@@ -128,8 +129,14 @@ impl Activity {
         hex::encode(h.finalize())
     }
 
+    /// What the BM25 and the dense vector are made of: the enriched text without what the
+    /// activity says it helps people leave behind ([`without_left_behind`]).
+    pub fn indexed_text(&self, zone: Tz) -> String {
+        without_left_behind(&self.enriched_text(zone))
+    }
+
     /// Seed 004's enriched text, with time in `zone`, plus who it suits (`适合`, when the rules
-    /// say) — what both the BM25 and the dense vector are made of.
+    /// say).
     pub fn enriched_text(&self, zone: Tz) -> String {
         let local = self.start_at.with_timezone(&zone);
         let mut text = format!(
@@ -354,6 +361,39 @@ pub const SUITS_RULES: &[(&str, &[&str])] = &[
     ("想释放一下的人", &["燥", "嗨", "尖叫", "喊哑", "蹦迪", "跳到", "释放", "pogo", "满头大汗"]),
 ];
 
+/// The version of the rules that turn an activity into indexed text (enrichment, vibes,
+/// [`without_left_behind`]): bump it when they change, so stored vectors are made again on the
+/// next write or backfill instead of mixing old and new text.
+pub const TEXT_RULES: u32 = 2;
+
+/// Verbs of leaving something behind: their object is what an activity moves people away from.
+pub const LEAVING: &[&str] = &["突破", "克服", "告别", "摆脱", "战胜", "远离", "改掉", "治好", "戒掉"];
+
+/// Where such an object ends: its clause or noun phrase (`的`) ends, or the line does.
+fn ends_object(c: char) -> bool {
+    matches!(c, '的' | '，' | '。' | '、' | '；' | '！' | '？' | ',' | '.' | ';' | '!' | '?') || c.is_whitespace()
+}
+
+/// `text` without the objects of [`LEAVING`] verbs (up to [`ends_object`], at most 12
+/// characters); the verbs stay. What an activity helps people leave behind is not what it
+/// offers: "适合想突破社恐的人" (an improv class) becomes "适合想突破的人", so it no longer
+/// matches "适合社恐的活动" on 社恐, in either channel; "远离城市喧嚣" no longer matches 喧嚣.
+pub fn without_left_behind(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((at, verb)) = LEAVING.iter().filter_map(|v| rest.find(v).map(|i| (i, *v))).min() {
+        let after = &rest[at + verb.len()..];
+        let end = match after.char_indices().take(12).find(|(_, c)| ends_object(*c)) {
+            Some((i, _)) => i,
+            None => after.char_indices().nth(12).map_or(after.len(), |(i, _)| i),
+        };
+        out.push_str(&rest[..at + verb.len()]);
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The vibes an activity implies (rule table order), then its scale: 小局 (≤ 6 places),
 /// 大型 (≥ 30). With no rule matched, 轻松.
 pub fn implied_vibe(a: &Activity) -> String {
@@ -389,6 +429,30 @@ fn matching(a: &Activity, rules: &[(&'static str, &[&str])]) -> Vec<&'static str
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn what_an_activity_leaves_behind_is_not_what_it_offers() {
+        assert_eq!(without_left_behind("适合想突破社恐的人。"), "适合想突破的人。");
+        assert_eq!(without_left_behind("远离城市光污染，看土星环"), "远离，看土星环");
+        assert_eq!(without_left_behind("告别拖延 克服恐高"), "告别 克服");
+        assert_eq!(without_left_behind("社恐友好，不用说话"), "社恐友好，不用说话");
+        assert_eq!(without_left_behind("摆脱一二三四五六七八九十十一十二十三"), "摆脱十二十三");
+        let improv = activity("即兴戏剧工作坊", "演出", "通过即兴游戏打开自己，适合想突破社恐的人。", 13);
+        let text = improv.indexed_text(chrono_tz::Asia::Shanghai);
+        assert!(!text.contains("社恐") && text.contains("适合想突破的人"), "{text}");
+    }
+
+    #[cfg(feature = "vector-index")]
+    #[test]
+    fn a_left_behind_word_gives_no_lexical_match() {
+        let improv = activity("即兴戏剧工作坊", "演出", "通过即兴游戏打开自己，适合想突破社恐的人。", 13);
+        let text = improv.indexed_text(chrono_tz::Asia::Shanghai);
+        let bm25 = crate::index::bm25::Bm25::new();
+        let query = bm25.query("社恐");
+        let quiet = bm25.document("描述: 社恐友好的安静读书局");
+        assert!(!query.indices.is_empty() && query.indices.iter().all(|i| quiet.indices.contains(i)));
+        assert!(query.indices.iter().all(|i| !bm25.document(&text).indices.contains(i)));
+    }
 
     fn activity(title: &str, kind: &str, description: &str, max: u32) -> Activity {
         Activity {

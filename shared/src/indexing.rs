@@ -154,7 +154,7 @@ impl Indexer {
             kept.push(vector.is_some());
             dense.push(vector);
         }
-        let texts: Vec<String> = activities.iter().map(|a| a.enriched_text(self.zone)).collect();
+        let texts: Vec<String> = activities.iter().map(|a| a.indexed_text(self.zone)).collect();
         let wanted: Vec<usize> = (0..activities.len()).filter(|&i| !kept[i]).collect();
         let mut pending_reason = None;
         if !wanted.is_empty() {

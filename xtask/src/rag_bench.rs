@@ -107,7 +107,7 @@ async fn sharing_figures(sharing: EdgeSharing, pause: Duration) -> crate::Result
     let mut points = Vec::new();
     for line in std::fs::read_to_string(crate::root().join("infra/sample/activities.jsonl"))?.lines() {
         let activity = Activity::from_json(serde_json::from_str(line)?)?;
-        let text = activity.enriched_text(chrono_tz::Asia::Shanghai);
+        let text = activity.indexed_text(chrono_tz::Asia::Shanghai);
         points.push(Point {
             id: point_id(&activity.id),
             payload: payload(&activity, true),
@@ -195,7 +195,7 @@ pub async fn run() -> crate::Result {
         let activity = Activity::from_json(a)?;
         let topic = rng.below(TOPICS);
         let dense = near_topic(&mut rng, &topics[topic], 0.08);
-        let text = activity.enriched_text(chrono_tz::Asia::Shanghai);
+        let text = activity.indexed_text(chrono_tz::Asia::Shanghai);
         points_of.push(Point {
             id: point_id(&activity.id),
             payload: payload(&activity, true),
