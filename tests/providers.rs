@@ -45,7 +45,7 @@ async fn tavily_speaks_its_wire_format_and_feeds_the_citation_pipeline(kind: Sto
         .and(header("authorization", format!("Bearer {TAVILY_KEY}").as_str()))
         .and(header("content-type", "application/json"))
         .respond_with(ResponseTemplate::new(200).set_body_json(tavily_results()))
-        .expect(1)
+        .expect(2)
         .mount(h.tavily())
         .await;
     let (status, r) =
@@ -67,6 +67,12 @@ async fn tavily_speaks_its_wire_format_and_feeds_the_citation_pipeline(kind: Sto
     assert_eq!(costs.len(), 1);
     assert_eq!((costs[0].provider.as_str(), costs[0].model.as_str(), costs[0].credits), ("tavily", "basic", 1));
     assert!((costs[0].cost_usd - 0.008).abs() < 1e-12);
+    // Publication dates travel as Tavily's own date range.
+    h.post("/search", json!({"query": "coffee", "publishedAfter": "2026-01-05", "publishedBefore": "2026-02-28"}))
+        .await;
+    let sent: Value = serde_json::from_slice(&h.tavily_calls().await[1].body).unwrap();
+    assert_eq!((sent["start_date"].as_str(), sent["end_date"].as_str()), (Some("2026-01-05"), Some("2026-02-28")));
+    assert!(sent.get("time_range").is_none());
 }
 
 // Given each Tavily error class, then 401 and 432/433 are not retried, 429 honours

@@ -58,6 +58,12 @@ impl Tavily {
         if let Some(r) = query.recency {
             body["time_range"] = json!(if r == Recency::Hour { "day" } else { r.as_str() });
         }
+        if let Some(d) = query.published_after {
+            body["start_date"] = json!(d.format("%Y-%m-%d").to_string());
+        }
+        if let Some(d) = query.published_before {
+            body["end_date"] = json!(d.format("%Y-%m-%d").to_string());
+        }
         let (excluded, included): (Vec<_>, Vec<_>) = query.domains.iter().partition(|d| d.starts_with('-'));
         if !included.is_empty() {
             body["include_domains"] = json!(included);
