@@ -101,11 +101,11 @@ impl Retryable for ProviderError {
 }
 
 impl ProviderError {
-    /// Whether the failure says something about the upstream's health. A refusal of our
-    /// request (HTTP 400: a field, a filter, this caller's input) does not, so it must not
-    /// open the circuit for every other request.
+    /// Whether the failure says something about the upstream's health. A refusal of this
+    /// request's body (HTTP 400 or 422: a field, a filter, this caller's input) does not, so it
+    /// must not open the circuit for every other request; a 404 (a wrong base URL) does.
     pub fn counts_against_upstream(&self) -> bool {
-        !matches!(self, Self::Refused { .. })
+        !matches!(self, Self::Refused { status: 400 | 422, .. })
     }
 }
 
