@@ -103,6 +103,14 @@ impl EdgeIndex {
     }
 }
 
+/// Closes the shard here and now, so that the lease thread (which may hold the last reference
+/// for a moment) never flushes it while the process is exiting.
+impl Drop for EdgeIndex {
+    fn drop(&mut self) {
+        self.inner.held.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+}
+
 impl Inner {
     /// Runs `op` on the shard; a write is durable when this returns (every update is followed
     /// by a flush inside `op`'s callers, and closing flushes too).
