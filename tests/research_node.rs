@@ -67,17 +67,17 @@ async fn codex_json_output_becomes_research_data_and_history(kind: StoreKind) {
     );
     assert!(r["metadata"]["timestamp"].as_str().unwrap().ends_with('Z'));
     let args = argv(dir.path());
-    assert_eq!(args.len(), 2, "--search and the prompt: {args:?}");
-    assert_eq!(args[0], "--search");
-    assert!(args[1].starts_with("以下のテーマについて最新の情報をリサーチしてください：\n\nテーマ: 今日のAIニュース"));
-    assert!(!args[1].contains("除外すべきトピック"));
+    assert_eq!(args.len(), 3, "--search, the separator and the prompt: {args:?}");
+    assert_eq!((args[0].as_str(), args[1].as_str()), ("--search", "--"));
+    assert!(args[2].starts_with("以下のテーマについて最新の情報をリサーチしてください：\n\nテーマ: 今日のAIニュース"));
+    assert!(!args[2].contains("除外すべきトピック"));
 
     // The same CLI answer the next day: every topic is a duplicate of yesterday's.
     h.clock.advance(chrono::Duration::days(1));
     let (_, r) = h.post("/research", ai_news("news")).await;
     assert_eq!(r["results"], json!([]));
     assert_eq!(r["metadata"]["duplicatesFiltered"], 3);
-    let prompt = &argv(dir.path())[1];
+    let prompt = &argv(dir.path())[2];
     assert!(prompt.contains("【除外すべきトピック】\n以下のトピックは過去7日間で既に扱っているため、避けてください：\n- OpenAI、GPT-4 Turboを発表"), "{prompt}");
     // Another pipeline has its own history.
     let (_, r) = h.post("/research", ai_news("other")).await;
@@ -188,8 +188,59 @@ async fn a_prompt_with_shell_metacharacters_arrives_intact(kind: StoreKind) {
     );
     let (status, _) = h.post("/research", json!({"prompts": {"researchPrompt": prompt}})).await;
     assert_eq!(status, 200);
-    assert_eq!(argv(dir.path()), vec!["--search".to_string(), prompt]);
+    assert_eq!(argv(dir.path()), vec!["--search".to_string(), "--".into(), prompt]);
     assert!(!marker.exists(), "the prompt was interpreted by a shell");
+}
+
+// Given a prompt that looks like a flag, then it arrives after `--` (CODEX_PROMPT_SEPARATOR),
+// and right after the arguments with CODEX_PROMPT_SEPARATOR=none.
+async fn a_prompt_is_never_read_as_a_flag(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = fake_codex(dir.path(), &format!("cat <<'JSON'\n{NEWS}\nJSON"));
+    let body = json!({"prompts": {"researchPrompt": "--help"}});
+    let (status, _) = codex_harness(kind, &codex, &[]).await.post("/research", body.clone()).await;
+    assert_eq!(status, 200);
+    assert_eq!(argv(dir.path()), ["--search", "--", "--help"]);
+    let (status, _) =
+        codex_harness(kind, &codex, &[("CODEX_PROMPT_SEPARATOR", "none")]).await.post("/research", body).await;
+    assert_eq!(status, 200);
+    assert_eq!(argv(dir.path()), ["--search", "--help"]);
+}
+
+// Given a CLI that starts a helper and sleeps past the timeout, then its whole process group
+// is killed: no helper lives on.
+async fn a_timeout_kills_the_clis_helpers_too(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let helpers = dir.path().join("helpers");
+    let codex = fake_codex(dir.path(), &format!("sleep 30 &\necho $! >> '{}'\nsleep 30", helpers.display()));
+    let h = codex_harness(kind, &codex, &[("CODEX_TIMEOUT_SECS", "1")]).await;
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (502, Some("cli_failed")));
+    assert!(r["error"]["message"].as_str().unwrap().contains("timed out"), "{r}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pids = std::fs::read_to_string(&helpers).unwrap();
+    assert_eq!(pids.lines().count(), 4, "1 + 3 attempts");
+    for pid in pids.lines() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(stat.is_empty() || stat.contains(") Z "), "helper {pid} still running: {stat}");
+    }
+}
+
+// Given a CLI that writes more than MAX_OUTPUT, then it is stopped at once and not retried.
+async fn oversized_output_is_cut_off(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("count");
+    let codex = fake_codex(
+        dir.path(),
+        &format!("echo x >> '{}'\nhead -c 9000000 /dev/zero | tr '\\0' x\nsleep 30", counter.display()),
+    );
+    let h = codex_harness(kind, &codex, &[("CODEX_TIMEOUT_SECS", "20")]).await;
+    let started = Instant::now();
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (502, Some("cli_failed")));
+    assert!(r["error"]["message"].as_str().unwrap().contains("more than 8388608 bytes"), "{r}");
+    assert_eq!(std::fs::read_to_string(&counter).unwrap().lines().count(), 1, "not retried");
+    assert!(started.elapsed() < Duration::from_secs(10), "killed, not waited for");
 }
 
 // Given RESEARCH_PROVIDER=search and no keys (the embedded default), then the node answers
@@ -246,6 +297,9 @@ on_both_stores!(
     codex_exhausted_retries_and_timeouts_stop_the_pipeline,
     a_missing_codex_binary_stops_at_once,
     a_prompt_with_shell_metacharacters_arrives_intact,
+    a_prompt_is_never_read_as_a_flag,
+    a_timeout_kills_the_clis_helpers_too,
+    oversized_output_is_cut_off,
     the_search_provider_runs_the_node_through_the_chain,
     bad_node_requests_are_refused,
 );

@@ -102,6 +102,7 @@ pub fn search_function(
         codex: CodexCli {
             command: config.codex_command.clone(),
             args: config.codex_args.clone(),
+            separator: config.codex_prompt_separator.clone(),
             timeout: config.codex_timeout,
             retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
         },

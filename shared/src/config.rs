@@ -53,6 +53,8 @@ pub struct Config {
     /// the first retry delay (then doubled: 5 s, 10 s, 20 s by default).
     pub codex_command: String,
     pub codex_args: Vec<String>,
+    /// What goes between `codex_args` and the prompt (`--`, so a prompt is never a flag).
+    pub codex_prompt_separator: Option<String>,
     pub codex_timeout: Duration,
     pub codex_retry_base: Duration,
     /// Which provider the research node uses.
@@ -230,6 +232,11 @@ impl Config {
                 .split_whitespace()
                 .map(str::to_owned)
                 .collect(),
+            codex_prompt_separator: match get("CODEX_PROMPT_SEPARATOR").as_deref().map(str::trim) {
+                None => Some("--".into()),
+                Some("none") => None,
+                Some(s) => Some(s.to_owned()),
+            },
             codex_timeout: Duration::from_secs(number("CODEX_TIMEOUT_SECS", 600)?),
             codex_retry_base: Duration::from_millis(number("CODEX_RETRY_BASE_MS", 5000)?),
             research_provider: match get("RESEARCH_PROVIDER").as_deref().unwrap_or("search") {

@@ -1,13 +1,18 @@
-//! The Codex CLI provider (seed 001): `CODEX_COMMAND CODEX_ARGS... <prompt>`, the prompt one
-//! argv element, never through a shell, so a prompt with `; rm -rf ~` reaches the CLI as text.
+//! The Codex CLI provider (seed 001): `CODEX_COMMAND CODEX_ARGS... -- <prompt>`, the prompt one
+//! argv element after the separator (`CODEX_PROMPT_SEPARATOR`, `--` by default, `none` for
+//! none), never through a shell: a prompt with `; rm -rf ~` reaches the CLI as text, and one
+//! of `--help` is not read as a flag.
 //!
-//! Each run is logged with its arguments (the prompt shortened), its output captured, and the
-//! process killed at `CODEX_TIMEOUT_SECS`. Timeouts and non-zero exits are retried with
-//! backoff (5 s, 10 s, 20 s by default); a missing binary is reported at once, not retried.
+//! Each run is logged with the number of its arguments (their values may carry secrets) and
+//! the prompt shortened; at most [`MAX_OUTPUT`] bytes of output are read; at
+//! `CODEX_TIMEOUT_SECS` (or past the output cap) the CLI's whole process group is killed, so
+//! no helper it started lives on. Timeouts and non-zero exits are retried with backoff (5 s,
+//! 10 s, 20 s by default); a missing binary or oversized output is reported at once.
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
 use crate::retry::{RetryPolicy, Retryable, with_backoff};
@@ -23,7 +28,12 @@ pub enum CliError {
     Timeout(Duration),
     #[error("CLI exited with status {code:?}: {stderr}")]
     Failed { code: Option<i32>, stderr: String },
+    #[error("CLI wrote more than {0} bytes and was killed")]
+    TooMuchOutput(usize),
 }
+
+/// Most bytes of standard output read from one run (standard error: 64 KiB).
+pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;
 
 impl Retryable for CliError {
     fn retry_after(&self) -> Option<Option<Duration>> {
@@ -36,6 +46,8 @@ impl Retryable for CliError {
 pub struct CodexCli {
     pub command: String,
     pub args: Vec<String>,
+    /// Between the arguments and the prompt (`--`); `None` for a CLI that does not take one.
+    pub separator: Option<String>,
     pub timeout: Duration,
     pub retry: RetryPolicy,
 }
@@ -54,12 +66,14 @@ impl CodexCli {
         with_backoff(self.retry, "codex", |attempt| self.run_once(prompt, attempt)).await
     }
 
-    /// One run: spawn, capture, kill at the timeout.
+    /// One run: spawn in its own process group, capture, kill the group at the timeout.
     pub async fn run_once(&self, prompt: &str, attempt: u32) -> Result<String, CliError> {
-        tracing::info!(command = %self.command, args = ?self.args, prompt = %shorten(prompt, 100), attempt, "running CLI");
-        let child = Command::new(&self.command)
-            .args(&self.args)
-            .arg(prompt)
+        tracing::info!(command = %self.command, args = self.args.len(), prompt = %shorten(prompt, 100), attempt, "running CLI");
+        let mut command = Command::new(&self.command);
+        command.args(&self.args).args(&self.separator).arg(prompt);
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -69,18 +83,65 @@ impl CodexCli {
                 std::io::ErrorKind::NotFound => CliError::NotFound(self.command.clone()),
                 _ => CliError::Spawn { command: self.command.clone(), reason: e.to_string() },
             })?;
-        // Dropping the child on timeout kills it (kill_on_drop).
-        let output = tokio::time::timeout(self.timeout, child.wait_with_output())
-            .await
-            .map_err(|_| CliError::Timeout(self.timeout))?
-            .map_err(|e| CliError::Spawn { command: self.command.clone(), reason: e.to_string() })?;
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        if output.status.success() {
+        let group = child.id();
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let run = async {
+            let stderr = tokio::spawn(capped(stderr, 64 * 1024));
+            let (stdout, over) = capped(stdout, MAX_OUTPUT).await;
+            if over {
+                return Err(CliError::TooMuchOutput(MAX_OUTPUT));
+            }
+            let status = child
+                .wait()
+                .await
+                .map_err(|e| CliError::Spawn { command: self.command.clone(), reason: e.to_string() })?;
+            let stderr = stderr.await.map(|(bytes, _)| bytes).unwrap_or_default();
+            Ok((stdout, stderr, status))
+        };
+        let outcome = match tokio::time::timeout(self.timeout, run).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(CliError::Timeout(self.timeout)),
+        };
+        let (stdout, stderr, status) = match outcome {
+            Ok(done) => done,
+            Err(e) => {
+                kill_group(group);
+                return Err(e);
+            }
+        };
+        let stdout = String::from_utf8_lossy(&stdout).into_owned();
+        if status.success() {
             tracing::info!(bytes = stdout.len(), "CLI finished");
             Ok(stdout)
         } else {
-            let stderr = shorten(String::from_utf8_lossy(&output.stderr).trim(), 500);
-            Err(CliError::Failed { code: output.status.code(), stderr })
+            let stderr = shorten(String::from_utf8_lossy(&stderr).trim(), 500);
+            Err(CliError::Failed { code: status.code(), stderr })
         }
     }
+}
+
+/// At most `cap` bytes of `pipe` (to its end), and whether there was more.
+async fn capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, bool) {
+    let mut bytes = Vec::new();
+    if let Some(pipe) = pipe {
+        // A read error ends the output; what was read is kept.
+        let _ = pipe.take(cap as u64 + 1).read_to_end(&mut bytes).await;
+    }
+    let over = bytes.len() > cap;
+    bytes.truncate(cap);
+    (bytes, over)
+}
+
+/// Kills the process group the CLI leads (its helpers too); the CLI itself is also killed when
+/// its handle drops.
+fn kill_group(group: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = group.and_then(|g| i32::try_from(g).ok()) {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = group;
 }
