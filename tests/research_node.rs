@@ -282,6 +282,8 @@ async fn bad_node_requests_are_refused(kind: StoreKind) {
         json!({"config": {"promptTemplate": {"customRequirements": "one"}}}),
         json!({"config": {"promptTemplate": {"customInstructions": 5}}}),
         json!({"strategy": {"keywords": "AI"}}),
+        json!({"strategy": {"keywords": (0..21).map(|i| format!("k{i}")).collect::<Vec<_>>()}}),
+        json!({"config": {"promptTemplate": {"customInstructions": "x".repeat(4001)}}}),
         json!({"prompt": "typo"}),
     ] {
         let (status, r) = h.post("/research", body.clone()).await;

@@ -85,15 +85,34 @@ fn text_field(obj: &Map<String, Value>, name: &str, owner: &str) -> Result<Optio
     }
 }
 
+/// Most entries of a prompt list (keywords, requirements), and characters of each.
+const MAX_LIST: usize = 20;
+const MAX_ENTRY_CHARS: usize = 500;
+/// Most characters of a theme, and of the custom instructions.
+const MAX_THEME_CHARS: usize = 500;
+const MAX_INSTRUCTIONS_CHARS: usize = crate::query::MAX_QUERY_CHARS;
+
+/// `text` if it has at most `max` characters; else a 400 naming `what`.
+fn bounded(text: String, max: usize, what: &str) -> Result<String> {
+    let n = text.chars().count();
+    if n > max {
+        return Err(invalid(format!("{what} has {n} characters; at most {max} are accepted")));
+    }
+    Ok(text)
+}
+
 fn text_list(obj: &Map<String, Value>, name: &str, owner: &str) -> Result<Option<Vec<String>>> {
     match obj.get(name) {
         None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) if items.len() > MAX_LIST => {
+            Err(invalid(format!("{owner}.{name} has {} entries; at most {MAX_LIST} are accepted", items.len())))
+        }
         Some(Value::Array(items)) => items
             .iter()
             .map(|v| {
                 v.as_str()
-                    .map(str::to_owned)
                     .ok_or_else(|| invalid(format!("{owner}.{name} must be an array of strings")))
+                    .and_then(|e| bounded(e.to_owned(), MAX_ENTRY_CHARS, &format!("an entry of {owner}.{name}")))
             })
             .collect::<Result<Vec<_>>>()
             .map(Some),
@@ -139,7 +158,7 @@ impl NodeRequest {
         let mut config = NodeConfig::default();
         if let Some(c) = object(root, "config")? {
             if let Some(t) = text_field(c, "defaultTheme", "config")? {
-                config.default_theme = t;
+                config.default_theme = bounded(t, MAX_THEME_CHARS, "config.defaultTheme")?;
             }
             if let Some(k) = text_list(c, "defaultKeywords", "config")? {
                 config.default_keywords = k;
@@ -164,7 +183,8 @@ impl NodeRequest {
                     config.custom_requirements = r;
                 }
                 if let Some(i) = text_field(t, "customInstructions", "promptTemplate")? {
-                    config.custom_instructions = i;
+                    config.custom_instructions =
+                        bounded(i, MAX_INSTRUCTIONS_CHARS, "promptTemplate.customInstructions")?;
                 }
             }
         }
@@ -542,6 +562,26 @@ mod tests {
             (r#"{"pipelineId": "../etc"}"#, "pipelineId"),
         ] {
             let e = NodeRequest::from_json(body.as_bytes()).unwrap_err();
+            assert_eq!(e.status(), 400);
+            assert!(e.to_string().contains(needle), "{body}: {e}");
+        }
+        // Every prompt piece is bounded.
+        let long = "長".repeat(501);
+        let many: Vec<String> = (0..21).map(|i| format!("k{i}")).collect();
+        for (body, needle) in [
+            (serde_json::json!({"strategy": {"keywords": many}}), "strategy.keywords has 21 entries"),
+            (serde_json::json!({"config": {"defaultKeywords": [long]}}), "an entry of config.defaultKeywords has 501"),
+            (
+                serde_json::json!({"config": {"promptTemplate": {"customRequirements": [long]}}}),
+                "customRequirements has 501",
+            ),
+            (serde_json::json!({"config": {"defaultTheme": long}}), "config.defaultTheme has 501"),
+            (
+                serde_json::json!({"config": {"promptTemplate": {"customInstructions": "x".repeat(4001)}}}),
+                "customInstructions has 4001 characters",
+            ),
+        ] {
+            let e = NodeRequest::from_json(body.to_string().as_bytes()).unwrap_err();
             assert_eq!(e.status(), 400);
             assert!(e.to_string().contains(needle), "{body}: {e}");
         }
