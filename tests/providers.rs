@@ -189,6 +189,8 @@ async fn search_web_returns_a_model_ready_string(kind: StoreKind) {
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("missing_query")));
     let (status, r) = h.post("/tools/search_web", json!({"query": "x", "agent": "a b"})).await;
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_agent")));
+    let (status, r) = h.post("/tools/search_web", json!({"query": "x", "agent": "someone-else"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_agent")), "not one of AGENTS");
 }
 
 // Given Perplexity answers, then Tavily is never asked (the chain's order holds).

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use integration::perplexity::{self, AGENT_PATH};
-use integration::{Harness, StoreKind, TEST_KEY, on_both_stores};
+use integration::{Harness, Setup, StoreKind, TEST_KEY, on_both_stores};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
@@ -484,6 +484,8 @@ async fn bad_input_gets_a_named_4xx_and_changes_nothing(kind: StoreKind) {
         ("POST", "/search", json!({"query": "x", "model": "gpt-5"}).to_string(), 400, "unknown_model"),
         ("POST", "/search/trends", json!({"topic": "x", "timeframe": "decade"}).to_string(), 400, "unknown_timeframe"),
         ("POST", "/search", json!({"query": "x", "regoin": "TW"}).to_string(), 400, "unknown_field"),
+        ("POST", "/search", json!({"query": "x", "agent": "marketing"}).to_string(), 400, "invalid_agent"),
+        ("POST", "/search", json!({"query": "x", "publishedAfter": "+262143-12-31"}).to_string(), 400, "invalid_date"),
         ("POST", "/search", "x".repeat(70_000), 413, "payload_too_large"),
         ("GET", "/search", "".into(), 405, "method_not_allowed"),
         ("DELETE", "/sources/abc", "".into(), 405, "method_not_allowed"),
@@ -500,7 +502,28 @@ async fn bad_input_gets_a_named_4xx_and_changes_nothing(kind: StoreKind) {
     assert!(h.costs().await.is_empty(), "bad input must not be accounted");
 }
 
+// Given AGENTS, then exactly those agents may be billed: a configured one is answered, the
+// seeds' defaults are not any more.
+async fn only_configured_agents_are_billed(kind: StoreKind) {
+    let h = Harness::with(
+        kind,
+        Setup { perplexity: true, env: &[("AGENTS", "marketing, seo-writer")], ..Setup::default() },
+    )
+    .await;
+    answer_with(&h, plain_answer()).await;
+    let (status, r) = h.post("/search", json!({"query": "coffee", "agent": "seo-writer"})).await;
+    assert_eq!((status, r["mock"].as_bool()), (200, Some(false)), "{r}");
+    let (status, r) = h.post("/search", json!({"query": "coffee", "agent": "research"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_agent")));
+    assert!(r["error"]["message"].as_str().unwrap().contains("marketing, seo-writer"), "{r}");
+    let (status, _) = h.post("/search", json!({"query": "coffee"})).await;
+    assert_eq!(status, 400, "the default agent (research) is not configured here");
+    assert_eq!(h.upstream_calls().await.len(), 1);
+    assert!(h.costs().await.iter().all(|c| c.agent == "seo-writer"));
+}
+
 on_both_stores!(
+    only_configured_agents_are_billed,
     no_key_answers_with_labelled_mock_data_and_never_caches_it,
     a_live_answer_yields_clean_stored_sources_references_and_a_cost_record,
     without_a_reported_cost_the_price_table_applies,

@@ -86,6 +86,8 @@ pub struct SearchFunction {
     pub search: Arc<SearchService>,
     pub tools: Tools,
     pub research: ResearchNode,
+    /// Who a caller may bill (`AGENTS`).
+    pub agents: Vec<String>,
 }
 
 /// The `search` function's services over `records` and `clock`, configured by `config`.
@@ -110,7 +112,7 @@ pub fn search_function(
         records,
         clock,
     };
-    Ok(SearchFunction { search, tools, research })
+    Ok(SearchFunction { search, tools, research, agents: config.agents.clone() })
 }
 
 /// The search service (provider chain, cache, ledger) over `records` and `clock`.

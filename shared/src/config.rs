@@ -59,6 +59,8 @@ pub struct Config {
     pub codex_retry_base: Duration,
     /// Which provider the research node uses.
     pub research_provider: ResearchProvider,
+    /// Who a caller may bill (`AGENTS`): every cost record is grouped under one of them.
+    pub agents: Vec<String>,
     /// A JSON price table laid over the defaults (`PRICE_TABLE_PATH`).
     pub price_table_path: Option<PathBuf>,
     /// The chat model (OpenAI-compatible); no key -> the labelled mock model.
@@ -133,6 +135,10 @@ pub enum Fusion {
     /// Dense hits by similarity alone.
     Dense,
 }
+
+/// The agents of the seeds that call the search routes (`AGENTS` when unset): seed 000's
+/// research and strategy agents, the writing agent, and seed 002's assistant (the tools).
+pub const DEFAULT_AGENTS: [&str; 4] = ["research", "strategy", "writing", "assistant"];
 
 /// How processes share the Qdrant Edge directory (`EDGE_SHARING`; see `index::edge`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,6 +245,16 @@ impl Config {
             },
             codex_timeout: Duration::from_secs(number("CODEX_TIMEOUT_SECS", 600)?),
             codex_retry_base: Duration::from_millis(number("CODEX_RETRY_BASE_MS", 5000)?),
+            agents: get("AGENTS")
+                .unwrap_or_else(|| DEFAULT_AGENTS.join(","))
+                .split([',', ' '])
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    crate::query::agent_name(Some(a), "").map_err(|_| {
+                        Error::Config(format!("AGENTS: {a:?} is not an agent name (1-64 of a-z, 0-9, '-', '_')"))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
             research_provider: match get("RESEARCH_PROVIDER").as_deref().unwrap_or("search") {
                 "search" => ResearchProvider::Search,
                 "codex" => ResearchProvider::Codex,

@@ -41,6 +41,7 @@ async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
 async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Response<Body>> {
     api::allow(req, "POST")?;
     let query = Query::from_json(kind, api::body(req)?)?;
+    billable(app, &query.agent)?;
     let request_id = api::request_id(req);
     Ok(api::json(200, &app.search.run(&query, &request_id).await))
 }
@@ -66,6 +67,15 @@ async fn sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Respon
     }
 }
 
+/// Refuses an `agent` outside `AGENTS`: a caller cannot invent cost groups (and metric
+/// dimensions) without bound.
+fn billable(app: &SearchFunction, agent: &str) -> Result<()> {
+    if app.agents.iter().any(|a| a == agent) {
+        return Ok(());
+    }
+    Err(Error::invalid("invalid_agent", format!("agent {agent:?} is not one of AGENTS: {}", app.agents.join(", "))))
+}
+
 /// Runs a tool; the body is the model-facing JSON string itself (also for tool failures).
 async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Response<Body>> {
     api::allow(req, "POST")?;
@@ -86,6 +96,7 @@ async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Respons
         Some(serde_json::Value::String(a)) => shared::query::agent_name(Some(a), "assistant")?,
         Some(_) => return Err(Error::invalid("invalid_agent", "agent must be a string")),
     };
+    billable(app, &agent)?;
     let result = app.tools.search_web(query, &agent, &api::request_id(req)).await;
     Ok(api::raw_json(200, result))
 }
