@@ -178,6 +178,17 @@ async fn search_web_returns_a_model_ready_string(kind: StoreKind) {
         "at most 3 results; the invalid URL is dropped"
     );
     assert_eq!(h.costs().await.iter().filter(|c| c.provider == "tavily").count(), 1);
+    // The same question again (spacing aside): answered from the cache, free, accounted.
+    let (status, again) = h.post("/tools/search_web", json!({"query": "  最新的识字教学方法 "})).await;
+    assert_eq!((status, &again), (200, &r));
+    assert_eq!(h.tavily_calls().await.len(), 1, "a repeat makes no upstream call");
+    let costs = h.costs().await;
+    let hit = costs.iter().find(|c| c.cached).expect("the hit is accounted");
+    assert_eq!((hit.cost_usd, hit.saved_usd, hit.agent.as_str()), (0.0, 0.008, "assistant"));
+    // After the TTL it is asked again.
+    h.clock.advance(chrono::Duration::seconds(3601));
+    h.post("/tools/search_web", json!({"query": "最新的识字教学方法"})).await;
+    assert_eq!(h.tavily_calls().await.len(), 2);
 
     let h = Harness::with(kind, only_tavily()).await;
     tavily_answers(&h, 432, json!({"detail": {"error": "plan limit"}})).await;

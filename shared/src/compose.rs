@@ -98,7 +98,13 @@ pub fn search_function(
 ) -> Result<SearchFunction> {
     let tavily = tavily(config)?;
     let search = Arc::new(search_service(config, Arc::clone(&records), Arc::clone(&clock), tavily.clone())?);
-    let tools = Tools { tavily, ledger: search.ledger.clone() };
+    let tools = Tools {
+        tavily,
+        ledger: search.ledger.clone(),
+        records: Arc::clone(&search.records),
+        clock: Arc::clone(&search.clock),
+        cache_ttl: search.cache_ttl,
+    };
     let research = ResearchNode {
         search: Arc::clone(&search),
         codex: CodexCli {

@@ -4,14 +4,23 @@
 //!
 //! A tool's result is what the model consumes: a JSON *string*. Failures are strings too
 //! (`{"error": ..., "message": ...}`), so the model can tell the user and carry on.
+//! `search_web` results are cached like searches (`tavily:search_web:<sha256 of the query>`,
+//! `CACHE_TTL_SECS`): a repeat costs nothing and is accounted as a cache hit.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
+use crate::cache;
 use crate::citations;
+use crate::clock::Clock;
 use crate::ledger::{CallKind, Charge, Ledger, Outcome};
+use crate::provider::Usage;
 use crate::provider::tavily::{Tavily, WebResult};
+use crate::records::RecordStore;
 
 pub const SEARCH_WEB: &str = "search_web";
 /// Served by the `rag-search` function (`POST /tools/explore_nearby`); listed here with the rest.
@@ -44,6 +53,22 @@ pub fn explore_nearby_definition() -> Value {
 pub struct Tools {
     pub tavily: Option<Arc<Tavily>>,
     pub ledger: Ledger,
+    pub records: Arc<dyn RecordStore>,
+    pub clock: Arc<dyn Clock>,
+    pub cache_ttl: Duration,
+}
+
+/// A cached `search_web` answer: the model-facing string and what it cost.
+#[derive(Serialize, Deserialize)]
+struct CachedWeb {
+    results: String,
+    cost_usd: f64,
+}
+
+/// The cache key of `search_web` for `query` (trimmed, inner whitespace collapsed).
+fn web_cache_key(query: &str) -> String {
+    let canonical = query.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("tavily:search_web:{}", hex::encode(Sha256::digest(canonical.as_bytes())))
 }
 
 impl Tools {
@@ -78,26 +103,35 @@ impl Tools {
         let Some(tavily) = &self.tavily else {
             return error_string("search_unavailable", "web search is not configured");
         };
+        let charge = |usage, outcome, saved_usd| Charge {
+            request_id,
+            agent,
+            kind: CallKind::Search,
+            provider: "tavily",
+            model: "basic",
+            usage,
+            outcome,
+            saved_usd,
+            upstream_id: None,
+        };
+        let key = web_cache_key(query);
+        if let Some(hit) = cache::get::<CachedWeb>(&*self.records, &key, self.clock.now()).await {
+            self.ledger.charge(&charge(&Usage::default(), Outcome::Cached, hit.cost_usd)).await;
+            return hit.results;
+        }
         match tavily.search_web(query).await {
             Ok((results, usage)) => {
-                let charge = Charge {
-                    request_id,
-                    agent,
-                    kind: CallKind::Search,
-                    provider: "tavily",
-                    model: "basic",
-                    usage: &usage,
-                    outcome: Outcome::Live,
-                    saved_usd: 0.0,
-                    upstream_id: None,
-                };
-                self.ledger.charge(&charge).await;
+                let cost = self.ledger.charge(&charge(&usage, Outcome::Live, 0.0)).await;
                 // Only valid, public http(s) URLs reach the model.
                 let results: Vec<WebResult> = results
                     .into_iter()
                     .filter_map(|r| citations::normalise(&r.url).ok().map(|url| WebResult { url, ..r }))
                     .collect();
-                serde_json::to_string(&results).expect("results serialise")
+                let results = serde_json::to_string(&results).expect("results serialise");
+                let expires = self.clock.now() + chrono::Duration::from_std(self.cache_ttl).unwrap_or_default();
+                let cached = CachedWeb { results, cost_usd: cost.cost_usd };
+                cache::put(&*self.records, &key, &cached, expires).await;
+                cached.results
             }
             Err(e) => {
                 tracing::warn!(error = %e, "search_web failed");
