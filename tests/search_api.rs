@@ -502,6 +502,30 @@ async fn bad_input_gets_a_named_4xx_and_changes_nothing(kind: StoreKind) {
     assert!(h.costs().await.is_empty(), "bad input must not be accounted");
 }
 
+// Given 20 identical requests at once, then one upstream call answers them all (single
+// flight): the others wait for its cached answer and are free cache hits.
+async fn concurrent_identical_misses_make_one_upstream_call(kind: StoreKind) {
+    let h = Harness::new(kind).await;
+    Mock::given(method("POST"))
+        .respond_with(ok(plain_answer()).set_delay(Duration::from_millis(300)))
+        .mount(h.upstream())
+        .await;
+    let asks = (0..20).map(|_| h.post("/search", json!({"query": "coffee", "region": "TW"})));
+    let answers = futures::future::join_all(asks).await;
+    assert_eq!(h.upstream_calls().await.len(), 1, "one call for 20 identical requests");
+    for (status, r) in &answers {
+        assert_eq!((*status, r["mock"].as_bool()), (200, Some(false)), "{r}");
+        assert_eq!(r["content"], answers[0].1["content"]);
+    }
+    assert_eq!(answers.iter().filter(|(_, r)| r["cached"] == false).count(), 1);
+    let costs = h.costs().await;
+    assert_eq!((costs.iter().filter(|c| !c.cached).count(), costs.iter().filter(|c| c.cached).count()), (1, 19));
+    // A different request is not held up by it, and the claim is gone once answered.
+    let (_, r) = h.post("/search", json!({"query": "tea"})).await;
+    assert_eq!(r["cached"], false);
+    assert_eq!(h.upstream_calls().await.len(), 2);
+}
+
 // Given AGENTS, then exactly those agents may be billed: a configured one is answered, the
 // seeds' defaults are not any more.
 async fn only_configured_agents_are_billed(kind: StoreKind) {
@@ -523,6 +547,7 @@ async fn only_configured_agents_are_billed(kind: StoreKind) {
 }
 
 on_both_stores!(
+    concurrent_identical_misses_make_one_upstream_call,
     only_configured_agents_are_billed,
     no_key_answers_with_labelled_mock_data_and_never_caches_it,
     a_live_answer_yields_clean_stored_sources_references_and_a_cost_record,

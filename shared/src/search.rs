@@ -1,7 +1,10 @@
 //! The search service: one path from a validated [`Query`] to a stored, accounted answer.
 //!
 //! Order of work: no provider configured -> labelled mock; cache hit -> the cached answer
-//! (`cached: true`, no upstream call); otherwise the provider, retried with backoff; its
+//! (`cached: true`, no upstream call); a miss that another request is already answering
+//! (single flight: a short lease in the record store, claimed with a conditional write) ->
+//! wait up to [`FOLLOW_WAIT`] for its cached answer, then go alone; otherwise the provider,
+//! retried with backoff; its
 //! answer's citations are cleaned, and the answer is cached, its sources stored and its cost
 //! recorded before the response leaves. When every attempt fails, or nothing in the answer is
 //! usable, the caller gets labelled mock data (never a 5xx), and mock data is never cached.
@@ -21,7 +24,7 @@ use crate::ledger::{CallKind, Charge, CostRecord, CostSource, Ledger, Outcome};
 use crate::metrics;
 use crate::provider::{Answer, Breaker, SearchProvider, Usage, mock};
 use crate::query::{Kind, Query};
-use crate::records::RecordStore;
+use crate::records::{Record, RecordStore};
 use crate::retry::{RetryPolicy, with_backoff};
 use crate::sources;
 
@@ -104,6 +107,11 @@ pub struct SearchService {
     pub retry: RetryPolicy,
 }
 
+/// How long a request waits for an identical one in flight before calling the upstream itself.
+pub const FOLLOW_WAIT: Duration = Duration::from_secs(15);
+/// How long a claim on answering a request lasts unless its holder releases it first.
+const LEASE_SECS: i64 = 60;
+
 /// Retries for writes to our own store.
 pub const STORE_RETRY: RetryPolicy =
     RetryPolicy { retries: 2, base: Duration::from_millis(50), max_wait: Duration::from_secs(1) };
@@ -144,15 +152,81 @@ impl SearchService {
             return self.fallback(query, request_id, &reason).await;
         }
         let key = query.cache_key();
-        if let Some(mut hit) = cache::get::<SearchResponse>(&*self.records, &key, self.clock.now()).await {
+        if let Some(hit) = cache::get::<SearchResponse>(&*self.records, &key, self.clock.now()).await {
             tracing::info!(cache_key = %key, "使用快取的 Perplexity 結果");
-            hit.request_id = request_id.to_owned();
-            hit.cached = true;
-            let saved_usd = hit.usage.cost_usd;
-            let cost = self.bill(query, &hit, &Usage::default(), Outcome::Cached, saved_usd, None);
-            self.finish(&mut hit, cost).await;
-            return hit;
+            return self.served_from_cache(query, request_id, hit).await;
         }
+        if let Some(hit) = self.follow(&key).await {
+            tracing::info!(cache_key = %key, "an identical request in flight answered this one");
+            return self.served_from_cache(query, request_id, hit).await;
+        }
+        let response = self.ask(query, request_id, &key, candidates, failed).await;
+        self.release(&key).await;
+        response
+    }
+
+    /// The cached answer `hit`, as this request's: free, accounted with what it saved.
+    async fn served_from_cache(&self, query: &Query, request_id: &str, mut hit: SearchResponse) -> SearchResponse {
+        hit.request_id = request_id.to_owned();
+        hit.cached = true;
+        let saved_usd = hit.usage.cost_usd;
+        let cost = self.bill(query, &hit, &Usage::default(), Outcome::Cached, saved_usd, None);
+        self.finish(&mut hit, cost).await;
+        hit
+    }
+
+    fn lease_key(key: &str) -> String {
+        format!("lease:{key}")
+    }
+
+    /// Claims answering `key`; if another request holds the claim, waits (up to
+    /// [`FOLLOW_WAIT`]) for its cached answer. `None`: this request asks the upstream itself
+    /// (it holds the claim, the other one gave up, or the wait ran out).
+    async fn follow(&self, key: &str) -> Option<SearchResponse> {
+        let now = self.clock.now();
+        let lease = Record {
+            pk: Self::lease_key(key),
+            sk: "lease".into(),
+            expires_at: Some(now.timestamp() + LEASE_SECS),
+            body: serde_json::json!({"claimedAt": now.timestamp()}),
+        };
+        // A store fault leaves this request to answer alone, never to fail.
+        if self.records.put_new(&lease, now.timestamp()).await.unwrap_or(true) {
+            return None;
+        }
+        let deadline = tokio::time::Instant::now() + FOLLOW_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = self.clock.now();
+            if let Some(hit) = cache::get::<SearchResponse>(&*self.records, key, now).await {
+                return Some(hit);
+            }
+            if !matches!(self.records.get(&lease.pk, &lease.sk, now.timestamp()).await, Ok(Some(_))) {
+                return None; // released without a cached answer: ask ourselves
+            }
+        }
+        None
+    }
+
+    /// Ends this request's claim on `key` (it is answered, or it could not be).
+    async fn release(&self, key: &str) {
+        let now = self.clock.now().timestamp();
+        let ended =
+            Record { pk: Self::lease_key(key), sk: "lease".into(), expires_at: Some(now), body: serde_json::json!({}) };
+        if let Err(e) = self.records.put(&ended).await {
+            tracing::warn!(error = %e, "single-flight claim not released; it expires by itself");
+        }
+    }
+
+    /// Asks the candidate providers in order; labelled mock data when none answers.
+    async fn ask(
+        &self,
+        query: &Query,
+        request_id: &str,
+        key: &str,
+        candidates: Vec<&Provider>,
+        failed: &mut Vec<&'static str>,
+    ) -> SearchResponse {
         let mut failures = Vec::new();
         for provider in candidates {
             let name = provider.adapter.name();
@@ -163,7 +237,7 @@ impl SearchService {
             }
             let (failure, against_upstream) =
                 match with_backoff(self.retry, name, |_| provider.adapter.answer(query)).await {
-                    Ok(answer) => match self.answered(query, request_id, name, answer, &key).await {
+                    Ok(answer) => match self.answered(query, request_id, name, answer, key).await {
                         Some(response) => {
                             provider.breaker.success();
                             return response;
