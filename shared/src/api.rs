@@ -25,15 +25,21 @@ pub fn raw_json(status: u16, text: String) -> Response<Body> {
         .expect("status and header are valid")
 }
 
-/// The JSON error response for `e`. 5xx are logged as errors, 4xx as information.
-pub fn error(e: &Error) -> Response<Body> {
+/// The JSON error response for `e` to request `request_id`. 5xx are logged as errors, 4xx as
+/// information, with the request id. A store fault's detail (table ARNs, file paths) stays in
+/// the log: the caller gets a generic message naming the request id.
+pub fn error(e: &Error, request_id: &str) -> Response<Body> {
     let status = e.status();
     if status >= 500 {
-        tracing::error!(code = e.code(), error = %e, "request failed");
+        tracing::error!(request_id, code = e.code(), error = %e, "request failed");
     } else {
-        tracing::info!(code = e.code(), error = %e, "request refused");
+        tracing::info!(request_id, code = e.code(), error = %e, "request refused");
     }
-    json(status, &serde_json::json!({"error": {"code": e.code(), "message": e.to_string()}}))
+    let message = match e {
+        Error::Store(_) => format!("our record store is unavailable; please retry (request {request_id})"),
+        _ => e.to_string(),
+    };
+    json(status, &serde_json::json!({"error": {"code": e.code(), "message": message}}))
 }
 
 /// Refuses a request whose method is not `method` (405).
@@ -88,4 +94,22 @@ pub fn request_id(req: &Request) -> String {
         .map(|c| c.request_id.clone())
         .filter(|id| !id.is_empty())
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+
+    #[test]
+    fn a_store_fault_keeps_its_internals_in_the_log() {
+        let e = Error::Store("arn:aws:dynamodb:eu-west-1:123456789012:table/x at /var/task/data".into());
+        let response = error(&e, "req-42");
+        assert_eq!(response.status(), 503);
+        let body = String::from_utf8_lossy(response.body().as_ref()).into_owned();
+        assert!(!body.contains("arn:aws") && !body.contains("/var/task"), "{body}");
+        assert!(body.contains("store_unavailable") && body.contains("req-42"), "{body}");
+        let bad =
+            String::from_utf8_lossy(error(&Error::invalid("x", "field y is wrong"), "r").body().as_ref()).into_owned();
+        assert!(bad.contains("field y is wrong"), "a caller's mistake is still explained: {bad}");
+    }
 }

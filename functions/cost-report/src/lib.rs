@@ -35,7 +35,7 @@ impl App {
 
 /// Handles one request or scheduled event. Never fails: errors become JSON error responses.
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    route(app, &req).await.unwrap_or_else(|e| api::error(&e))
+    route(app, &req).await.unwrap_or_else(|e| api::error(&e, &api::request_id(&req)))
 }
 
 async fn route(app: &App, req: &Request) -> Result<Response<Body>> {

@@ -42,7 +42,7 @@ pub async fn serve(app: &Indexer, req: Request) -> std::result::Result<Response<
 
 /// Handles one request or event. Never fails: errors become JSON error responses.
 pub async fn handle(app: &Indexer, req: Request) -> Response<Body> {
-    route(app, &req).await.unwrap_or_else(|e| api::error(&e))
+    route(app, &req).await.unwrap_or_else(|e| api::error(&e, &api::request_id(&req)))
 }
 
 fn is_event(req: &Request) -> bool {

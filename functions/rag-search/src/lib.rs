@@ -29,7 +29,7 @@ pub async fn from_env() -> Result<Retrieval> {
 
 /// Handles one HTTP request. Never fails: errors become JSON error responses.
 pub async fn handle(app: &Retrieval, req: Request) -> Response<Body> {
-    route(app, &req).await.unwrap_or_else(|e| api::error(&e))
+    route(app, &req).await.unwrap_or_else(|e| api::error(&e, &api::request_id(&req)))
 }
 
 async fn route(app: &Retrieval, req: &Request) -> Result<Response<Body>> {

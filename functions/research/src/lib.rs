@@ -52,7 +52,7 @@ impl App {
 pub async fn handle(app: &App, req: Request) -> Response<ResponseBody> {
     match route(app, &req).await {
         Ok(response) => response,
-        Err(e) => whole(api::error(&e)),
+        Err(e) => whole(api::error(&e, &api::request_id(&req))),
     }
 }
 

@@ -18,7 +18,7 @@ use shared::{Error, Result};
 
 /// Handles one HTTP request. Never fails: errors become JSON error responses.
 pub async fn handle(app: &SearchFunction, req: Request) -> Response<Body> {
-    route(app, &req).await.unwrap_or_else(|e| api::error(&e))
+    route(app, &req).await.unwrap_or_else(|e| api::error(&e, &api::request_id(&req)))
 }
 
 async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
