@@ -2,6 +2,8 @@
 //! A cache fault is never the caller's problem: a failed read is a miss, a failed write is
 //! logged.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -24,8 +26,9 @@ pub async fn get<T: DeserializeOwned>(records: &dyn RecordStore, key: &str, now:
     }
 }
 
-/// Stores `value` under `key` until `expires_at`.
-pub async fn put<T: Serialize>(records: &dyn RecordStore, key: &str, value: &T, expires_at: DateTime<Utc>) {
+/// Stores `value` under `key` for `ttl` from `now`.
+pub async fn put<T: Serialize>(records: &dyn RecordStore, key: &str, value: &T, now: DateTime<Utc>, ttl: Duration) {
+    let expires_at = now + chrono::Duration::from_std(ttl).unwrap_or_default();
     let record = Record {
         pk: key.to_owned(),
         sk: SK.to_owned(),

@@ -112,6 +112,16 @@ pub const FOLLOW_WAIT: Duration = Duration::from_secs(15);
 /// How long a claim on answering a request lasts unless its holder releases it first.
 const LEASE_SECS: i64 = 60;
 
+/// What single flight decided for a cache miss.
+enum Flight {
+    /// Another request in flight answered it.
+    Answered(SearchResponse),
+    /// This request holds the claim: it asks, then releases the claim.
+    Leads,
+    /// This request asks without the claim (another one holds it, gave up, or the store failed).
+    Alone,
+}
+
 /// Retries for writes to our own store.
 pub const STORE_RETRY: RetryPolicy =
     RetryPolicy { retries: 2, base: Duration::from_millis(50), max_wait: Duration::from_secs(1) };
@@ -156,13 +166,18 @@ impl SearchService {
             tracing::info!(cache_key = %key, "使用快取的 Perplexity 結果");
             return self.served_from_cache(query, request_id, hit).await;
         }
-        if let Some(hit) = self.follow(&key).await {
-            tracing::info!(cache_key = %key, "an identical request in flight answered this one");
-            return self.served_from_cache(query, request_id, hit).await;
+        match self.follow(&key).await {
+            Flight::Answered(hit) => {
+                tracing::info!(cache_key = %key, "an identical request in flight answered this one");
+                self.served_from_cache(query, request_id, hit).await
+            }
+            Flight::Leads => {
+                let response = self.ask(query, request_id, &key, candidates, failed).await;
+                self.release(&key).await;
+                response
+            }
+            Flight::Alone => self.ask(query, request_id, &key, candidates, failed).await,
         }
-        let response = self.ask(query, request_id, &key, candidates, failed).await;
-        self.release(&key).await;
-        response
     }
 
     /// The cached answer `hit`, as this request's: free, accounted with what it saved.
@@ -180,9 +195,8 @@ impl SearchService {
     }
 
     /// Claims answering `key`; if another request holds the claim, waits (up to
-    /// [`FOLLOW_WAIT`]) for its cached answer. `None`: this request asks the upstream itself
-    /// (it holds the claim, the other one gave up, or the wait ran out).
-    async fn follow(&self, key: &str) -> Option<SearchResponse> {
+    /// [`FOLLOW_WAIT`]) for its cached answer.
+    async fn follow(&self, key: &str) -> Flight {
         let now = self.clock.now();
         let lease = Record {
             pk: Self::lease_key(key),
@@ -190,25 +204,27 @@ impl SearchService {
             expires_at: Some(now.timestamp() + LEASE_SECS),
             body: serde_json::json!({"claimedAt": now.timestamp()}),
         };
-        // A store fault leaves this request to answer alone, never to fail.
-        if self.records.put_new(&lease, now.timestamp()).await.unwrap_or(true) {
-            return None;
+        match self.records.put_new(&lease, now.timestamp()).await {
+            Ok(true) => return Flight::Leads,
+            Ok(false) => {}
+            // A store fault leaves this request to answer alone, never to fail.
+            Err(_) => return Flight::Alone,
         }
         let deadline = tokio::time::Instant::now() + FOLLOW_WAIT;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let now = self.clock.now();
             if let Some(hit) = cache::get::<SearchResponse>(&*self.records, key, now).await {
-                return Some(hit);
+                return Flight::Answered(hit);
             }
             if !matches!(self.records.get(&lease.pk, &lease.sk, now.timestamp()).await, Ok(Some(_))) {
-                return None; // released without a cached answer: ask ourselves
+                return Flight::Alone; // released without a cached answer: ask ourselves
             }
         }
-        None
+        Flight::Alone
     }
 
-    /// Ends this request's claim on `key` (it is answered, or it could not be).
+    /// Ends the claim this request holds on `key` (it is answered, or it could not be).
     async fn release(&self, key: &str) {
         let now = self.clock.now().timestamp();
         let ended =
@@ -296,9 +312,9 @@ impl SearchService {
             self.finish(&mut response, cost).await;
             return Some(response);
         }
-        let expires = self.clock.now() + chrono::Duration::from_std(self.cache_ttl).unwrap_or_default();
         let cached = response.clone();
-        tokio::join!(cache::put(&*self.records, key, &cached, expires), self.finish(&mut response, cost));
+        let store = cache::put(&*self.records, key, &cached, self.clock.now(), self.cache_ttl);
+        tokio::join!(store, self.finish(&mut response, cost));
         Some(response)
     }
 

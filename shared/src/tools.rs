@@ -128,9 +128,8 @@ impl Tools {
                     .filter_map(|r| citations::normalise(&r.url).ok().map(|url| WebResult { url, ..r }))
                     .collect();
                 let results = serde_json::to_string(&results).expect("results serialise");
-                let expires = self.clock.now() + chrono::Duration::from_std(self.cache_ttl).unwrap_or_default();
                 let cached = CachedWeb { results, cost_usd: cost.cost_usd };
-                cache::put(&*self.records, &key, &cached, expires).await;
+                cache::put(&*self.records, &key, &cached, self.clock.now(), self.cache_ttl).await;
                 cached.results
             }
             Err(e) => {
