@@ -41,11 +41,12 @@ async fn invoke_index(h: &RagHarness, fixture: &str) -> (u16, Value) {
 async fn invoke_search(h: &RagHarness, fixture: &str) -> (u16, Value) {
     let path = format!("{}/../infra/events/{fixture}", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    respond(rag_search::handle(&h.retrieval, req).await)
+    respond(rag_search::handle(&h.rag, req).await)
 }
 
 // Given the API Gateway and EventBridge fixtures, then each drives its route: a batch is
-// created, updated, found by the seed's search body, and deleted.
+// created, updated, found by the seed's search body, given feedback by the fixture's user, and
+// deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_gateway_and_eventbridge_fixtures_drive_the_handlers() {
     let h = RagHarness::new(&[]).await;
@@ -62,6 +63,12 @@ async fn the_api_gateway_and_eventbridge_fixtures_drive_the_handlers() {
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["candidates"], 3, "{r}");
     assert_eq!(r["strategy"], "filter_only", "three candidates are returned directly: {r}");
+    let (status, r) = invoke_search(&h, "user-feedback.json").await;
+    assert_eq!(
+        (status, r["userId"].as_str(), r["satisfiedActivities"].as_u64()),
+        (200, Some("u-fixture"), Some(1)),
+        "{r}"
+    );
     let (status, r) = invoke_index(&h, "activity-delete.json").await;
     assert_eq!((status, r["deleted"].as_bool()), (200, Some(true)), "{r}");
     let (status, r) = invoke_index(&h, "activity-deleted.json").await;

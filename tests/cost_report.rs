@@ -92,7 +92,7 @@ async fn get(app: &cost_report::App, uri: &str) -> (u16, String, String) {
             })
             .unwrap_or_default(),
     );
-    let response = cost_report::handle(app, req).await;
+    let response = cost_report::handle(app, integration::as_backend(req)).await;
     let content_type =
         response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     let body = match response.body() {

@@ -37,7 +37,8 @@ fn acks(child: &mut Child, want: Option<usize>) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_in_other_processes_and_searches_here_interleave() {
     let h = RagHarness::with(None, &[]).await;
-    let mut writers = [worker(h.dir.path(), "w1", 25), worker(h.dir.path(), "w2", 25)];
+    // Enough writes that the writers outlast one lease hand-over (MAX_HOLD) on a loaded machine.
+    let mut writers = [worker(h.dir.path(), "w1", 100), worker(h.dir.path(), "w2", 100)];
     let mut last = 0;
     let mut searches = 0;
     while writers.iter_mut().any(|w| w.try_wait().unwrap().is_none()) {
@@ -51,10 +52,10 @@ async fn writers_in_other_processes_and_searches_here_interleave() {
     for w in &mut writers {
         assert!(w.wait().unwrap().success());
     }
-    let index = h.retrieval.index.clone();
-    let ids: Vec<_> = (0..25).flat_map(|i| [point_id(&format!("w1-{i}")), point_id(&format!("w2-{i}"))]).collect();
-    assert_eq!(index.get(&ids, false).await.unwrap().len(), 50);
-    assert_eq!(index.count(&HardFilter::bookable(chrono::Utc::now())).await.unwrap(), 50);
+    let index = h.rag.retrieval.index.clone();
+    let ids: Vec<_> = (0..100).flat_map(|i| [point_id(&format!("w1-{i}")), point_id(&format!("w2-{i}"))]).collect();
+    assert_eq!(index.get(&ids, false).await.unwrap().len(), 200);
+    assert_eq!(index.count(&HardFilter::bookable(chrono::Utc::now())).await.unwrap(), 200);
     assert!(searches > 1, "the searches ran while the writers wrote");
 }
 
@@ -67,7 +68,7 @@ async fn acknowledged_writes_survive_a_killed_writer() {
     let acked = acks(&mut writer, Some(20));
     writer.kill().unwrap();
     writer.wait().unwrap();
-    let index = h.retrieval.index.clone();
+    let index = h.rag.retrieval.index.clone();
     let ids: Vec<_> = acked.iter().map(|id| point_id(id)).collect();
     assert_eq!(index.get(&ids, false).await.unwrap().len(), 20, "acknowledged: {acked:?}");
     let mut after = worker(h.dir.path(), "after", 3);

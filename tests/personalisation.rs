@@ -31,15 +31,11 @@ async fn harness(env: &[(&str, &str)]) -> RagHarness {
 }
 
 async fn post(h: &RagHarness, path: &str, body: Value) -> (u16, Value) {
-    integration::rag::respond(
-        rag_search::handle(&h.retrieval, integration::rag::request("POST", path, &body.to_string())).await,
-    )
+    h.as_user("POST", path, body).await
 }
 
 async fn put(h: &RagHarness, path: &str, body: Value) -> (u16, Value) {
-    integration::rag::respond(
-        rag_search::handle(&h.retrieval, integration::rag::request("PUT", path, &body.to_string())).await,
-    )
+    h.as_user("PUT", path, body).await
 }
 
 // Given the default template mode, then every result of a semantic search says why, from the

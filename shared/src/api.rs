@@ -26,8 +26,8 @@ pub fn raw_json(status: u16, text: String) -> Response<Body> {
 }
 
 /// The JSON error response for `e` to request `request_id`. 5xx are logged as errors, 4xx as
-/// information, with the request id. A store fault's detail (table ARNs, file paths) stays in
-/// the log: the caller gets a generic message naming the request id.
+/// information, with the request id. The detail of our own faults (table ARNs, file paths,
+/// setting names) stays in the log: the caller gets a generic message naming the request id.
 pub fn error(e: &Error, request_id: &str) -> Response<Body> {
     let status = e.status();
     if status >= 500 {
@@ -37,6 +37,7 @@ pub fn error(e: &Error, request_id: &str) -> Response<Body> {
     }
     let message = match e {
         Error::Store(_) => format!("our record store is unavailable; please retry (request {request_id})"),
+        Error::Config(_) => format!("the service is misconfigured; its operator's log says how (request {request_id})"),
         _ => e.to_string(),
     };
     json(status, &serde_json::json!({"error": {"code": e.code(), "message": message}}))

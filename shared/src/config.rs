@@ -61,6 +61,8 @@ pub struct Config {
     pub research_provider: ResearchProvider,
     /// Who a caller may bill (`AGENTS`): every cost record is grouped under one of them.
     pub agents: Vec<String>,
+    /// The JWT claim that is the user id on user routes (`USER_CLAIM`, default `sub`).
+    pub user_claim: String,
     /// A JSON price table laid over the defaults (`PRICE_TABLE_PATH`).
     pub price_table_path: Option<PathBuf>,
     /// The chat model (OpenAI-compatible); no key -> the labelled mock model.
@@ -255,6 +257,11 @@ impl Config {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?,
+            user_claim: match get("USER_CLAIM") {
+                None => "sub".into(),
+                Some(c) if c.len() <= 128 && c.chars().all(|ch| ch.is_ascii_graphic()) => c,
+                Some(c) => return Err(Error::Config(format!("USER_CLAIM: {c:?} is not a claim name"))),
+            },
             research_provider: match get("RESEARCH_PROVIDER").as_deref().unwrap_or("search") {
                 "search" => ResearchProvider::Search,
                 "codex" => ResearchProvider::Codex,

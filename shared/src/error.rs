@@ -9,6 +9,12 @@ pub enum Error {
     /// The caller sent something we cannot act on (400). `code` is stable, `message` says what.
     #[error("{message}")]
     Invalid { code: &'static str, message: String },
+    /// The route needs a verified caller and the request has none (401).
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The caller is verified but may not do this (403).
+    #[error("{0}")]
+    Forbidden(String),
     /// The route or the record does not exist (404).
     #[error("{0}")]
     NotFound(String),
@@ -35,6 +41,8 @@ impl Error {
     pub fn status(&self) -> u16 {
         match self {
             Self::Invalid { .. } => 400,
+            Self::Unauthenticated(_) => 401,
+            Self::Forbidden(_) => 403,
             Self::NotFound(_) => 404,
             Self::MethodNotAllowed { .. } => 405,
             Self::TooLarge { .. } => 413,
@@ -47,6 +55,8 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Invalid { code, .. } => code,
+            Self::Unauthenticated(_) => "unauthenticated",
+            Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::TooLarge { .. } => "payload_too_large",

@@ -6,6 +6,7 @@ pub mod activity;
 pub mod agent;
 pub mod analysis;
 pub mod api;
+pub mod auth;
 #[cfg(feature = "vector-index")]
 pub mod backfill;
 pub mod cache;

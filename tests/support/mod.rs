@@ -21,6 +21,31 @@ use shared::config::Config;
 use shared::records::{DynamoRecords, LocalRecords, RecordStore};
 use wiremock::MockServer;
 
+/// `req` as API Gateway passes it after its IAM authorizer verified a SigV4 signature: the
+/// backend's role.
+pub fn as_backend(req: Request) -> Request {
+    signed(
+        req,
+        serde_json::json!({"iam": {"accountId": "123456789012", "callerId": "AROATEST:backend",
+        "userArn": "arn:aws:sts::123456789012:assumed-role/activity-backend/backend", "userId": "AROATEST:backend"}}),
+    )
+}
+
+/// `req` as API Gateway passes it after its JWT authorizer verified a token whose `sub` is `user`.
+pub fn as_user(req: Request, user: &str) -> Request {
+    signed(req, serde_json::json!({"jwt": {"claims": {"sub": user, "iss": "https://issuer.example"}, "scopes": null}}))
+}
+
+fn signed(req: Request, authorizer: Value) -> Request {
+    use lambda_http::RequestExt;
+    let context = serde_json::json!({
+        "http": {"method": req.method().as_str(), "path": req.uri().path(), "protocol": "HTTP/1.1",
+                 "sourceIp": "192.0.2.1", "userAgent": "integration-tests"},
+        "authorizer": authorizer, "timeEpoch": 0});
+    let context = serde_json::from_value(context).expect("an HTTP API request context");
+    req.with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context))
+}
+
 /// Which record store adapter a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {

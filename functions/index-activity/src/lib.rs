@@ -2,7 +2,8 @@
 //!
 //! Routes: `POST /activities` (one activity, or an array of up to 100), `PUT
 //! /activities/{id}` (create or replace; the body's `id`, if any, must match), `DELETE
-//! /activities/{id}`. EventBridge events (`detail-type` `ActivityCreated`, `ActivityUpdated`
+//! /activities/{id}`, each for the backend only (a SigV4-signed request: `shared::auth`; 401
+//! anonymous, 403 a user's token). EventBridge events (`detail-type` `ActivityCreated`, `ActivityUpdated`
 //! with the activity in `detail`, `ActivityDeleted` with at least its `id`) take the same
 //! paths. A write answers 200 when every activity has its dense vector and 202 when some are
 //! pending (embedder absent, failing or slow): the write itself never waits on the embedder.
@@ -17,7 +18,7 @@ use shared::activity::Activity;
 use shared::clock::SystemClock;
 use shared::config::Config;
 use shared::indexing::{Indexer, Report};
-use shared::{Error, Result, api, compose};
+use shared::{Error, Result, api, auth, compose};
 
 /// Largest body accepted (a batch of 100 activities with long descriptions).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -56,6 +57,9 @@ async fn route(app: &Indexer, req: &Request) -> Result<Response<Body>> {
     }
     let path = req.uri().path().trim_end_matches('/');
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if let ["activities", ..] = segments.as_slice() {
+        auth::backend(req)?;
+    }
     match segments.as_slice() {
         ["activities"] => {
             api::allow(req, "POST")?;

@@ -7,7 +7,7 @@ use lambda_http::{Error, Request, run, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
-    let app = rag_search::from_env().await?;
+    let app = rag_search::App::from_env().await?;
     run(service_fn(|req: Request| {
         let app = &app;
         async move { Ok::<_, Infallible>(rag_search::handle(app, req).await) }

@@ -1,0 +1,195 @@
+//! The adversarial suite: what someone holding only the API's URL would try, fired at the real
+//! handlers. Each attempt is refused with a JSON error and changes nothing.
+//!
+//! Here: anonymous and user-token writes, acting as another user, missing and forged identity,
+//! the calendar-edge dates, oversized research prompt pieces, unknown cost groups. Beside
+//! their features (same standard): 20 concurrent identical misses make 1 upstream call
+//! (`search_api::concurrent_identical_misses_make_one_upstream_call`), a `--help` prompt is
+//! never a flag and a runaway CLI is killed with its helpers (`research_node`), store faults
+//! answer without internals (`shared::api`).
+
+use integration::rag::{RagHarness, activity, request, respond};
+use integration::{Harness, StoreKind, as_backend, as_user};
+use lambda_http::Request;
+use serde_json::{Value, json};
+use shared::records::RecordStore;
+
+fn catalogue() -> Value {
+    json!([
+        activity("quiet", "白噪音读书局", "读书会", "雨声白噪音里安静看书，累了就放空发呆。", 30),
+        activity("beer", "周五大排档啤酒局", "美食", "下班来撸串喝啤酒，人多热闹，欢迎新朋友！", 32),
+    ])
+}
+
+/// What someone without a verified identity can send: nothing, a user's token (on a backend
+/// route), and identity claimed in headers API Gateway's authorizers never set.
+fn impostors(method: &str, path: &str, body: &str) -> Vec<(&'static str, Request, u16)> {
+    let mut forged = request(method, path, body);
+    let headers = forged.headers_mut();
+    headers.insert("authorization", "Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1LTEifQ.".parse().unwrap());
+    headers.insert("x-amz-security-token", "forged".parse().unwrap());
+    headers.insert("x-user-id", "u-1".parse().unwrap());
+    vec![
+        ("anonymous", request(method, path, body), 401),
+        ("forged headers", forged, 401),
+        ("a user's token", as_user(request(method, path, body), "u-1"), 403),
+    ]
+}
+
+/// Titles of every indexed activity, by id.
+async fn titles(h: &RagHarness) -> Vec<(String, String)> {
+    let (_, r) = h.search_ids(json!({"limit": 50})).await;
+    let mut out: Vec<(String, String)> = r["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["activity"]["id"].as_str().unwrap().into(), x["activity"]["title"].as_str().unwrap().into()))
+        .collect();
+    out.sort();
+    out
+}
+
+// Given an index of two activities, then a create, a replace and a delete without the
+// backend's SigV4 signature are each refused (401 anonymous or forged, 403 a user's token) and
+// the index is unchanged; the backend's signed delete still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activity_writes_are_for_the_backend_only() {
+    let h = RagHarness::new(&[]).await;
+    let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
+    assert_eq!(status, 200, "{r}");
+    let before = titles(&h).await;
+    assert_eq!(before.len(), 2);
+
+    let new = activity("spam", "免费领红包", "其他", "点击链接领取", 40).to_string();
+    let replaced = activity("quiet", "已取消", "其他", "被人改掉了", 30).to_string();
+    for (method, path, body) in [
+        ("POST", "/activities", new.as_str()),
+        ("PUT", "/activities/quiet", replaced.as_str()),
+        ("DELETE", "/activities/beer", ""),
+    ] {
+        for (who, req, status) in impostors(method, path, body) {
+            let (got, r) = respond(index_activity::handle(&h.indexer, req).await);
+            assert_eq!(got, status, "{who} {method} {path}: {r}");
+            let code = if status == 401 { "unauthenticated" } else { "forbidden" };
+            assert_eq!(r["error"]["code"], code, "{who} {method} {path}: {r}");
+        }
+    }
+    assert_eq!(titles(&h).await, before, "nothing was written");
+
+    let (status, r) = h.index("DELETE", "/activities/beer", "").await;
+    assert_eq!((status, r["deleted"].as_bool()), (200, Some(true)), "{r}");
+}
+
+// Given user u-1 with feedback and preferences, then nobody else can read or write them:
+// another user's token is 403, no token 401, a token without the user claim 403, forged
+// headers 401 — on feedback, preferences and a personalised search — and u-1's records are
+// unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_act_only_as_themselves() {
+    let h = RagHarness::new(&[]).await;
+    let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
+    assert_eq!(status, 200, "{r}");
+    let (status, r) = h.as_user("POST", "/users/u-1/feedback", json!({"activityId": "quiet", "satisfied": true})).await;
+    assert_eq!(status, 200, "{r}");
+    let (status, r) = h.as_user("PUT", "/users/u-1/preferences", json!({"tags": ["读书"]})).await;
+    assert_eq!(status, 200, "{r}");
+    let records = |h: &RagHarness| {
+        let store = h.records.clone();
+        async move { store.query("USER#u-1", "A", "\u{10FFFF}", 0).await.unwrap() }
+    };
+    let before = records(&h).await;
+    assert_eq!(before.len(), 2, "one feedback, one preferences record: {before:?}");
+
+    let attempts = [
+        ("POST", "/users/u-1/feedback", json!({"activityId": "beer", "satisfied": true})),
+        ("PUT", "/users/u-1/preferences", json!({"tags": ["啤酒"]})),
+        ("POST", "/rag/search", json!({"semanticQuery": "安静", "userId": "u-1"})),
+    ];
+    for (method, path, body) in attempts {
+        let text = body.to_string();
+        let no_claim = {
+            let req = request(method, path, &text);
+            let context = json!({"http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+                                          "sourceIp": "192.0.2.1", "userAgent": "t"},
+                                 "authorizer": {"jwt": {"claims": {"email": "u-1@example.com"}, "scopes": null}},
+                                 "timeEpoch": 0});
+            lambda_http::RequestExt::with_request_context(
+                req,
+                lambda_http::request::RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap()),
+            )
+        };
+        let mut forged = request(method, path, &text);
+        forged.headers_mut().insert("authorization", "Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1LTEifQ.".parse().unwrap());
+        let cases = [
+            ("another user's token", as_user(request(method, path, &text), "u-2"), 403),
+            ("no token", request(method, path, &text), 401),
+            ("a token without the user claim", no_claim, 403),
+            ("forged headers", forged, 401),
+            ("the backend's signature", as_backend(request(method, path, &text)), 401),
+        ];
+        for (who, req, status) in cases {
+            let (got, r) = respond(rag_search::handle(&h.rag, req).await);
+            assert_eq!(got, status, "{who}: {method} {path}: {r}");
+            assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{r}");
+            assert!(r.get("results").is_none(), "{who} got u-1's results: {r}");
+        }
+    }
+    assert_eq!(records(&h).await.len(), before.len(), "nothing was written for u-1");
+    let (_, r) = h.search_ids(json!({"semanticQuery": "安静", "userId": "u-1"})).await;
+    assert_eq!(r["personalization"], "preferences", "u-1 still gets their own: {r}");
+    let (_, r) = h.search_ids(json!({"semanticQuery": "安静"})).await;
+    assert_eq!(r["personalization"], json!(null), "a search without userId is not personalised: {r}");
+}
+
+// Given the cost report, then an anonymous caller or a user is refused before any date is read,
+// and the backend's calendar-edge dates are a 400, not a crash.
+#[tokio::test]
+async fn the_cost_report_is_for_operators_and_survives_the_calendars_edge() {
+    let h = Harness::without_key(StoreKind::Local).await;
+    let app = cost_report::App { ledger: h.app.search.ledger.clone(), clock: h.clock.clone() };
+    let get = |query: &str| {
+        let uri = format!("https://api.example.com/cost-report?{query}");
+        let req = lambda_http::http::Request::builder().method("GET").uri(uri).body(lambda_http::Body::Empty).unwrap();
+        let params: std::collections::HashMap<String, String> =
+            query.split('&').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect();
+        lambda_http::RequestExt::with_query_string_parameters(req, params)
+    };
+    for (who, req, status) in [("anonymous", get("to=2026-11-01"), 401), ("a user", as_user(get(""), "u-1"), 403)] {
+        let (got, r) = respond(cost_report::handle(&app, req).await);
+        assert_eq!(got, status, "{who}: {r}");
+    }
+    for query in ["to=+262143-12-31", "to=-262144-01-01", "from=+262143-12-31", "from=0000-01-01&to=9999-12-31"] {
+        let (got, r) = respond(cost_report::handle(&app, as_backend(get(query))).await);
+        assert_eq!(got, 400, "{query}: {r}");
+        assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{query}: {r}");
+    }
+}
+
+// Given the paid routes, then what would run up cost or crash is a 400 and reaches no
+// upstream: calendar-edge dates, an agent outside AGENTS, research prompt pieces over the
+// bounds, a body over the limit.
+async fn paid_routes_refuse_what_runs_up_cost(kind: StoreKind) {
+    let h = Harness::new(kind).await;
+    let long = "长".repeat(501);
+    let many: Vec<String> = (0..21).map(|i| format!("k{i}")).collect();
+    let cases = [
+        ("/search", json!({"query": "x", "publishedAfter": "+262143-12-31"}), 400),
+        ("/search", json!({"query": "x", "publishedBefore": "-262144-01-01"}), 400),
+        ("/search", json!({"query": "x", "agent": "nonce-4711"}), 400),
+        ("/search", json!({"query": "x".repeat(70 * 1024)}), 413),
+        ("/research", json!({"strategy": {"keywords": many}}), 400),
+        ("/research", json!({"strategy": {"keywords": [long.clone()]}}), 400),
+        ("/research", json!({"config": {"promptTemplate": {"customRequirements": [long.clone()]}}}), 400),
+        ("/research", json!({"config": {"promptTemplate": {"customInstructions": "x".repeat(4001)}}}), 400),
+        ("/research", json!({"prompts": {"researchPrompt": "x".repeat(20_001)}}), 400),
+    ];
+    for (path, body, status) in cases {
+        let (got, r) = h.post(path, body.clone()).await;
+        assert_eq!(got, status, "{path} {body}: {r}");
+        assert!(r["error"]["code"].as_str().is_some(), "{r}");
+    }
+    assert!(h.upstream_calls().await.is_empty(), "no upstream call was made");
+    assert!(h.costs().await.is_empty(), "nothing was billed");
+}
+
+integration::on_both_stores!(paid_routes_refuse_what_runs_up_cost);
