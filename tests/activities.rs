@@ -1,12 +1,13 @@
 //! `index-activity` and `rag-search` end to end (seed 004): real handlers, a real Qdrant Edge
-//! directory opened by each function separately, a fake OpenAI-compatible embedding server on
-//! 127.0.0.1 (concept vectors, latency and faults), and the event fixtures under
+//! directory opened by each function separately (and, for the scenarios under
+//! `on_edge_and_server!`, a real Qdrant server too), a fake OpenAI-compatible embedding server
+//! on 127.0.0.1 (concept vectors, latency and faults), and the event fixtures under
 //! `infra/events/`.
 
 use std::time::{Duration, Instant};
 
 use integration::embedding::EmbeddingServer;
-use integration::rag::{DIMS, RagHarness, activity, now, respond};
+use integration::rag::{DIMS, RagHarness, activity, borrowed, now, respond};
 use serde_json::{Value, json};
 use shared::ledger::CallKind;
 
@@ -47,9 +48,8 @@ async fn invoke_search(h: &RagHarness, fixture: &str) -> (u16, Value) {
 // Given the API Gateway and EventBridge fixtures, then each drives its route: a batch is
 // created, updated, found by the seed's search body, given feedback by the fixture's user, and
 // deleted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_api_gateway_and_eventbridge_fixtures_drive_the_handlers() {
-    let h = RagHarness::new(&[]).await;
+async fn the_api_gateway_and_eventbridge_fixtures_drive_the_handlers(index: Vec<(&'static str, String)>) {
+    let h = RagHarness::new(&borrowed(&index)).await;
     let (status, r) = invoke_index(&h, "activities-create.json").await;
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["indexed"].as_array().unwrap().len(), 2);
@@ -79,26 +79,31 @@ async fn the_api_gateway_and_eventbridge_fixtures_drive_the_handlers() {
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("unsupported_event")), "{r}");
 }
 
-// Given an indexed activity, when only its participants or time change, then its vector is
-// kept (no embedder call); when its title changes, it is embedded again. Every embedder call
-// is one cost record of agent rag.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_content_changes_are_embedded_again() {
-    let h = indexed(&[]).await;
+// Given an indexed activity, when only its participants change, then its vector is kept (no
+// embedder call); when its time, place or title change (lines of the embedded text), it is
+// embedded again. Every embedder call is one cost record of agent rag.
+async fn only_content_changes_are_embedded_again(index: Vec<(&'static str, String)>) {
+    let h = indexed(&borrowed(&index)).await;
     let server = h.embedding.as_ref().unwrap();
     assert_eq!((server.calls(), server.inputs()), (1, 8), "one batch call for eight activities");
     let mut quiet = catalogue()[0].clone();
     quiet["currentParticipants"] = json!(5);
-    quiet["startAt"] = json!((now() + chrono::Duration::hours(40)).to_rfc3339());
     let (status, r) = h.index("PUT", "/activities/quiet", &quiet.to_string()).await;
     assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("kept")), "{r}");
     assert_eq!(server.calls(), 1);
-    quiet["title"] = json!("白噪音读书局·周末场");
-    let (status, r) = h.index("PUT", "/activities/quiet", &quiet.to_string()).await;
-    assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("embedded")), "{r}");
-    assert_eq!((server.calls(), server.inputs()), (2, 9));
+    let changes = [
+        ("startAt", json!((now() + chrono::Duration::hours(40)).to_rfc3339())),
+        ("locationName", json!("徐汇区武康路")),
+        ("title", json!("白噪音读书局·周末场")),
+    ];
+    for (n, (field, value)) in changes.into_iter().enumerate() {
+        quiet[field] = value;
+        let (status, r) = h.index("PUT", "/activities/quiet", &quiet.to_string()).await;
+        assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("embedded")), "{field}: {r}");
+        assert_eq!((server.calls(), server.inputs()), (2 + n, 9 + n), "{field}");
+    }
     let costs = h.costs().await;
-    assert_eq!(costs.len(), 2);
+    assert_eq!(costs.len(), 4);
     assert!(costs.iter().all(|c| c.kind == CallKind::Embedding && c.agent == "rag"), "{costs:?}");
     // The stored activity is the updated one.
     let (ids, r) = h.search_ids(json!({"semanticQuery": "周末场"})).await;
@@ -249,4 +254,65 @@ async fn a_slow_embedder_is_time_boxed() {
     assert!(r["degradedReason"].as_str().unwrap().contains("300 ms"), "{r}");
     assert_eq!(ids.first().map(String::as_str), Some("surf"));
     assert!(took < Duration::from_secs(2), "took {took:?} with a 300 ms time box");
+}
+
+/// An EventBridge event of `detail_type` that happened at `time`, as Lambda delivers it.
+fn event(detail_type: &str, time: &str, detail: Value) -> lambda_http::Request {
+    let event = json!({
+        "version": "0", "id": uuid::Uuid::new_v4().to_string(), "detail-type": detail_type,
+        "source": "juchang.activities", "account": "123456789012", "time": time, "region": "us-east-1",
+        "resources": [], "detail": detail
+    });
+    lambda_http::request::from_str(&event.to_string()).expect("an event passes through")
+}
+
+// Given activity events retried and delivered out of order, then none undoes a newer one: a
+// create, a delete, then a late update from before the delete leaves it deleted; a delete that
+// arrives before its create keeps the create out; a replayed create is harmless; an update
+// newer than the delete brings the activity back.
+async fn events_are_idempotent_and_order_safe(index: Vec<(&'static str, String)>) {
+    let h = RagHarness::new(&borrowed(&index)).await;
+    let send = |e| async { respond(index_activity::handle(&h.indexer, e).await) };
+    let surf = activity("surf", "室内冲浪体验课", "运动", "恒温浪池，零基础也能站上板。", 50);
+    let created = event("ActivityCreated", "2026-11-22T01:00:00Z", surf.clone());
+    assert_eq!(send(created).await.0, 200);
+    let replay = event("ActivityCreated", "2026-11-22T01:00:00Z", surf.clone());
+    assert_eq!(send(replay).await.0, 200, "a replay is applied again, harmlessly");
+    let (status, r) = send(event("ActivityDeleted", "2026-11-22T03:00:00Z", json!({"id": "surf"}))).await;
+    assert_eq!((status, r["deleted"].as_bool()), (200, Some(true)), "{r}");
+    let mut older = surf.clone();
+    older["title"] = json!("室内冲浪体验课（改期）");
+    let (status, r) = send(event("ActivityUpdated", "2026-11-22T02:00:00Z", older.clone())).await;
+    assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (200, Some("stale")), "{r}");
+    assert!(found(&h).await.is_empty(), "the late update did not bring it back");
+    // The same, with the order in updatedAt rather than the event time.
+    older["updatedAt"] = json!("2026-11-22T02:30:00Z");
+    let (_, r) = send(event("ActivityUpdated", "2026-11-22T05:00:00Z", older.clone())).await;
+    assert_eq!(r["indexed"][0]["embedding"], "stale", "{r}");
+    assert!(found(&h).await.is_empty());
+
+    let run = activity("run", "城市夜跑", "运动", "沿江慢跑。", 60);
+    let deleted_first = json!({"id": "run", "updatedAt": "2026-11-22T03:00:00Z"});
+    let (status, r) = send(event("ActivityDeleted", "2026-11-22T03:00:01Z", deleted_first)).await;
+    assert_eq!((status, r["deleted"].as_bool()), (200, Some(false)), "nothing was there yet: {r}");
+    let (_, r) = send(event("ActivityCreated", "2026-11-22T01:00:00Z", run.clone())).await;
+    assert_eq!(r["indexed"][0]["embedding"], "stale", "the create from before the delete stays out: {r}");
+    assert!(found(&h).await.is_empty());
+
+    let (_, r) = send(event("ActivityUpdated", "2026-11-22T04:00:00Z", surf.clone())).await;
+    assert_eq!(r["indexed"][0]["embedding"], "embedded", "{r}");
+    assert_eq!(found(&h).await, ["surf"], "an update after the delete is a new life");
+    let (status, r) = send(event("ActivityDeleted", "2026-11-22T03:00:00Z", json!({"id": "bad id!"}))).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_activity")), "{r}");
+}
+
+integration::on_edge_and_server!(
+    the_api_gateway_and_eventbridge_fixtures_drive_the_handlers,
+    only_content_changes_are_embedded_again,
+    events_are_idempotent_and_order_safe,
+);
+
+/// Every bookable activity's id.
+async fn found(h: &RagHarness) -> Vec<String> {
+    h.search_ids(json!({"limit": 50})).await.0
 }

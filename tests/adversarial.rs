@@ -12,7 +12,6 @@ use integration::rag::{RagHarness, activity, request, respond};
 use integration::{Harness, StoreKind, as_backend, as_user};
 use lambda_http::Request;
 use serde_json::{Value, json};
-use shared::records::RecordStore;
 
 fn catalogue() -> Value {
     json!([

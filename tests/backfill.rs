@@ -1,7 +1,8 @@
 //! The backfill job (seed 004 Requirements 7, 16) on a real Qdrant Edge directory, with the
 //! fake embedding server on 127.0.0.1: dry runs change nothing, imports and sweeps embed in
 //! batches, `force` re-embeds all, a failed batch is finished by the next run, 429s slow the job
-//! down without losing anything.
+//! down without losing anything, and writes made while it runs survive it (on Qdrant Edge and
+//! on a Qdrant server).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -190,3 +191,51 @@ async fn an_s3_source_is_imported_like_a_file() {
     assert!(e.to_string().contains("s3://imports/missing.jsonl"), "{e}");
     assert_eq!(app.indexer.index.count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 5);
 }
+
+// Given three activities indexed pending, when a forced backfill has read them and waits on a
+// slow embedder while one is replaced (new title) and one deleted through index-activity, then
+// the backfill's vectors land only on the untouched one: the replacement keeps its content
+// (pending, for the next run) and the deletion stays a deletion.
+async fn writes_during_a_forced_backfill_survive_it(index: Vec<(&'static str, String)>) {
+    let mut env = integration::rag::borrowed(&index);
+    env.push(("INDEX_EMBED_TIMEOUT_MS", "100"));
+    let server = EmbeddingServer::start(DIMS, Duration::from_millis(800)).await;
+    let h = integration::rag::RagHarness::with(Some(server), &env).await;
+    let catalogue = json!([
+        activity("a", "白噪音读书局", "读书会", "安静看书", 30),
+        activity("b", "周五啤酒局", "美食", "撸串喝啤酒", 32),
+        activity("c", "城市夜跑", "运动", "沿江慢跑", 34),
+    ]);
+    let (status, r) = h.index("POST", "/activities", &catalogue.to_string()).await;
+    assert_eq!(status, 202, "written pending (the embedder is slower than the write's time box): {r}");
+
+    let mut config = h.config.clone();
+    config.index_embed_timeout = Duration::from_secs(20);
+    let clock: Arc<dyn shared::clock::Clock> = h.clock.clone();
+    let indexer =
+        shared::compose::indexer(&config, shared::compose::vector_index(&config).unwrap(), h.records.clone(), clock)
+            .unwrap();
+    let app = App { indexer, rate: 6000, objects: None };
+    let sweep = tokio::spawn(async move { backfill::cli(&app, &job(None, false, true, 100)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let renamed = activity("a", "白噪音读书局·改期", "读书会", "安静看书", 30);
+    let (status, r) = h.index("PUT", "/activities/a", &renamed.to_string()).await;
+    assert_eq!((status, r["indexed"][0]["embedding"].as_str()), (202, Some("pending")), "{r}");
+    let (status, r) = h.index("DELETE", "/activities/b", "").await;
+    assert_eq!((status, r["deleted"].as_bool()), (200, Some(true)), "{r}");
+    let summary = sweep.await.unwrap().unwrap();
+    assert_eq!(summary.total, 3, "the sweep had read all three before the writes: {summary:?}");
+
+    let ids = ["a", "b", "c"].map(shared::index::point_id);
+    let after = h.indexer.index.get(&ids, true).await.unwrap();
+    let a = shared::indexing::activity_of(&after[0].payload).unwrap();
+    assert_eq!(a.title, "白噪音读书局·改期", "the PUT survived");
+    assert!(after[0].dense.is_none() && after[0].payload["embedding"] == "pending", "{:?}", after[0].payload);
+    assert!(after[1].is_tombstone(), "the DELETE survived: {:?}", after[1].payload);
+    assert!(after[2].dense.is_some() && after[2].payload["embedding"] == "ready", "{:?}", after[2].payload);
+    let (found, _) = h.search_ids(json!({"limit": 10})).await;
+    assert_eq!(found, ["a", "c"]);
+}
+
+integration::on_edge_and_server!(writes_during_a_forced_backfill_survive_it);

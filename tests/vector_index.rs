@@ -34,7 +34,7 @@ fn point(a: &Activity, embedded: bool) -> Point {
     let text = a.enriched_text(chrono_tz::Asia::Shanghai);
     Point {
         id: point_id(&a.id),
-        payload: payload(a, embedded),
+        payload: payload(a, chrono_tz::Asia::Shanghai, embedded),
         dense: embedded.then(|| concept_vector(&text, DIMS)),
         sparse: Bm25::new().document(&text),
     }
@@ -140,6 +140,70 @@ async fn deletes_are_idempotent(index: Arc<dyn VectorIndex>) {
     index.delete(&[point_id("a")]).await.unwrap();
     assert_eq!(ids(&index.get(&[point_id("a"), point_id("b")], false).await.unwrap()), ["b"]);
     assert_eq!(index.count(&HardFilter::bookable(now())).await.unwrap(), 1);
+}
+
+/// `a` as of `minutes` after [`now`].
+fn versioned(a: &Activity, minutes: i64, embedded: bool) -> Point {
+    let mut a = a.clone();
+    a.updated_at = Some(now() + Duration::minutes(minutes));
+    point(&a, embedded)
+}
+
+fn version(at_minutes: i64) -> i64 {
+    shared::index::version_of(now() + Duration::minutes(at_minutes))
+}
+
+// Given versioned writes delivered out of order, then an older write never replaces a newer
+// one, a deletion's tombstone holds off older writes and is found by no filter, an equal
+// version rewrites (a replay), and a later write brings the activity back.
+async fn writes_never_go_back_in_time(index: Arc<dyn VectorIndex>) {
+    let a = activity("a", "读书局", "安静看书", 24);
+    let mut renamed = a.clone();
+    renamed.title = "新名字".into();
+    index.upsert(vec![versioned(&renamed, 2, true)]).await.unwrap();
+    index.upsert(vec![versioned(&a, 1, true)]).await.unwrap();
+    let title = |s: &[shared::index::Stored]| activity_of(&s[0].payload).unwrap().title;
+    assert_eq!(title(&index.get(&[point_id("a")], false).await.unwrap()), "新名字", "the older write changed nothing");
+    index.upsert(vec![versioned(&renamed, 2, true)]).await.unwrap();
+
+    index.upsert(vec![shared::index::tombstone("a", version(3))]).await.unwrap();
+    index.upsert(vec![versioned(&a, 2, true)]).await.unwrap();
+    let got = index.get(&[point_id("a")], true).await.unwrap();
+    assert!(got[0].is_tombstone() && got[0].dense.is_none(), "{:?}", got[0].payload);
+    assert_eq!(got[0].version(), Some(version(3)));
+    assert_eq!(index.count(&HardFilter::bookable(now())).await.unwrap(), 0, "no filter finds a tombstone");
+    let q = concept_vector(&a.enriched_text(chrono_tz::Asia::Shanghai), DIMS);
+    assert!(index.search_dense(&q, &HardFilter::bookable(now()), 10, 0.0).await.unwrap().is_empty());
+
+    index.upsert(vec![versioned(&a, 4, true)]).await.unwrap();
+    assert_eq!(title(&index.get(&[point_id("a")], false).await.unwrap()), "读书局", "a later write revives it");
+    assert_eq!(index.count(&HardFilter::bookable(now())).await.unwrap(), 1);
+}
+
+// Given a pending point, then the backfill's dense write sets its vector and `ready` and
+// nothing else; a point whose content changed since it was read, or was deleted, is left alone.
+async fn dense_writes_touch_only_unchanged_points(index: Arc<dyn VectorIndex>) {
+    let (a, b, c) =
+        (activity("a", "读书局", "看书", 24), activity("b", "啤酒局", "撸串", 25), activity("c", "夜跑", "慢跑", 26));
+    index.upsert(vec![versioned(&a, 1, false), versioned(&b, 1, false), versioned(&c, 1, false)]).await.unwrap();
+    let read = index.get(&[point_id("a"), point_id("b"), point_id("c")], false).await.unwrap();
+    let hash = |s: &shared::index::Stored| s.payload["contentHash"].as_str().unwrap().to_owned();
+    // Meanwhile: b is renamed (another text, another hash), c is deleted.
+    let mut b2 = b.clone();
+    b2.title = "精酿啤酒局".into();
+    index.upsert(vec![versioned(&b2, 2, false), shared::index::tombstone("c", version(2))]).await.unwrap();
+    let updates = read
+        .iter()
+        .map(|s| shared::index::DenseUpdate { id: s.id, content_hash: hash(s), dense: vec![0.5; DIMS] })
+        .collect();
+    index.set_dense(updates).await.unwrap();
+    let after = index.get(&[point_id("a"), point_id("b"), point_id("c")], true).await.unwrap();
+    assert!(after[0].dense.is_some() && after[0].payload["embedding"] == "ready", "{:?}", after[0].payload);
+    assert_eq!(activity_of(&after[0].payload).unwrap().title, "读书局", "the rest of a is as it was");
+    assert_eq!(after[0].version(), Some(version(1)));
+    assert!(after[1].dense.is_none() && after[1].payload["embedding"] == "pending", "b changed: left alone");
+    assert_eq!(activity_of(&after[1].payload).unwrap().title, "精酿啤酒局");
+    assert!(after[2].is_tombstone() && after[2].dense.is_none(), "c stays deleted");
 }
 
 // Given a collection built for 9-d vectors, when it is opened for another size, then that
@@ -249,4 +313,6 @@ on_both_indexes!(
     the_hard_filter_holds_every_condition,
     dense_and_lexical_channels_rank_and_threshold,
     deletes_are_idempotent,
+    writes_never_go_back_in_time,
+    dense_writes_touch_only_unchanged_points,
 );

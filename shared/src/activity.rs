@@ -54,6 +54,10 @@ pub struct Activity {
     pub status: Status,
     pub current_participants: u32,
     pub max_participants: u32,
+    /// When the source of truth last changed it (RFC 3339): a write older than what the index
+    /// holds is ignored. Absent, the write's own time stands in (the event's, or the request's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
 }
 
 fn field_error(field: &str, message: impl std::fmt::Display) -> Error {
@@ -113,19 +117,15 @@ impl Activity {
         self.max_participants - self.current_participants
     }
 
-    /// Hash of what the embedding depends on (title, description, type, tags, and the
-    /// [`TEXT_RULES`] version): an update that keeps it needs no new embedding.
-    pub fn content_hash(&self) -> String {
+    /// Hash of what the embedding is made of: every line of the [`indexed_text`] in `zone`
+    /// (title, description, type, tags, time, place, vibe) and the [`TEXT_RULES`] version. An
+    /// update that keeps it needs no new embedding; any other needs one.
+    ///
+    /// [`indexed_text`]: Activity::indexed_text
+    pub fn content_hash(&self, zone: Tz) -> String {
         let mut h = Sha256::new();
         h.update(TEXT_RULES.to_le_bytes());
-        for part in [&self.title, &self.description, &self.kind] {
-            h.update(part.as_bytes());
-            h.update([0]);
-        }
-        for tag in &self.tags {
-            h.update(tag.as_bytes());
-            h.update([1]);
-        }
+        h.update(self.indexed_text(zone).as_bytes());
         hex::encode(h.finalize())
     }
 
@@ -467,6 +467,7 @@ mod tests {
             status: Status::Active,
             current_participants: 2,
             max_participants: max,
+            updated_at: None,
         }
     }
 
@@ -540,13 +541,26 @@ mod tests {
     }
 
     #[test]
-    fn only_embedded_content_changes_the_content_hash() {
+    fn every_line_of_the_embedded_text_and_nothing_else_changes_the_content_hash() {
+        let zone = chrono_tz::Asia::Shanghai;
         let a = activity("读书局", "读书会", "安静看书", 6);
         let mut b = a.clone();
         b.current_participants = 5;
-        b.start_at = "2026-12-01T00:00:00Z".parse().unwrap();
-        assert_eq!(a.content_hash(), b.content_hash());
-        b.tags.push("新".into());
-        assert_ne!(a.content_hash(), b.content_hash());
+        b.updated_at = Some("2026-12-01T00:00:00Z".parse().unwrap());
+        assert_eq!(a.content_hash(zone), b.content_hash(zone), "participants and updatedAt are not embedded");
+        let changes: [fn(&mut Activity); 6] = [
+            |b| b.title.push('!'),
+            |b| b.description.push('!'),
+            |b| b.kind = "桌游".into(),
+            |b| b.tags.push("新".into()),
+            |b| b.start_at = "2026-12-01T00:00:00Z".parse().unwrap(),
+            |b| b.location_name = "徐汇区".into(),
+        ];
+        for change in changes {
+            let mut b = a.clone();
+            change(&mut b);
+            assert_ne!(a.indexed_text(zone), b.indexed_text(zone));
+            assert_ne!(a.content_hash(zone), b.content_hash(zone), "{}", b.indexed_text(zone));
+        }
     }
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::activity::Activity;
 use crate::error::{Error, Result};
 use crate::index::PAYLOAD_INDEXES;
-use crate::indexing::{Embedding, Indexer, activity_of};
+use crate::indexing::{Embedding, Indexer};
 
 pub const DEFAULT_BATCH: usize = 100;
 pub const MAX_BATCH: usize = 1000;
@@ -192,7 +192,11 @@ pub async fn run(
         } else {
             for batch in activities.chunks(job.batch_size) {
                 tokio::time::sleep(pace()).await;
-                account(&mut summary, indexer.write(batch, job.force, "backfill").await, batch.len());
+                account(
+                    &mut summary,
+                    indexer.write(batch, indexer.clock.now(), job.force, "backfill").await,
+                    batch.len(),
+                );
                 log(&summary);
                 progress(&summary);
             }
@@ -210,14 +214,8 @@ pub async fn run(
     // A dry run on a directory that does not exist yet has nothing to sweep (and creates nothing).
     while existed || !job.dry_run {
         let (page, next) = index.scan(pending_only, offset, job.batch_size).await?;
-        let activities: Vec<Activity> = page
-            .iter()
-            .filter(|p| seen.insert(p.id))
-            .filter_map(|p| {
-                activity_of(&p.payload).map_err(|e| tracing::warn!(error = %e, "unreadable point skipped")).ok()
-            })
-            .collect();
-        if activities.is_empty() {
+        let points: Vec<_> = page.into_iter().filter(|p| seen.insert(p.id) && !p.is_tombstone()).collect();
+        if points.is_empty() {
             match next {
                 Some(n) => {
                     offset = Some(n);
@@ -226,12 +224,12 @@ pub async fn run(
                 None => break,
             }
         }
-        summary.total += activities.len();
+        summary.total += points.len();
         if job.dry_run {
-            summary.skipped += activities.len();
+            summary.skipped += points.len();
         } else {
             tokio::time::sleep(pace()).await;
-            account(&mut summary, indexer.write(&activities, job.force, "backfill").await, activities.len());
+            account(&mut summary, indexer.embed_stored(&points, "backfill").await, points.len());
         }
         log(&summary);
         progress(&summary);
@@ -252,7 +250,7 @@ fn account(summary: &mut Summary, result: Result<crate::indexing::Report>, size:
             for i in &report.indexed {
                 match i.embedding {
                     Embedding::Embedded => summary.processed += 1,
-                    Embedding::Kept => summary.skipped += 1,
+                    Embedding::Kept | Embedding::Stale => summary.skipped += 1,
                     Embedding::Pending => summary.errors += 1,
                 }
             }

@@ -250,11 +250,12 @@ pub fn indexer(
     Ok(crate::indexing::Indexer {
         index,
         embedder: embedder(config)?,
-        ledger: ledger(config, records, clock)?,
+        ledger: ledger(config, records, Arc::clone(&clock))?,
         bm25: Arc::new(crate::index::bm25::Bm25::new()),
         zone: config.activity_timezone,
         retry: RetryPolicy::new(config.retry_base),
         embed_timeout: config.index_embed_timeout,
+        clock,
     })
 }
 

@@ -2,26 +2,32 @@
 //! `index-activity` routes and EventBridge events.
 //!
 //! Each activity becomes one point: its payload (the activity, with `location` as Qdrant's
-//! `{lat, lon}`, plus `spotsLeft`, `contentHash`, `embedding`), a BM25 vector of its enriched
-//! text, and a dense vector of the same text when the embedder gives one. An update whose
-//! content hash (title, description, type, tags) is unchanged keeps the stored dense vector
-//! and rewrites the rest. When the embedder is absent, fails or misses its time box, the point
-//! is written without a dense vector and marked `embedding: "pending"`: activity writes are
-//! never blocked by the embedder (a backfill fills them in).
+//! `{lat, lon}`, plus `spotsLeft`, `contentHash`, `embedding`, `version`), a BM25 vector of its
+//! enriched text, and a dense vector of the same text when the embedder gives one. An update
+//! whose content hash (every line of that text) is unchanged keeps the stored dense vector and
+//! rewrites the rest. When the embedder is absent, fails or misses its time box, the point is
+//! written without a dense vector and marked `embedding: "pending"`: activity writes are never
+//! blocked by the embedder (a backfill fills them in).
+//!
+//! Writes are ordered by the activity's `updatedAt` (else the time of the request or event): a
+//! write older than what the index holds, a deletion's tombstone included, changes nothing and
+//! is reported `stale` (see `index`: the check is part of the write itself).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::activity::Activity;
+use crate::clock::Clock;
 use crate::embedder::{self, Input};
 use crate::error::{Error, Result};
 use crate::index::bm25::Bm25;
-use crate::index::{Point, VectorIndex, point_id};
+use crate::index::{DenseUpdate, Point, Stored, VectorIndex, point_id, tombstone, version_of};
 use crate::ledger::Ledger;
 use crate::retry::RetryPolicy;
 
@@ -32,7 +38,7 @@ pub const MAX_BATCH: usize = 100;
 pub const AGENT: &str = "rag";
 
 /// Payload fields that are not the activity's own.
-const DERIVED: &[&str] = &["spotsLeft", "contentHash", "embedding"];
+const DERIVED: &[&str] = &["spotsLeft", "contentHash", "embedding", crate::index::VERSION];
 
 /// What happened to an activity's dense vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,6 +50,8 @@ pub enum Embedding {
     Kept,
     /// No vector yet (embedder absent or failing); found lexically and by filters meanwhile.
     Pending,
+    /// Not written: the index holds a later version, or a later deletion.
+    Stale,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -69,15 +77,18 @@ impl Report {
     }
 }
 
-/// The payload stored for `activity`.
-pub fn payload(activity: &Activity, embedded: bool) -> Map<String, Value> {
+/// The payload stored for `activity` (which has its `updatedAt`), its text made in `zone`.
+pub fn payload(activity: &Activity, zone: Tz, embedded: bool) -> Map<String, Value> {
     let Value::Object(mut map) = serde_json::to_value(activity).expect("activities serialise") else {
         unreachable!("an activity serialises to an object")
     };
     map.insert("location".into(), json!({"lat": activity.location.lat, "lon": activity.location.lng}));
     map.insert("spotsLeft".into(), json!(activity.spots_left()));
-    map.insert("contentHash".into(), json!(activity.content_hash()));
+    map.insert("contentHash".into(), json!(activity.content_hash(zone)));
     map.insert("embedding".into(), json!(if embedded { "ready" } else { "pending" }));
+    if let Some(at) = activity.updated_at {
+        map.insert(crate::index::VERSION.into(), json!(version_of(at)));
+    }
     map
 }
 
@@ -104,6 +115,8 @@ pub struct Indexer {
     pub retry: RetryPolicy,
     /// Longest the embedder may take (retries included) before points are written pending.
     pub embed_timeout: Duration,
+    /// The time of a request: the version of writes that carry no `updatedAt`.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Indexer {
@@ -134,24 +147,42 @@ impl Indexer {
         Ok(out)
     }
 
-    /// Writes `activities` (created or replaced), embedding what changed.
+    /// Writes `activities` (created or replaced) as of now, embedding what changed.
     pub async fn upsert(&self, activities: &[Activity], request_id: &str) -> Result<Report> {
-        self.write(activities, false, request_id).await
+        self.write(activities, self.clock.now(), false, request_id).await
     }
 
-    /// Writes `activities`, embedding what changed or lacks a vector, or all with `force`.
-    pub async fn write(&self, activities: &[Activity], force: bool, request_id: &str) -> Result<Report> {
+    /// Writes `activities`, those without `updatedAt` as of `at`, embedding what changed or
+    /// lacks a vector (all with `force`); what the index holds a later version of is `stale`.
+    pub async fn write(
+        &self,
+        activities: &[Activity],
+        at: DateTime<Utc>,
+        force: bool,
+        request_id: &str,
+    ) -> Result<Report> {
         let ids: Vec<_> = activities.iter().map(|a| point_id(&a.id)).collect();
         let mut stored: HashMap<_, _> = self.index.get(&ids, true).await?.into_iter().map(|s| (s.id, s)).collect();
+        let mut current = Vec::with_capacity(activities.len());
+        let mut stale = Vec::with_capacity(activities.len());
+        for (a, id) in activities.iter().zip(&ids) {
+            let mut a = a.clone();
+            let version = version_of(*a.updated_at.get_or_insert(at));
+            let previous = stored.remove(id);
+            stale.push(previous.as_ref().and_then(Stored::version).is_some_and(|v| v > version));
+            current.push((a, previous));
+        }
+        let activities: Vec<Activity> = current.iter().map(|(a, _)| a.clone()).collect();
         let mut dense: Vec<Option<Vec<f32>>> = Vec::with_capacity(activities.len());
         let mut kept = Vec::with_capacity(activities.len());
-        for (a, id) in activities.iter().zip(&ids) {
-            let previous = stored.remove(id);
+        for ((a, previous), stale) in current.into_iter().zip(&stale) {
             let same = previous.as_ref().is_some_and(|p| {
-                p.payload.get("contentHash").and_then(Value::as_str) == Some(a.content_hash().as_str())
+                !p.is_tombstone()
+                    && p.payload.get("contentHash").and_then(Value::as_str) == Some(a.content_hash(self.zone).as_str())
             });
             let vector = previous.and_then(|p| p.dense).filter(|_| same && !force);
-            kept.push(vector.is_some());
+            // A stale write embeds nothing: it is not written.
+            kept.push(vector.is_some() || *stale);
             dense.push(vector);
         }
         let texts: Vec<String> = activities.iter().map(|a| a.indexed_text(self.zone)).collect();
@@ -183,17 +214,23 @@ impl Indexer {
         }
         let mut points = Vec::with_capacity(activities.len());
         let mut indexed = Vec::with_capacity(activities.len());
-        for (((a, id), text), (vector, kept)) in activities.iter().zip(ids).zip(&texts).zip(dense.into_iter().zip(kept))
+        for ((((a, id), text), (vector, kept)), stale) in
+            activities.iter().zip(ids).zip(&texts).zip(dense.into_iter().zip(kept)).zip(stale)
         {
             let embedding = match (&vector, kept) {
+                _ if stale => Embedding::Stale,
                 (None, _) => Embedding::Pending,
                 (Some(_), true) => Embedding::Kept,
                 (Some(_), false) => Embedding::Embedded,
             };
             indexed.push(Indexed { id: a.id.clone(), embedding });
+            if stale {
+                tracing::info!(id = %a.id, "a later version is indexed; this write is ignored");
+                continue;
+            }
             points.push(Point {
                 id,
-                payload: payload(a, vector.is_some()),
+                payload: payload(a, self.zone, vector.is_some()),
                 sparse: self.bm25.document(text),
                 dense: vector,
             });
@@ -202,14 +239,63 @@ impl Indexer {
         Ok(Report { indexed, pending_reason })
     }
 
-    /// Removes an activity; says whether it was indexed.
-    pub async fn delete(&self, activity_id: &str) -> Result<bool> {
-        let id = point_id(activity_id);
-        let existed = !self.index.get(&[id], false).await?.is_empty();
-        if existed {
-            self.index.delete(&[id]).await?;
+    /// The backfill's write: embeds `points` as they were read and sets only their dense
+    /// vectors ([`VectorIndex::set_dense`]), so a point changed or deleted since it was read
+    /// keeps what was written meanwhile (and stays pending, for the next run, if it still is).
+    pub async fn embed_stored(&self, points: &[Stored], request_id: &str) -> Result<Report> {
+        let mut read = Vec::with_capacity(points.len());
+        for p in points.iter().filter(|p| !p.is_tombstone()) {
+            match activity_of(&p.payload) {
+                Ok(a) => {
+                    let hash = p.payload.get("contentHash").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    read.push((p.id, a, hash));
+                }
+                Err(e) => tracing::warn!(error = %e, "unreadable point skipped"),
+            }
         }
-        Ok(existed)
+        let texts: Vec<String> = read.iter().map(|(_, a, _)| a.indexed_text(self.zone)).collect();
+        let embedded = embedder::embed_within(
+            &self.embedder,
+            &self.ledger,
+            self.retry,
+            self.embed_timeout,
+            AGENT,
+            request_id,
+            &texts,
+            Input::Passage,
+        );
+        let (embedding, pending_reason) = match embedded.await {
+            Ok(vectors) => {
+                let updates = read
+                    .iter()
+                    .zip(vectors)
+                    .map(|((id, _, hash), dense)| DenseUpdate { id: *id, content_hash: hash.clone(), dense })
+                    .collect();
+                self.index.set_dense(updates).await?;
+                (Embedding::Embedded, None)
+            }
+            Err(reason) => (Embedding::Pending, Some(reason)),
+        };
+        let indexed = read.into_iter().map(|(_, a, _)| Indexed { id: a.id, embedding }).collect();
+        Ok(Report { indexed, pending_reason })
+    }
+
+    /// Deletes an activity as of `at` (its `updatedAt` when deleted, else the request's or
+    /// event's time): the point becomes a tombstone of that version, so a create or update
+    /// older than the deletion, delivered late, changes nothing. The tombstone is written even
+    /// for an id not (yet) indexed, for that reason. Says whether a live activity not later
+    /// than `at` was there (and is now gone).
+    pub async fn delete(&self, activity_id: &str, at: DateTime<Utc>) -> Result<bool> {
+        if activity_id.is_empty()
+            || activity_id.len() > 128
+            || !activity_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(Error::invalid("invalid_activity", "id: must be 1-128 letters, digits, '-' or '_'"));
+        }
+        let version = version_of(at);
+        let live = self.index.get(&[point_id(activity_id)], false).await?.into_iter().find(|s| !s.is_tombstone());
+        self.index.upsert(vec![tombstone(activity_id, version)]).await?;
+        Ok(live.is_some_and(|s| s.version().is_none_or(|v| v <= version)))
     }
 }
 
@@ -225,7 +311,7 @@ mod tests {
             "status": "active", "currentParticipants": 1, "maxParticipants": 6
         }))
         .unwrap();
-        let p = payload(&a, false);
+        let p = payload(&a, chrono_tz::Asia::Shanghai, false);
         assert_eq!(p["location"], json!({"lat": 31.2, "lon": 121.4}));
         assert_eq!((p["spotsLeft"].clone(), p["embedding"].clone()), (json!(5), json!("pending")));
         assert_eq!(activity_of(&p).unwrap(), a);

@@ -85,7 +85,7 @@ impl Interests {
             .get("satisfied")
             .and_then(Value::as_bool)
             .ok_or_else(|| Error::invalid("invalid_feedback", "satisfied must be true or false"))?;
-        if index.get(&[point_id(activity_id)], false).await?.is_empty() {
+        if index.get(&[point_id(activity_id)], false).await?.iter().all(|s| s.is_tombstone()) {
             return Err(Error::NotFound(format!("activity {activity_id:?} is not indexed")));
         }
         let now = self.clock.now();
@@ -105,7 +105,7 @@ impl Interests {
         let mut kept = 0;
         if recent.len() >= MIN_SATISFIED {
             let ids: Vec<_> = recent.iter().take(KEEP).map(|id| point_id(id)).collect();
-            let stored = index.get(&ids, true).await?;
+            let stored = index.get(&ids, true).await?.into_iter().filter(|s| !s.is_tombstone());
             let (activity_ids, vectors): (Vec<String>, Vec<Vec<f32>>) = stored
                 .into_iter()
                 .filter_map(|s| {

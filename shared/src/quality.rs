@@ -88,7 +88,7 @@ pub async fn prepare(dir: &Path, config: &Config, records: Arc<dyn RecordStore>)
 async fn write(indexer: &Indexer, activities: &[Value]) -> Result<()> {
     for batch in activities.chunks(crate::indexing::MAX_BATCH) {
         let parsed = Indexer::parse(Value::Array(batch.to_vec()))?;
-        let report = indexer.write(&parsed, false, "quality-index").await?;
+        let report = indexer.write(&parsed, indexer.clock.now(), false, "quality-index").await?;
         if let Some(reason) = report.pending_reason {
             return Err(Error::Config(format!("the dev set could not be embedded: {reason}")));
         }

@@ -426,7 +426,7 @@ impl Retrieval {
         let mut ranked = Vec::with_capacity(top.len());
         for hit in top {
             // A point deleted between the two reads is skipped.
-            let Some(s) = stored.remove(&hit.id) else { continue };
+            let Some(s) = stored.remove(&hit.id).filter(|s| !s.is_tombstone()) else { continue };
             let activity = activity_of(&s.payload)?;
             let similarity = vector.as_deref().zip(s.dense.as_deref()).map(|(q, d)| cosine(q, d));
             let distance_km = req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));

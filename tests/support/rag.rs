@@ -30,6 +30,8 @@ pub struct RagHarness {
     pub records: Arc<dyn RecordStore>,
     pub embedding: Option<EmbeddingServer>,
     pub dir: tempfile::TempDir,
+    /// What both functions were built from.
+    pub config: Config,
 }
 
 impl RagHarness {
@@ -86,7 +88,7 @@ impl RagHarness {
             )
             .unwrap(),
         );
-        Self { indexer, rag, clock, records, embedding, dir }
+        Self { indexer, rag, clock, records, embedding, dir, config }
     }
 
     /// Sends a request to `index-activity`, signed as the backend.
@@ -128,6 +130,48 @@ impl RagHarness {
         );
         ledger.between(now() - chrono::Duration::days(1), now() + chrono::Duration::days(1)).await.unwrap()
     }
+}
+
+/// The settings that put a harness on the Qdrant server `QDRANT_URL` names, in a fresh
+/// collection; `None` (and a loud `NOT RUN` line) without one.
+pub fn server_env() -> Option<Vec<(&'static str, String)>> {
+    let Ok(url) = std::env::var("QDRANT_URL") else {
+        eprintln!("NOT RUN: this scenario on a Qdrant server needs QDRANT_URL; only Qdrant Edge was tested");
+        return None;
+    };
+    let mut env = vec![
+        ("VECTOR_STORE", "qdrant".to_owned()),
+        ("QDRANT_URL", url),
+        ("QDRANT_COLLECTION", format!("test-{}", uuid::Uuid::new_v4())),
+    ];
+    if let Ok(key) = std::env::var("QDRANT_API_KEY") {
+        env.push(("QDRANT_API_KEY", key));
+    }
+    Some(env)
+}
+
+/// Runs each named `async fn name(index: Vec<(&str, String)>)` twice: on Qdrant Edge (no
+/// settings) and on the Qdrant server of [`server_env`].
+#[macro_export]
+macro_rules! on_edge_and_server {
+    ($($name:ident),* $(,)?) => {
+        mod edge {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $name() { super::$name(Vec::new()).await } )*
+        }
+        mod qdrant_server {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $name() {
+                   let Some(env) = $crate::rag::server_env() else { return };
+                   super::$name(env).await
+               } )*
+        }
+    };
+}
+
+/// `env` borrowed, as [`RagHarness::new`] takes it.
+pub fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
 /// An API Gateway request to the handler.

@@ -110,7 +110,7 @@ async fn sharing_figures(sharing: EdgeSharing, pause: Duration) -> crate::Result
         let text = activity.indexed_text(chrono_tz::Asia::Shanghai);
         points.push(Point {
             id: point_id(&activity.id),
-            payload: payload(&activity, true),
+            payload: payload(&activity, chrono_tz::Asia::Shanghai, true),
             dense: Some(normalised((0..dims).map(|_| rng.gauss()).collect())),
             sparse: bm25.document(&text),
         });
@@ -198,7 +198,7 @@ pub async fn run() -> crate::Result {
         let text = activity.indexed_text(chrono_tz::Asia::Shanghai);
         points_of.push(Point {
             id: point_id(&activity.id),
-            payload: payload(&activity, true),
+            payload: payload(&activity, chrono_tz::Asia::Shanghai, true),
             dense: Some(dense.clone()),
             sparse: bm25.document(&text),
         });

@@ -7,7 +7,12 @@
 //! with the activity in `detail`, `ActivityDeleted` with at least its `id`) take the same
 //! paths. A write answers 200 when every activity has its dense vector and 202 when some are
 //! pending (embedder absent, failing or slow): the write itself never waits on the embedder.
-//! Bad input is a 400 naming the field, and nothing is written.
+//! Bad input is a 400 naming the field, and nothing is written. Writes are ordered by the
+//! activity's `updatedAt` (on a deletion event, `detail.updatedAt`), else the event's `time`,
+//! else the request's: a retried or reordered event older than what is indexed changes
+//! nothing (`stale`), and a deletion leaves a tombstone no older write gets past. An event
+//! that fails on our side is an error, so Lambda retries it and then sends it to the
+//! on-failure destination (an SQS queue in template.yaml).
 
 use std::sync::Arc;
 
@@ -87,7 +92,7 @@ async fn route(app: &Indexer, req: &Request) -> Result<Response<Body>> {
                 Ok(written(&app.upsert(&[activity], &request_id).await?))
             }
             "DELETE" => {
-                if app.delete(id).await? {
+                if app.delete(id, app.clock.now()).await? {
                     Ok(api::json(200, &json!({"id": id, "deleted": true})))
                 } else {
                     Err(Error::NotFound(format!("activity {id:?} is not indexed")))
@@ -115,10 +120,17 @@ async fn event(app: &Indexer, req: &Request, request_id: &str) -> Result<Respons
         .map_err(|e| Error::invalid("malformed_event", format!("event is not JSON: {e}")))?;
     let detail_type = event.get("detail-type").and_then(Value::as_str).unwrap_or_default();
     let detail = event.get("detail").cloned().unwrap_or(Value::Null);
+    // The version of a write without `updatedAt`: when the event happened, not when it arrived.
+    let at = match event.get("time").and_then(Value::as_str) {
+        Some(t) => {
+            t.parse().map_err(|e| Error::invalid("malformed_event", format!("time: {t:?} is not RFC 3339: {e}")))?
+        }
+        None => app.clock.now(),
+    };
     match detail_type {
         "ActivityCreated" | "ActivityUpdated" => {
             let activity = Activity::from_json(detail)?;
-            let report = app.upsert(&[activity], request_id).await?;
+            let report = app.write(&[activity], at, false, request_id).await?;
             tracing::info!(detail_type, report = %json!(report), "activity event applied");
             Ok(written(&report))
         }
@@ -126,7 +138,13 @@ async fn event(app: &Indexer, req: &Request, request_id: &str) -> Result<Respons
             let id = detail.get("id").and_then(Value::as_str).ok_or_else(|| {
                 Error::invalid("invalid_activity", "id: ActivityDeleted needs the activity id in detail.id")
             })?;
-            let deleted = app.delete(id).await?;
+            let at = match detail.get("updatedAt") {
+                None | Some(Value::Null) => at,
+                Some(v) => v.as_str().and_then(|t| t.parse().ok()).ok_or_else(|| {
+                    Error::invalid("invalid_activity", format!("updatedAt: {v} is not an RFC 3339 time"))
+                })?,
+            };
+            let deleted = app.delete(id, at).await?;
             tracing::info!(detail_type, id, deleted, "activity event applied");
             Ok(api::json(200, &json!({"id": id, "deleted": deleted})))
         }

@@ -29,16 +29,19 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use qdrant_edge::external::ordered_float::OrderedFloat;
 use qdrant_edge::{
-    CountRequest, CreateIndex, Distance, EdgeConfig, EdgeConfigBuilder, EdgeShard, EdgeSparseVectorParamsBuilder,
-    EdgeVectorParamsBuilder, FieldIndexOperations, Filter, JsonPath, Modifier, NamedQuery, OrderByInterface,
-    PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct, QueryEnum,
-    QueryRequest, ScoringQuery, ScrollRequest, UpdateOperation, Vector, VectorInternal, VectorStructInternal, Vectors,
-    WithPayloadInterface, WithVector,
+    ConditionalInsertOperation, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeConfigBuilder, EdgeShard,
+    EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder, FieldIndexOperations, Filter, JsonPath, Modifier,
+    NamedQuery, OrderByInterface, PayloadFieldSchema, PayloadOps, PayloadSchemaType, PointId, PointInsertOperations,
+    PointOperations, PointStruct, PointVectorsPersisted, QueryEnum, QueryRequest, ScoringQuery, ScrollRequest,
+    SetPayloadOp, UpdateOperation, UpdateVectorsOp, Vector, VectorInternal, VectorOperations, VectorStructInternal,
+    VectorStructPersisted, Vectors, WithPayloadInterface, WithVector,
 };
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{DenseSpace, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored};
+use super::{
+    DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored,
+};
 use crate::config::EdgeSharing as Sharing;
 use crate::error::{Error, Result};
 
@@ -219,7 +222,11 @@ fn json_path(field: &str) -> Result<JsonPath> {
 }
 
 fn filter(f: &HardFilter) -> Result<Filter> {
-    serde_json::from_value(f.to_qdrant_json()).map_err(|e| store_error("filter", e))
+    json_filter(f.to_qdrant_json())
+}
+
+fn json_filter(v: Value) -> Result<Filter> {
+    serde_json::from_value(v).map_err(|e| store_error("filter", e))
 }
 
 fn uuid_of(id: PointId) -> Result<Uuid> {
@@ -327,13 +334,55 @@ impl super::VectorIndex for EdgeIndex {
         if points.is_empty() {
             return Ok(());
         }
-        let points =
-            points.into_iter().map(|p| point(p, &self.inner.space.name).map(Into::into)).collect::<Result<Vec<_>>>()?;
+        // One conditional write per point: each has its own version to beat.
+        let ops = points
+            .into_iter()
+            .map(|p| {
+                let condition = json_filter(super::older_than_json(&p))?;
+                let points_op = PointInsertOperations::PointsList(vec![point(p, &self.inner.space.name)?.into()]);
+                Ok(UpdateOperation::PointOperation(PointOperations::UpsertPointsConditional(
+                    ConditionalInsertOperation { points_op, condition, update_mode: None },
+                )))
+            })
+            .collect::<Result<Vec<_>>>()?;
         self.run(move |shard| {
-            let op = UpdateOperation::PointOperation(PointOperations::UpsertPoints(PointInsertOperations::PointsList(
-                points,
-            )));
-            shard.update(op).map_err(|e| store_error("upsert", e))?;
+            for op in ops {
+                shard.update(op).map_err(|e| store_error("upsert", e))?;
+            }
+            shard.flush();
+            Ok(())
+        })
+        .await
+    }
+
+    async fn set_dense(&self, updates: Vec<DenseUpdate>) -> Result<()> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let dense = self.inner.space.name.clone();
+        let mut ops = Vec::with_capacity(updates.len() * 2);
+        for u in updates {
+            let unchanged = json_filter(u.unchanged_json())?;
+            let mut named = std::collections::HashMap::new();
+            named.insert(dense.clone(), Vector::new_dense(u.dense));
+            let vector = VectorStructPersisted::from(VectorStructInternal::from(Vectors::from(named)));
+            ops.push(UpdateOperation::VectorOperation(VectorOperations::UpdateVectors(UpdateVectorsOp {
+                points: vec![PointVectorsPersisted { id: PointId::Uuid(u.id), vector }],
+                update_filter: Some(unchanged.clone()),
+            })));
+            let ready = serde_json::from_value(serde_json::json!({"embedding": "ready"}))
+                .map_err(|e| store_error("payload", e))?;
+            ops.push(UpdateOperation::PayloadOperation(PayloadOps::SetPayload(SetPayloadOp {
+                payload: ready,
+                points: None,
+                filter: Some(unchanged),
+                key: None,
+            })));
+        }
+        self.run(move |shard| {
+            for op in ops {
+                shard.update(op).map_err(|e| store_error("set dense vector", e))?;
+            }
             shard.flush();
             Ok(())
         })

@@ -8,6 +8,12 @@
 //! lexical channel tokenises identically everywhere.
 //!
 //! A point id is the UUID v5 of the activity id ([`point_id`]): every write is idempotent.
+//! Every write is also order-safe: a point carries its `version` (the activity's `updatedAt`,
+//! in microseconds) and [`VectorIndex::upsert`] leaves a stored point with a later version
+//! alone (an equal one is rewritten: a replayed event writes what it wrote before), in one conditional write (no read-then-write gap); a deletion is such a
+//! write too, of a [`tombstone`], so a late or replayed update never brings a deleted
+//! activity back. The backfill writes only dense vectors ([`VectorIndex::set_dense`]), and
+//! only into points whose content is still what it embedded.
 //! A point may lack its dense vector (embedding pending); it is still found lexically and by
 //! filters. Opening an index creates the collection and its payload indexes if missing, and
 //! refuses an existing collection built for another model or dimension (an error naming both
@@ -103,6 +109,60 @@ pub struct Stored {
     pub dense: Option<Vec<f32>>,
 }
 
+impl Stored {
+    /// Whether this is what a deletion left ([`tombstone`]), not an activity.
+    pub fn is_tombstone(&self) -> bool {
+        self.payload.get(TOMBSTONE).and_then(Value::as_bool) == Some(true)
+    }
+
+    /// The stored version (microseconds since the epoch), if the point has one.
+    pub fn version(&self) -> Option<i64> {
+        self.payload.get(VERSION).and_then(Value::as_i64)
+    }
+}
+
+/// Payload field: the version of a point (its activity's `updatedAt`, µs since the epoch).
+pub const VERSION: &str = "version";
+/// Payload field marking a deletion's tombstone.
+pub const TOMBSTONE: &str = "deleted";
+
+/// A version from an `updatedAt`.
+pub fn version_of(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// What a deletion of `activity_id` at `version` leaves: no vectors, no activity, only the
+/// version a later write must beat. Filters never match it (its status is not `active`).
+pub fn tombstone(activity_id: &str, version: i64) -> Point {
+    let payload = json!({"id": activity_id, "status": "deleted", TOMBSTONE: true, VERSION: version});
+    let Value::Object(payload) = payload else { unreachable!("an object") };
+    Point { id: point_id(activity_id), payload, dense: None, sparse: SparseVector::default() }
+}
+
+/// The condition under which `point` may replace a stored point: the stored version is not
+/// later, or absent. In Qdrant's JSON form.
+pub fn older_than_json(point: &Point) -> Value {
+    let version = point.payload.get(VERSION).and_then(Value::as_i64).unwrap_or(i64::MAX);
+    json!({"should": [{"is_empty": {"key": VERSION}}, {"key": VERSION, "range": {"lte": version}}]})
+}
+
+/// A dense vector for the backfill: set on point `id` only while its `contentHash` is still
+/// `content_hash` (the text it was made from).
+#[derive(Debug, Clone)]
+pub struct DenseUpdate {
+    pub id: Uuid,
+    pub content_hash: String,
+    pub dense: Vec<f32>,
+}
+
+impl DenseUpdate {
+    /// The point, while its content is the one embedded, in Qdrant's JSON form.
+    pub fn unchanged_json(&self) -> Value {
+        json!({"must": [{"has_id": [self.id.to_string()]},
+                        {"key": "contentHash", "match": {"value": self.content_hash}}]})
+    }
+}
+
 /// One scored hit of a channel; higher is better.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
@@ -185,8 +245,12 @@ pub trait VectorIndex: Send + Sync {
     /// `offset`; the next page's offset, if any.
     async fn scan(&self, pending_only: bool, offset: Option<Uuid>, limit: usize)
     -> Result<(Vec<Stored>, Option<Uuid>)>;
-    /// Writes `points`; durable when this returns.
+    /// Writes each of `points` unless the index holds a later version of it
+    /// ([`older_than_json`], checked by the index in the same write); durable when this returns.
     async fn upsert(&self, points: Vec<Point>) -> Result<()>;
+    /// Sets each update's dense vector and marks the point `embedding: ready`, changing
+    /// nothing else, on points whose content is still the one embedded; others are left alone.
+    async fn set_dense(&self, updates: Vec<DenseUpdate>) -> Result<()>;
     /// Removes the points; absent ids are fine.
     async fn delete(&self, ids: &[Uuid]) -> Result<()>;
     /// The points that exist among `ids`, in the order asked, with dense vectors if `with_dense`.

@@ -13,16 +13,22 @@ use qdrant_client::Qdrant;
 use qdrant_client::qdrant::{
     Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DatetimeRange,
     DeletePointsBuilder, Distance, FieldType, Filter, GeoPoint, GeoRadius, GetPointsBuilder, Modifier, NamedVectors,
-    OrderByBuilder, PointId, PointStruct, PointsIdsList, QueryPointsBuilder, Range, ScrollPointsBuilder,
-    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, VectorInput, VectorParamsBuilder,
-    VectorsConfigBuilder, point_id::PointIdOptions, vector_output, vectors_config, with_vectors_selector,
+    OrderByBuilder, PointId, PointStruct, PointVectors, PointsIdsList, PointsUpdateOperation, QueryPointsBuilder,
+    Range, ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdateBatchPointsBuilder,
+    VectorInput, VectorParamsBuilder, VectorsConfigBuilder,
+    point_id::PointIdOptions,
+    points_update_operation::{Operation, PointStructList, SetPayload, UpdateVectors},
+    vector_output, vectors_config, with_vectors_selector,
 };
 use qdrant_client::{Payload, QdrantError};
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use super::{DenseSpace, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored};
+use super::{
+    DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
+    Stored, VERSION,
+};
 use crate::config::Secret;
 use crate::error::{Error, Result};
 
@@ -205,18 +211,65 @@ impl super::VectorIndex for QdrantIndex {
         if points.is_empty() {
             return Ok(());
         }
-        let mut out = Vec::with_capacity(points.len());
+        // One request; an operation per point, each conditional on its own version.
+        let mut operations = Vec::with_capacity(points.len());
         for p in points {
+            let version = p.payload.get(VERSION).and_then(Value::as_i64).unwrap_or(i64::MAX);
+            let older = Filter::should([
+                Condition::is_empty(VERSION),
+                Condition::range(VERSION, Range { lte: Some(version as f64), ..Default::default() }),
+            ]);
             let mut vectors = NamedVectors::default()
                 .add_vector(SPARSE, qdrant_client::qdrant::Vector::new_sparse(p.sparse.indices, p.sparse.values));
             if let Some(dense) = p.dense {
                 vectors = vectors.add_vector(&self.space.name, qdrant_client::qdrant::Vector::new_dense(dense));
             }
             let payload = Payload::try_from(Value::Object(p.payload)).map_err(|e| store_error("payload", e))?;
-            out.push(PointStruct::new(p.id.to_string(), vectors, payload));
+            let point = PointStruct::new(p.id.to_string(), vectors, payload);
+            operations.push(PointsUpdateOperation {
+                operation: Some(Operation::Upsert(PointStructList {
+                    points: vec![point],
+                    update_filter: Some(older),
+                    ..Default::default()
+                })),
+            });
         }
-        let request = UpsertPointsBuilder::new(&self.collection, out).wait(true);
-        self.client.upsert_points(request).await.map_err(grpc("upsert"))?;
+        let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
+        self.client.update_points_batch(request).await.map_err(grpc("upsert"))?;
+        Ok(())
+    }
+
+    async fn set_dense(&self, updates: Vec<DenseUpdate>) -> Result<()> {
+        self.ready().await?;
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let mut operations = Vec::with_capacity(updates.len() * 2);
+        for u in updates {
+            let id: PointId = u.id.to_string().into();
+            let unchanged = Filter::must([
+                Condition::has_id([id.clone()]),
+                Condition::matches("contentHash", u.content_hash.clone()),
+            ]);
+            let vectors =
+                NamedVectors::default().add_vector(&self.space.name, qdrant_client::qdrant::Vector::new_dense(u.dense));
+            operations.push(PointsUpdateOperation {
+                operation: Some(Operation::UpdateVectors(UpdateVectors {
+                    points: vec![PointVectors { id: Some(id), vectors: Some(vectors.into()) }],
+                    update_filter: Some(unchanged.clone()),
+                    ..Default::default()
+                })),
+            });
+            operations.push(PointsUpdateOperation {
+                operation: Some(Operation::SetPayload(SetPayload {
+                    payload: HashMap::from([("embedding".to_owned(), "ready".into())]),
+                    points_selector: Some(unchanged.into()),
+                    ..Default::default()
+                })),
+            });
+        }
+        let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
+        self.client.update_points_batch(request).await.map_err(grpc("set dense vector"))?;
         Ok(())
     }
 
