@@ -233,7 +233,58 @@ async fn the_scheduled_digest_reports_yesterday(kind: StoreKind) {
     );
 }
 
+// Given 64 calls in one day, then their records are spread over the day's shards
+// (`COST#<day>#<n>`), and the report reads every shard and the day's pre-sharding partition,
+// oldest first.
+async fn a_days_costs_are_sharded_and_read_back_whole(kind: StoreKind) {
+    let h = Harness::new(kind).await;
+    let ledger = &h.app.search.ledger;
+    let start = h.clock.now();
+    let mut costs = Vec::new();
+    for i in 0..64 {
+        h.clock.advance(Duration::seconds(1));
+        let usage = Usage { input_tokens: i, ..Usage::default() };
+        let charge = Charge {
+            request_id: &format!("r{i}"),
+            agent: "research",
+            kind: CallKind::Search,
+            provider: "perplexity",
+            model: "sonar",
+            usage: &usage,
+            outcome: Outcome::Live,
+            saved_usd: 0.0,
+            upstream_id: None,
+        };
+        costs.push(ledger.bill(&charge));
+    }
+    ledger.record_all(&costs).await.unwrap();
+    let day = start.date_naive().format("%Y-%m-%d").to_string();
+    let mut used = 0;
+    for shard in 0..shared::ledger::SHARDS {
+        let pk = format!("COST#{day}#{shard}");
+        let n = h.records.query(&pk, "0", "~", 0).await.unwrap().len();
+        assert!(n < 64, "shard {shard} holds all {n}");
+        used += usize::from(n > 0);
+    }
+    assert!(used >= 8, "64 records over {used} of {} shards", shared::ledger::SHARDS);
+    // A record written before the sharding, in the day's old partition.
+    let mut legacy = costs[0].clone();
+    legacy.request_id = "before-sharding".into();
+    legacy.timestamp = start;
+    let body = serde_json::to_value(&legacy).unwrap();
+    let sk = format!("{}#before-sharding#perplexity#x", start.to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
+    let record = shared::records::Record { pk: format!("COST#{day}"), sk, expires_at: None, body };
+    h.records.put(&record).await.unwrap();
+    let read = ledger.between(start, h.clock.now()).await.unwrap();
+    assert_eq!(read.len(), 65);
+    assert_eq!(read[0].request_id, "before-sharding");
+    let ids: Vec<&str> = read[1..].iter().map(|c| c.request_id.as_str()).collect();
+    let want: Vec<String> = (0..64).map(|i| format!("r{i}")).collect();
+    assert_eq!(ids, want, "oldest first, across shards");
+}
+
 on_both_stores!(
+    a_days_costs_are_sharded_and_read_back_whole,
     every_grouping_renders_as_html,
     the_text_report_is_the_seeds_shape_in_every_grouping,
     the_json_report_counts_costs_cache_and_availability,
