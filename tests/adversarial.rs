@@ -9,7 +9,7 @@
 //! answer without internals (`shared::api`).
 
 use integration::rag::{RagHarness, activity, request, respond};
-use integration::{Harness, StoreKind, as_backend, as_user};
+use integration::{Harness, StoreKind, as_backend, as_user, with_authorizer};
 use lambda_http::Request;
 use serde_json::{Value, json};
 
@@ -106,17 +106,10 @@ async fn users_act_only_as_themselves() {
     ];
     for (method, path, body) in attempts {
         let text = body.to_string();
-        let no_claim = {
-            let req = request(method, path, &text);
-            let context = json!({"http": {"method": method, "path": path, "protocol": "HTTP/1.1",
-                                          "sourceIp": "192.0.2.1", "userAgent": "t"},
-                                 "authorizer": {"jwt": {"claims": {"email": "u-1@example.com"}, "scopes": null}},
-                                 "timeEpoch": 0});
-            lambda_http::RequestExt::with_request_context(
-                req,
-                lambda_http::request::RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap()),
-            )
-        };
+        let no_claim = with_authorizer(
+            request(method, path, &text),
+            json!({"jwt": {"claims": {"email": "u-1@example.com"}, "scopes": null}}),
+        );
         let mut forged = request(method, path, &text);
         forged.headers_mut().insert("authorization", "Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1LTEifQ.".parse().unwrap());
         let cases = [

@@ -1,7 +1,6 @@
 //! One behavioural suite for the vector index port, run on Qdrant Edge (in process, on disk)
 //! always, and on a Qdrant server when `QDRANT_URL` is set (it says so loudly when not).
 
-use std::io::Write as _;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -257,22 +256,7 @@ fn fresh(backend: Backend) -> Option<Fresh> {
             Some(Fresh { index: reopen(DIMS), reopen: Box::new(reopen), _dir: Some(dir) })
         }
         Backend::Qdrant => {
-            let Ok(url) = std::env::var("QDRANT_URL") else {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "NOT RUN: the Qdrant server suite needs QDRANT_URL (a Qdrant server's gRPC URL); \
-                     only Qdrant Edge was tested"
-                );
-                return None;
-            };
-            let mut vars = vec![
-                ("VECTOR_STORE", "qdrant".to_owned()),
-                ("QDRANT_URL", url),
-                ("QDRANT_COLLECTION", format!("test-{}", uuid::Uuid::new_v4())),
-            ];
-            if let Ok(key) = std::env::var("QDRANT_API_KEY") {
-                vars.push(("QDRANT_API_KEY", key));
-            }
+            let vars = integration::rag::server_env()?;
             let reopen = move |dims| open(vars.clone(), dims);
             Some(Fresh { index: reopen(DIMS), reopen: Box::new(reopen), _dir: None })
         }

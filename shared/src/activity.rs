@@ -60,6 +60,15 @@ pub struct Activity {
     pub updated_at: Option<DateTime<Utc>>,
 }
 
+/// Refuses an activity id that is not 1-128 letters, digits, '-' or '_' (400 naming `id`).
+pub fn check_id(id: &str) -> Result<()> {
+    bounded("id", id, 1, 128)?;
+    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        return Err(field_error("id", "must be letters, digits, '-' or '_'"));
+    }
+    Ok(())
+}
+
 fn field_error(field: &str, message: impl std::fmt::Display) -> Error {
     Error::invalid("invalid_activity", format!("{field}: {message}"))
 }
@@ -82,10 +91,7 @@ impl Activity {
 
     /// Checks coordinates, participant counts and text lengths.
     pub fn validate(&self) -> Result<()> {
-        bounded("id", &self.id, 1, 128)?;
-        if !self.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-            return Err(field_error("id", "must be letters, digits, '-' or '_'"));
-        }
+        check_id(&self.id)?;
         bounded("title", &self.title, 1, MAX_TITLE_CHARS)?;
         bounded("description", &self.description, 0, MAX_DESCRIPTION_CHARS)?;
         bounded("type", &self.kind, 1, 50)?;
@@ -123,10 +129,7 @@ impl Activity {
     ///
     /// [`indexed_text`]: Activity::indexed_text
     pub fn content_hash(&self, zone: Tz) -> String {
-        let mut h = Sha256::new();
-        h.update(TEXT_RULES.to_le_bytes());
-        h.update(self.indexed_text(zone).as_bytes());
-        hex::encode(h.finalize())
+        text_hash(&self.indexed_text(zone))
     }
 
     /// What the BM25 and the dense vector are made of: the enriched text without what the
@@ -365,6 +368,15 @@ pub const SUITS_RULES: &[(&str, &[&str])] = &[
 /// [`without_left_behind`]): bump it when they change, so stored vectors are made again on the
 /// next write or backfill instead of mixing old and new text.
 pub const TEXT_RULES: u32 = 2;
+
+/// The content hash of an [`Activity::indexed_text`] (with the [`TEXT_RULES`] version), for a
+/// caller that already has the text.
+pub fn text_hash(indexed_text: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(TEXT_RULES.to_le_bytes());
+    h.update(indexed_text.as_bytes());
+    hex::encode(h.finalize())
+}
 
 /// Verbs of leaving something behind: their object is what an activity moves people away from.
 pub const LEAVING: &[&str] = &["突破", "克服", "告别", "摆脱", "战胜", "远离", "改掉", "治好", "戒掉"];

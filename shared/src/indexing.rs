@@ -22,7 +22,7 @@ use chrono_tz::Tz;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::activity::Activity;
+use crate::activity::{Activity, text_hash};
 use crate::clock::Clock;
 use crate::embedder::{self, Input};
 use crate::error::{Error, Result};
@@ -79,12 +79,17 @@ impl Report {
 
 /// The payload stored for `activity` (which has its `updatedAt`), its text made in `zone`.
 pub fn payload(activity: &Activity, zone: Tz, embedded: bool) -> Map<String, Value> {
+    payload_with(activity, &activity.content_hash(zone), embedded)
+}
+
+/// [`payload`] with the content hash already made.
+fn payload_with(activity: &Activity, content_hash: &str, embedded: bool) -> Map<String, Value> {
     let Value::Object(mut map) = serde_json::to_value(activity).expect("activities serialise") else {
         unreachable!("an activity serialises to an object")
     };
     map.insert("location".into(), json!({"lat": activity.location.lat, "lon": activity.location.lng}));
     map.insert("spotsLeft".into(), json!(activity.spots_left()));
-    map.insert("contentHash".into(), json!(activity.content_hash(zone)));
+    map.insert("contentHash".into(), json!(content_hash));
     map.insert("embedding".into(), json!(if embedded { "ready" } else { "pending" }));
     if let Some(at) = activity.updated_at {
         map.insert(crate::index::VERSION.into(), json!(version_of(at)));
@@ -161,46 +166,31 @@ impl Indexer {
         force: bool,
         request_id: &str,
     ) -> Result<Report> {
+        let activities: Vec<Activity> =
+            activities.iter().map(|a| Activity { updated_at: Some(a.updated_at.unwrap_or(at)), ..a.clone() }).collect();
         let ids: Vec<_> = activities.iter().map(|a| point_id(&a.id)).collect();
         let mut stored: HashMap<_, _> = self.index.get(&ids, true).await?.into_iter().map(|s| (s.id, s)).collect();
-        let mut current = Vec::with_capacity(activities.len());
-        let mut stale = Vec::with_capacity(activities.len());
-        for (a, id) in activities.iter().zip(&ids) {
-            let mut a = a.clone();
-            let version = version_of(*a.updated_at.get_or_insert(at));
+        let texts: Vec<String> = activities.iter().map(|a| a.indexed_text(self.zone)).collect();
+        let hashes: Vec<String> = texts.iter().map(|t| text_hash(t)).collect();
+        let (mut stale, mut kept, mut dense) = (Vec::new(), Vec::new(), Vec::new());
+        for ((a, id), hash) in activities.iter().zip(&ids).zip(&hashes) {
             let previous = stored.remove(id);
-            stale.push(previous.as_ref().and_then(Stored::version).is_some_and(|v| v > version));
-            current.push((a, previous));
-        }
-        let activities: Vec<Activity> = current.iter().map(|(a, _)| a.clone()).collect();
-        let mut dense: Vec<Option<Vec<f32>>> = Vec::with_capacity(activities.len());
-        let mut kept = Vec::with_capacity(activities.len());
-        for ((a, previous), stale) in current.into_iter().zip(&stale) {
+            let version = version_of(a.updated_at.unwrap_or(at));
+            let is_stale = previous.as_ref().and_then(Stored::version).is_some_and(|v| v > version);
             let same = previous.as_ref().is_some_and(|p| {
-                !p.is_tombstone()
-                    && p.payload.get("contentHash").and_then(Value::as_str) == Some(a.content_hash(self.zone).as_str())
+                !p.is_tombstone() && p.payload.get("contentHash").and_then(Value::as_str) == Some(hash.as_str())
             });
             let vector = previous.and_then(|p| p.dense).filter(|_| same && !force);
             // A stale write embeds nothing: it is not written.
-            kept.push(vector.is_some() || *stale);
+            kept.push(vector.is_some() || is_stale);
+            stale.push(is_stale);
             dense.push(vector);
         }
-        let texts: Vec<String> = activities.iter().map(|a| a.indexed_text(self.zone)).collect();
         let wanted: Vec<usize> = (0..activities.len()).filter(|&i| !kept[i]).collect();
         let mut pending_reason = None;
         if !wanted.is_empty() {
             let inputs: Vec<String> = wanted.iter().map(|&i| texts[i].clone()).collect();
-            let embedded = embedder::embed_within(
-                &self.embedder,
-                &self.ledger,
-                self.retry,
-                self.embed_timeout,
-                AGENT,
-                request_id,
-                &inputs,
-                Input::Passage,
-            );
-            match embedded.await {
+            match self.embed(&inputs, request_id).await {
                 Ok(vectors) => {
                     for (&i, v) in wanted.iter().zip(vectors) {
                         dense[i] = Some(v);
@@ -214,8 +204,8 @@ impl Indexer {
         }
         let mut points = Vec::with_capacity(activities.len());
         let mut indexed = Vec::with_capacity(activities.len());
-        for ((((a, id), text), (vector, kept)), stale) in
-            activities.iter().zip(ids).zip(&texts).zip(dense.into_iter().zip(kept)).zip(stale)
+        for (((((a, id), text), hash), (vector, kept)), stale) in
+            activities.iter().zip(ids).zip(&texts).zip(&hashes).zip(dense.into_iter().zip(kept)).zip(stale)
         {
             let embedding = match (&vector, kept) {
                 _ if stale => Embedding::Stale,
@@ -230,7 +220,7 @@ impl Indexer {
             }
             points.push(Point {
                 id,
-                payload: payload(a, self.zone, vector.is_some()),
+                payload: payload_with(a, hash, vector.is_some()),
                 sparse: self.bm25.document(text),
                 dense: vector,
             });
@@ -254,17 +244,7 @@ impl Indexer {
             }
         }
         let texts: Vec<String> = read.iter().map(|(_, a, _)| a.indexed_text(self.zone)).collect();
-        let embedded = embedder::embed_within(
-            &self.embedder,
-            &self.ledger,
-            self.retry,
-            self.embed_timeout,
-            AGENT,
-            request_id,
-            &texts,
-            Input::Passage,
-        );
-        let (embedding, pending_reason) = match embedded.await {
+        let (embedding, pending_reason) = match self.embed(&texts, request_id).await {
             Ok(vectors) => {
                 let updates = read
                     .iter()
@@ -280,18 +260,28 @@ impl Indexer {
         Ok(Report { indexed, pending_reason })
     }
 
+    /// Passage vectors of `texts` within the write's time box (each call accounted), or why not.
+    async fn embed(&self, texts: &[String], request_id: &str) -> std::result::Result<Vec<Vec<f32>>, String> {
+        embedder::embed_within(
+            &self.embedder,
+            &self.ledger,
+            self.retry,
+            self.embed_timeout,
+            AGENT,
+            request_id,
+            texts,
+            Input::Passage,
+        )
+        .await
+    }
+
     /// Deletes an activity as of `at` (its `updatedAt` when deleted, else the request's or
     /// event's time): the point becomes a tombstone of that version, so a create or update
     /// older than the deletion, delivered late, changes nothing. The tombstone is written even
     /// for an id not (yet) indexed, for that reason. Says whether a live activity not later
     /// than `at` was there (and is now gone).
     pub async fn delete(&self, activity_id: &str, at: DateTime<Utc>) -> Result<bool> {
-        if activity_id.is_empty()
-            || activity_id.len() > 128
-            || !activity_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(Error::invalid("invalid_activity", "id: must be 1-128 letters, digits, '-' or '_'"));
-        }
+        crate::activity::check_id(activity_id)?;
         let version = version_of(at);
         let live = self.index.get(&[point_id(activity_id)], false).await?.into_iter().find(|s| !s.is_tombstone());
         self.index.upsert(vec![tombstone(activity_id, version)]).await?;

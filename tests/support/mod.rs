@@ -24,7 +24,7 @@ use wiremock::MockServer;
 /// `req` as API Gateway passes it after its IAM authorizer verified a SigV4 signature: the
 /// backend's role.
 pub fn as_backend(req: Request) -> Request {
-    signed(
+    with_authorizer(
         req,
         serde_json::json!({"iam": {"accountId": "123456789012", "callerId": "AROATEST:backend",
         "userArn": "arn:aws:sts::123456789012:assumed-role/activity-backend/backend", "userId": "AROATEST:backend"}}),
@@ -33,10 +33,14 @@ pub fn as_backend(req: Request) -> Request {
 
 /// `req` as API Gateway passes it after its JWT authorizer verified a token whose `sub` is `user`.
 pub fn as_user(req: Request, user: &str) -> Request {
-    signed(req, serde_json::json!({"jwt": {"claims": {"sub": user, "iss": "https://issuer.example"}, "scopes": null}}))
+    with_authorizer(
+        req,
+        serde_json::json!({"jwt": {"claims": {"sub": user, "iss": "https://issuer.example"}, "scopes": null}}),
+    )
 }
 
-fn signed(req: Request, authorizer: Value) -> Request {
+/// `req` with `authorizer` as what API Gateway's authorizer verified (payload 2.0 form).
+pub fn with_authorizer(req: Request, authorizer: Value) -> Request {
     use lambda_http::RequestExt;
     let context = serde_json::json!({
         "http": {"method": req.method().as_str(), "path": req.uri().path(), "protocol": "HTTP/1.1",

@@ -100,6 +100,18 @@ impl EdgeIndex {
         .await
     }
 
+    /// Applies `ops` in order and flushes: durable when this returns.
+    async fn apply(&self, ops: Vec<UpdateOperation>, what: &'static str) -> Result<()> {
+        self.run(move |shard| {
+            for op in ops {
+                shard.update(op).map_err(|e| store_error(what, e))?;
+            }
+            shard.flush();
+            Ok(())
+        })
+        .await
+    }
+
     async fn run<T: Send + 'static>(&self, op: impl FnOnce(&EdgeShard) -> Result<T> + Send + 'static) -> Result<T> {
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || inner.with(op)).await.map_err(|e| store_error("task", e))?
@@ -345,14 +357,7 @@ impl super::VectorIndex for EdgeIndex {
                 )))
             })
             .collect::<Result<Vec<_>>>()?;
-        self.run(move |shard| {
-            for op in ops {
-                shard.update(op).map_err(|e| store_error("upsert", e))?;
-            }
-            shard.flush();
-            Ok(())
-        })
-        .await
+        self.apply(ops, "upsert").await
     }
 
     async fn set_dense(&self, updates: Vec<DenseUpdate>) -> Result<()> {
@@ -379,25 +384,12 @@ impl super::VectorIndex for EdgeIndex {
                 key: None,
             })));
         }
-        self.run(move |shard| {
-            for op in ops {
-                shard.update(op).map_err(|e| store_error("set dense vector", e))?;
-            }
-            shard.flush();
-            Ok(())
-        })
-        .await
+        self.apply(ops, "set dense vector").await
     }
 
     async fn delete(&self, ids: &[Uuid]) -> Result<()> {
         let ids: Vec<PointId> = ids.iter().map(|&id| PointId::Uuid(id)).collect();
-        self.run(move |shard| {
-            let op = UpdateOperation::PointOperation(PointOperations::DeletePoints { ids });
-            shard.update(op).map_err(|e| store_error("delete", e))?;
-            shard.flush();
-            Ok(())
-        })
-        .await
+        self.apply(vec![UpdateOperation::PointOperation(PointOperations::DeletePoints { ids })], "delete").await
     }
 
     async fn get(&self, ids: &[Uuid], with_dense: bool) -> Result<Vec<Stored>> {
