@@ -57,10 +57,18 @@ async fn a_batch_is_one_accounted_call(kind: StoreKind) {
         .await;
     let (embedder, ledger, _g) = setup(kind, &server).await;
     let inputs: Vec<String> = ["标题: 读书局", "标题: 啤酒局", "标题: 徒步"].map(String::from).to_vec();
-    let got =
-        embed(&*embedder, &ledger, RetryPolicy::new(Duration::from_millis(5)), "rag", "req-1", &inputs, Input::Passage)
-            .await
-            .unwrap();
+    let got = embed(
+        &*embedder,
+        &ledger,
+        RetryPolicy::new(Duration::from_millis(5)),
+        None,
+        "rag",
+        "req-1",
+        &inputs,
+        Input::Passage,
+    )
+    .await
+    .unwrap();
     assert_eq!(got.len(), 3);
     assert_eq!(got[2], vec![2.5; 8]);
     let costs =
@@ -90,7 +98,7 @@ async fn faults_are_retried_and_wrong_dimensions_refused(kind: StoreKind) {
         .await;
     let (embedder, ledger, _g) = setup(kind, &server).await;
     let retry = RetryPolicy::new(Duration::from_millis(5));
-    let got = embed(&*embedder, &ledger, retry, "rag", "req-2", &["x".to_owned()], Input::Query).await.unwrap();
+    let got = embed(&*embedder, &ledger, retry, None, "rag", "req-2", &["x".to_owned()], Input::Query).await.unwrap();
     assert_eq!(got, vec![vec![0.5; 8]]);
     assert_eq!(server.received_requests().await.unwrap().len(), 3);
 
@@ -99,7 +107,8 @@ async fn faults_are_retried_and_wrong_dimensions_refused(kind: StoreKind) {
         .respond_with(ResponseTemplate::new(200).set_body_json(vectors(1, 4)))
         .mount(&server)
         .await;
-    let err = embed(&*embedder, &ledger, retry, "rag", "req-3", &["x".to_owned()], Input::Query).await.unwrap_err();
+    let err =
+        embed(&*embedder, &ledger, retry, None, "rag", "req-3", &["x".to_owned()], Input::Query).await.unwrap_err();
     assert!(err.to_string().contains("4 dimensions, expected 8"), "{err}");
     assert_eq!(server.received_requests().await.unwrap().len(), 1, "a malformed answer is not retried");
 }

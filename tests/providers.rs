@@ -110,7 +110,7 @@ async fn tavily_error_classes_are_distinct(kind: StoreKind) {
 // Perplexity is skipped until its cool-down has passed, then tried again.
 async fn a_failing_provider_fails_over_and_is_skipped_during_its_cooldown(kind: StoreKind) {
     let env = [("BREAKER_FAILURES", "2"), ("BREAKER_COOLDOWN_SECS", "60"), ("CACHE_TTL_SECS", "0")];
-    let h = Harness::with(kind, Setup { perplexity: true, tavily: true, env: &env }).await;
+    let h = Harness::with(kind, Setup { perplexity: true, tavily: true, env: &env, ..Setup::default() }).await;
     Mock::given(method("POST")).respond_with(ResponseTemplate::new(503)).mount(h.upstream()).await;
     tavily_answers(&h, 200, tavily_results()).await;
     for i in 0..3 {
@@ -178,6 +178,15 @@ async fn search_web_returns_a_model_ready_string(kind: StoreKind) {
         "at most 3 results; the invalid URL is dropped"
     );
     assert_eq!(h.costs().await.iter().filter(|c| c.provider == "tavily").count(), 1);
+    // Its URLs are the request's stored sources.
+    let body = json!({"query": "最新的识字教学方法"}).to_string();
+    let (status, headers, again) = h.exchange("POST", "/tools/search_web", &body, Some("tool-call-1")).await;
+    assert_eq!((status, &again), (200, &r));
+    assert_eq!(headers.get("x-sources-stored").unwrap(), "true");
+    let (_, stored) = h.send("GET", "/sources/tool-call-1", "").await;
+    let urls: Vec<_> = stored["sources"].as_array().unwrap().iter().map(|s| s["url"].as_str().unwrap()).collect();
+    assert_eq!(urls, ["https://one.example.com/a", "https://two.example.com/b"]);
+    assert_eq!(stored["sources"][0]["title"], "First");
     // The same question again (spacing aside): answered from the cache, free, accounted.
     let (status, again) = h.post("/tools/search_web", json!({"query": "  最新的识字教学方法 "})).await;
     assert_eq!((status, &again), (200, &r));

@@ -11,7 +11,7 @@ use shared::ledger::{CallKind, Charge, Ledger, Outcome};
 use shared::pricing::PriceTable;
 use shared::provider::Usage;
 use shared::records::{LocalRecords, Record, RecordStore};
-use shared::search::STORE_RETRY;
+use shared::retry::STORE_RETRY;
 
 fn record(pk: &str, sk: &str, expires_at: Option<i64>, body: serde_json::Value) -> Record {
     Record { pk: pk.into(), sk: sk.into(), expires_at, body }

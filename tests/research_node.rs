@@ -61,6 +61,13 @@ async fn codex_json_output_becomes_research_data_and_history(kind: StoreKind) {
         json!({"title": "Google、Gemini Proを一般公開", "content": "multimodal", "source": "https://blog.example.com/gemini"})
     );
     assert_eq!(r["summary"], "三社が新モデルを発表");
+    // The results' sources are stored under the request id.
+    assert_eq!(r["sourcesStored"], true);
+    let (_, stored) = h.send("GET", &format!("/sources/{}", r["requestId"].as_str().unwrap()), "").await;
+    let stored: Vec<_> = stored["sources"].as_array().unwrap().iter().map(|s| s["url"].clone()).collect();
+    let cited: Vec<_> = r["results"].as_array().unwrap().iter().filter_map(|x| x.get("source").cloned()).collect();
+    assert!(!cited.is_empty());
+    assert_eq!(stored, cited);
     assert_eq!(
         (r["metadata"]["uniqueTopicCount"].as_u64(), r["metadata"]["duplicatesFiltered"].as_u64()),
         (Some(3), Some(0))

@@ -455,6 +455,77 @@ async fn structured_methods_return_seed_shapes_with_partial_extraction(kind: Sto
     assert!(last_request(&h).await["input"].as_str().unwrap().contains("market size; health"));
 }
 
+// Given a topic answer whose statistics name a source the citations do not list, then it is
+// listed and stored after the citations (not among them), and a source that is no URL stays
+// only in its statistic.
+async fn sources_named_in_structured_fields_are_stored_too(kind: StoreKind) {
+    let h = Harness::new(kind).await;
+    let topic = json!({"summary": "s", "keyPoints": ["k"], "statistics": [
+        {"stat": "42% drink coffee daily", "source": "https://stats.example.org/coffee?utm_source=x"},
+        {"stat": "7% more cafés", "source": "https://example.com/s"},
+        {"stat": "1 in 3 roast at home", "source": "Statista 2024"}
+    ], "expertOpinions": [], "relatedTopics": ["r"]});
+    let cited = json!([{"id": 1, "title": "S", "url": "https://example.com/s", "snippet": "42%"}]);
+    answer_with(&h, perplexity::answer(&topic.to_string(), cited, json!([]), perplexity::usage(1, 1, 1, None))).await;
+    let (status, r) = h.post("/search/topic", json!({"topic": "coffee"})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["citations"], json!(["https://example.com/s"]));
+    let urls: Vec<_> = r["sources"].as_array().unwrap().iter().map(|s| s["url"].as_str().unwrap()).collect();
+    assert_eq!(urls, ["https://example.com/s", "https://stats.example.org/coffee"]);
+    assert_eq!(r["sources"][1]["title"], "42% drink coffee daily");
+    assert_eq!(r["sourcesStored"], true);
+    let (_, stored) = h.send("GET", &format!("/sources/{}", r["requestId"].as_str().unwrap()), "").await;
+    assert_eq!(stored["sources"], r["sources"]);
+    assert!(
+        stored["references"]
+            .as_str()
+            .unwrap()
+            .contains("2. [42% drink coffee daily](https://stats.example.org/coffee)")
+    );
+}
+
+// Given a source list whose writing stopped before its header (the header is written last),
+// then it is absent (404); given a header whose count its rows do not match, then reading it
+// is a store fault (503), never a short list.
+async fn a_source_list_is_complete_or_absent(kind: StoreKind) {
+    use shared::records::Record;
+    let h = Harness::new(kind).await;
+    let row = |request: &str, n: u32| Record {
+        pk: format!("SOURCES#{request}"),
+        sk: format!("{n:05}"),
+        expires_at: None,
+        body: json!({"url": format!("https://example.com/{n}"), "title": null, "accessed_at": "2026-11-23T10:00:00Z"}),
+    };
+    h.records.put_all(&[row("half", 1), row("half", 2)]).await.unwrap();
+    let (status, r) = h.send("GET", "/sources/half", "").await;
+    assert_eq!((status, r["error"]["code"].as_str()), (404, Some("not_found")), "{r}");
+
+    let header = Record {
+        pk: "SOURCES#short".into(),
+        sk: "#header".into(),
+        expires_at: None,
+        body: json!({"count": 3, "storedAt": "2026-11-23T10:00:00Z"}),
+    };
+    h.records.put_all(&[row("short", 1), row("short", 2), header]).await.unwrap();
+    let (status, r) = h.send("GET", "/sources/short", "").await;
+    assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")), "{r}");
+    assert!(r.get("sources").is_none());
+}
+
+// Given the record store is down, then a live answer still comes (nothing lost: the sources
+// and the cost record are logged for replay), saying `sourcesStored: false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_store_down_the_answer_says_its_sources_are_not_stored() {
+    let h = Harness::with(StoreKind::DynamoDb, Setup { perplexity: true, store_down: true, ..Setup::default() }).await;
+    answer_with(&h, plain_answer()).await;
+    let (status, r) = h.post("/search", json!({"query": "coffee"})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["mock"].as_bool(), r["sourcesStored"].as_bool()), (Some(false), Some(false)), "{r}");
+    assert_eq!(r["citations"], json!(["https://example.com/coffee"]));
+    let (status, r) = h.send("GET", &format!("/sources/{}", r["requestId"].as_str().unwrap()), "").await;
+    assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")));
+}
+
 // Given a structured answer with nothing usable, then the caller gets mock data, and the paid
 // call is still accounted.
 async fn an_unusable_structured_answer_falls_back_but_is_still_accounted(kind: StoreKind) {
@@ -568,4 +639,6 @@ on_both_stores!(
     structured_methods_return_seed_shapes_with_partial_extraction,
     an_unusable_structured_answer_falls_back_but_is_still_accounted,
     bad_input_gets_a_named_4xx_and_changes_nothing,
+    sources_named_in_structured_fields_are_stored_too,
+    a_source_list_is_complete_or_absent,
 );

@@ -128,6 +128,18 @@ async fn dense_and_lexical_channels_rank_and_threshold(index: Arc<dyn VectorInde
     let words = index.search_sparse(&Bm25::new().query("冥想"), &filter, 10).await.unwrap();
     assert_eq!(words.first().map(|h| h.id), Some(point_id("pending")));
     assert!(index.search_sparse(&Bm25::new().query(""), &filter, 10).await.unwrap().is_empty());
+
+    // Both channels at once (the server: one request) answer what each answers alone.
+    let (q, sparse) = (concept_vector("安静 发呆", DIMS), Bm25::new().query("安静"));
+    let both = index.search_both(&q, 0.5, &sparse, &filter, 10).await.unwrap();
+    let alone = (
+        index.search_dense(&q, &filter, 10, 0.5).await.unwrap(),
+        index.search_sparse(&sparse, &filter, 10).await.unwrap(),
+    );
+    assert_eq!(both, alone);
+    assert!(!both.0.is_empty() && !both.1.is_empty(), "{both:?}");
+    let no_words = index.search_both(&q, 0.5, &Bm25::new().query(""), &filter, 10).await.unwrap();
+    assert_eq!(no_words, (alone.0, Vec::new()));
 }
 
 // Given points, when some are deleted (twice, and one never written), then they are gone and

@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::analysis::parse_json_object;
 use crate::ledger::{CallKind, Charge, Ledger, Outcome};
 use crate::llm::{ChatModel, ChatRequest, Message, ToolSpec};
-use crate::provider::ProviderError;
-use crate::retry::{RetryPolicy, with_backoff};
+use crate::provider::{ProviderError, Usage};
+use crate::retry::{RetryPolicy, with_backoff, within};
 
 /// Executes the tools an agent offers.
 #[async_trait]
@@ -49,6 +49,9 @@ pub struct AgentSpec<'a> {
     pub output: (&'static str, Value),
     pub request_limit: u32,
     pub output_retries: u32,
+    /// When the run must end: no model request runs past it (one cut short is recorded as
+    /// failed). `None`: each request is bounded by the model client's own timeout only.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,19 +88,34 @@ pub async fn run<T: DeserializeOwned>(
             return Err(AgentError::RequestLimit(spec.request_limit));
         }
         requests += 1;
-        let reply = with_backoff(retry, "llm", |_| llm.chat(&request)).await?;
-        let charge = Charge {
+        let attempt = |_| llm.chat(&request);
+        let reply = match spec.deadline {
+            Some(at) => within(retry, at, "llm", attempt).await,
+            None => with_backoff(retry, "llm", attempt).await,
+        };
+        let charge = |usage, outcome, upstream_id| Charge {
             request_id,
             agent: spec.name,
             kind: CallKind::Llm,
             provider: llm.provider(),
             model: spec.model,
-            usage: &reply.usage,
-            outcome: if llm.is_mock() { Outcome::Mock } else { Outcome::Live },
+            usage,
+            outcome,
             saved_usd: 0.0,
-            upstream_id: reply.upstream_id.clone(),
+            upstream_id,
         };
-        ledger.charge(&charge).await;
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(e) => {
+                // Cut short while the model was working: it may be billed, so it is recorded.
+                if e.maybe_billed() {
+                    ledger.charge(&charge(&Usage::default(), Outcome::Failed, None)).await;
+                }
+                return Err(e.into());
+            }
+        };
+        let outcome = if llm.is_mock() { Outcome::Mock } else { Outcome::Live };
+        ledger.charge(&charge(&reply.usage, outcome, reply.upstream_id.clone())).await;
         if !reply.tool_calls.is_empty() {
             request
                 .messages

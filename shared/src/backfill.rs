@@ -211,8 +211,11 @@ pub async fn run(
     if job.force {
         seen.clear();
     }
-    // A dry run on a directory that does not exist yet has nothing to sweep (and creates nothing).
-    while existed || !job.dry_run {
+    loop {
+        // A dry run on a directory that does not exist yet has nothing to sweep (and creates nothing).
+        if !existed && job.dry_run {
+            break;
+        }
         let (page, next) = index.scan(pending_only, offset, job.batch_size).await?;
         let points: Vec<_> = page.into_iter().filter(|p| seen.insert(p.id) && !p.is_tombstone()).collect();
         if points.is_empty() {

@@ -18,8 +18,8 @@ use crate::provider::tavily::Tavily;
 use crate::provider::{Breaker, SearchProvider};
 use crate::records::{DynamoRecords, LocalRecords, RecordStore};
 use crate::research_node::ResearchNode;
-use crate::retry::RetryPolicy;
-use crate::search::{Provider, STORE_RETRY, SearchService};
+use crate::retry::{RetryPolicy, STORE_RETRY};
+use crate::search::{Provider, SearchService};
 use crate::timeline::Timeline;
 use crate::tools::Tools;
 
@@ -104,6 +104,7 @@ pub fn search_function(
         records: Arc::clone(&search.records),
         clock: Arc::clone(&search.clock),
         cache_ttl: search.cache_ttl,
+        budget: search.budget,
     };
     let research = ResearchNode {
         search: Arc::clone(&search),
@@ -135,6 +136,7 @@ pub fn search_service(
         clock,
         cache_ttl: config.cache_ttl,
         retry: RetryPolicy::new(config.retry_base),
+        budget: config.search_budget,
     })
 }
 
@@ -234,7 +236,7 @@ pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::index::VectorIndex
             api_key.as_ref(),
             &config.qdrant_collection,
             dense_space(config),
-            config.upstream_timeout,
+            config.qdrant_timeout,
         )?),
     })
 }

@@ -42,6 +42,11 @@ pub struct Config {
     pub cache_ttl: Duration,
     pub retry_base: Duration,
     pub upstream_timeout: Duration,
+    /// Time box of a search's upstream work (`SEARCH_BUDGET_MS`, 25 s): waiting for an identical
+    /// request, attempts, retry waits and failover all end inside it, under API Gateway's 30 s.
+    pub search_budget: Duration,
+    /// Time box of one request to the Qdrant server (`QDRANT_TIMEOUT_MS`).
+    pub qdrant_timeout: Duration,
     pub tavily_api_key: Option<Secret>,
     pub tavily_base_url: String,
     /// Failover order of the search providers (names), e.g. `perplexity,tavily`.
@@ -216,6 +221,11 @@ impl Config {
             cache_ttl: Duration::from_secs(number("CACHE_TTL_SECS", 3600)?),
             retry_base: Duration::from_millis(number("RETRY_BASE_MS", 1000)?),
             upstream_timeout: Duration::from_millis(number("UPSTREAM_TIMEOUT_MS", 30_000)?),
+            search_budget: match number("SEARCH_BUDGET_MS", 25_000)? {
+                0 => return Err(Error::Config("SEARCH_BUDGET_MS must be at least 1".into())),
+                ms => Duration::from_millis(ms),
+            },
+            qdrant_timeout: Duration::from_millis(number("QDRANT_TIMEOUT_MS", 5_000)?.max(1)),
             tavily_api_key: get("TAVILY_API_KEY").map(Secret),
             tavily_base_url: base_url("TAVILY_BASE_URL", "https://api.tavily.com"),
             search_providers: {
@@ -387,6 +397,7 @@ mod tests {
         assert_eq!(c.perplexity_base_url, "https://api.perplexity.ai");
         assert_eq!(c.cache_ttl, Duration::from_secs(3600));
         assert_eq!(c.retry_base, Duration::from_secs(1));
+        assert_eq!((c.search_budget, c.qdrant_timeout), (Duration::from_secs(25), Duration::from_secs(5)));
         assert_eq!(c.data_dir, PathBuf::from("./.data"));
         assert_eq!(c.search_providers, ["perplexity", "tavily"]);
         assert!(c.tavily_api_key.is_none());

@@ -16,9 +16,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::activity::{self, Activity};
-use crate::agent::{self, AgentSpec, NoTools};
+use crate::agent::{self, AgentError, AgentSpec, NoTools};
 use crate::ledger::Ledger;
 use crate::llm::ChatModel;
+use crate::provider::ProviderError;
 use crate::retry::RetryPolicy;
 
 /// What a reason is written from.
@@ -34,7 +35,7 @@ fn cjk(text: &str) -> bool {
 }
 
 /// The activity's features that the query names: vibes, tags, type, words of the title.
-fn matched<'a>(query: &str, a: &'a Activity) -> Vec<String> {
+fn matched(query: &str, a: &Activity) -> Vec<String> {
     let vibe = activity::implied_vibe(a);
     let mut features: Vec<String> = vibe.split('、').map(str::to_owned).collect();
     features.extend(a.tags.iter().cloned());
@@ -136,22 +137,22 @@ pub async fn from_llm(
         output: ("match_reasons", schema()),
         request_limit: 1,
         output_retries: 0,
+        deadline: Some(tokio::time::Instant::now() + timeout),
     };
     let check = |_: &Reasons| Ok(());
-    let call = agent::run(llm, ledger, retry, &spec, prompt, &NoTools, check, request_id);
-    match tokio::time::timeout(timeout, call).await {
-        Ok(Ok(answer)) => answer
+    match agent::run(llm, ledger, retry, &spec, prompt, &NoTools, check, request_id).await {
+        Ok(answer) => answer
             .reasons
             .into_iter()
             .filter(|r| !r.reason.trim().is_empty())
             .map(|r| (r.id, r.reason.trim().to_owned()))
             .collect(),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "match reasons from the model failed: template reasons");
+        Err(AgentError::Model(ProviderError::OutOfTime)) => {
+            tracing::warn!(timeout_ms = timeout.as_millis() as u64, "match reasons timed out: template reasons");
             HashMap::new()
         }
-        Err(_) => {
-            tracing::warn!(timeout_ms = timeout.as_millis() as u64, "match reasons timed out: template reasons");
+        Err(e) => {
+            tracing::warn!(error = %e, "match reasons from the model failed: template reasons");
             HashMap::new()
         }
     }

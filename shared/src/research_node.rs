@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::analysis::{Finding, parse_json_object};
+use crate::citations::Source;
 use crate::clock::Clock;
 use crate::config::ResearchProvider;
 use crate::error::{Error, Result};
@@ -22,6 +23,7 @@ use crate::provider::codex::{CliError, CodexCli};
 use crate::query::{Kind, Model, Query};
 use crate::records::RecordStore;
 use crate::search::SearchService;
+use crate::sources;
 use crate::topics;
 
 /// The seed's fixed prefix; not configurable.
@@ -376,6 +378,9 @@ pub struct NodeOutput {
     pub mock: bool,
     pub parsed_as: ParsedAs,
     pub warnings: Vec<String>,
+    /// Whether the results' sources are stored under the request id (`GET /sources/{id}`);
+    /// false only when the store failed after retries (they are logged for replay).
+    pub sources_stored: bool,
 }
 
 /// The research node with its provider.
@@ -410,11 +415,12 @@ impl ResearchNode {
         } else {
             req.theme.clone()
         };
-        let (mut data, parsed_as, provider, mock) = match self.provider {
+        // `None`: the sources are stored with the answer below; `Some`: the search stored them.
+        let (mut data, parsed_as, provider, mock, searched) = match self.provider {
             ResearchProvider::Codex => {
                 let output = self.codex.run(&prompt).await.map_err(NodeError::Cli)?;
                 let (data, how) = parse_output(&output, &query_label);
-                (data, how, "codex".to_owned(), false)
+                (data, how, "codex".to_owned(), false, None)
             }
             ResearchProvider::Search => {
                 let query = Query {
@@ -430,7 +436,7 @@ impl ResearchNode {
                 };
                 let answer = self.search.run(&query, request_id).await;
                 let (data, how) = parse_output(&Value::Object(answer.data).to_string(), &query_label);
-                (data, how, answer.provider, answer.mock)
+                (data, how, answer.provider, answer.mock, Some(answer.sources_stored))
             }
         };
         // Sources are upstream URLs: only valid public http(s) ones are passed on.
@@ -455,8 +461,23 @@ impl ResearchNode {
         {
             tracing::error!(error = %e, "Failed to save topic history");
         }
+        let sources_stored = match searched {
+            Some(stored) => stored,
+            None => {
+                let found: Vec<Source> = data
+                    .results
+                    .iter()
+                    .filter_map(|r| {
+                        let url = r.source.clone()?;
+                        Some(Source { url, title: Some(r.title.clone()), accessed_at: now })
+                    })
+                    .collect();
+                sources::keep(&*self.records, request_id, &found, now).await
+            }
+        };
         Ok(NodeOutput {
             request_id: request_id.to_owned(),
+            sources_stored,
             data,
             metadata: Metadata {
                 execution_time: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),

@@ -390,7 +390,7 @@ impl Retrieval {
         request_id: &str,
         degraded_reason: &mut Option<String>,
     ) -> Result<(Strategy, Vec<Ranked>)> {
-        let lexical = self.index.search_sparse(&self.bm25.query(query), filter, CHANNEL_DEPTH).await?;
+        let sparse = self.bm25.query(query);
         let inputs = [query.to_owned()];
         let embedded = self.embed(&inputs, request_id).await;
         let vector = match embedded {
@@ -402,14 +402,16 @@ impl Retrieval {
             }
         };
         let (strategy, fused) = match &vector {
-            None => (Strategy::Lexical, lexical),
+            None => (Strategy::Lexical, self.index.search_sparse(&sparse, filter, CHANNEL_DEPTH).await?),
             Some(v) => {
                 let floor =
                     self.min_similarity.or(self.embedder.as_ref().ok().map(|e| e.min_similarity())).unwrap_or(0.5);
-                let dense = self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?;
                 match self.fusion {
-                    Fusion::Dense => (Strategy::Dense, dense),
-                    Fusion::Rrf => (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.lexical_weight)])),
+                    Fusion::Dense => (Strategy::Dense, self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?),
+                    Fusion::Rrf => {
+                        let (dense, lexical) = self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
+                        (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.lexical_weight)]))
+                    }
                 }
             }
         };

@@ -4,9 +4,15 @@
 //! `4 × base` (1 s, 2 s, 4 s by default; `RETRY_BASE_MS`). When the upstream names a wait
 //! (`Retry-After`), that wait is used instead, up to `max_wait`; a longer demand ends the
 //! retries, since a Lambda cannot sensibly sleep through it. Each retry is logged.
+//!
+//! [`within`] adds a deadline (a request's time budget): an attempt still running at the
+//! deadline is dropped and reported as [`OutOfTime`], and a wait that would end past it ends
+//! the retries at once. What the caller writes afterwards (cost records) is outside the budget.
 
 use std::future::Future;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// How one attempt failed, as far as retrying is concerned.
 pub trait Retryable {
@@ -21,6 +27,10 @@ pub struct RetryPolicy {
     pub max_wait: Duration,
 }
 
+/// Retries for writes to our own store (records, sources, cost records).
+pub const STORE_RETRY: RetryPolicy =
+    RetryPolicy { retries: 2, base: Duration::from_millis(50), max_wait: Duration::from_secs(1) };
+
 impl RetryPolicy {
     pub fn new(base: Duration) -> Self {
         Self { retries: 3, base, max_wait: Duration::from_secs(30) }
@@ -32,9 +42,38 @@ impl RetryPolicy {
     }
 }
 
+/// The request's time budget ran out before the upstream answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfTime;
+
 /// Runs `attempt` until it succeeds, fails for good, or the retries are spent; returns the last
 /// result. `what` names the upstream in the retry logs.
-pub async fn with_backoff<T, E, F, Fut>(policy: RetryPolicy, what: &str, mut attempt: F) -> Result<T, E>
+pub async fn with_backoff<T, E, F, Fut>(policy: RetryPolicy, what: &str, attempt: F) -> Result<T, E>
+where
+    E: Retryable + std::fmt::Display,
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    retry_loop(policy, None, what, attempt).await
+}
+
+/// [`with_backoff`], ending by `deadline`: no attempt starts or runs past it (one still running
+/// is dropped: `E::from(OutOfTime)`), and no wait is begun that would end past it.
+pub async fn within<T, E, F, Fut>(policy: RetryPolicy, deadline: Instant, what: &str, attempt: F) -> Result<T, E>
+where
+    E: Retryable + std::fmt::Display + From<OutOfTime>,
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    retry_loop(policy, Some((deadline, || E::from(OutOfTime))), what, attempt).await
+}
+
+async fn retry_loop<T, E, F, Fut>(
+    policy: RetryPolicy,
+    deadline: Option<(Instant, fn() -> E)>,
+    what: &str,
+    mut attempt: F,
+) -> Result<T, E>
 where
     E: Retryable + std::fmt::Display,
     F: FnMut(u32) -> Fut,
@@ -42,7 +81,21 @@ where
 {
     let mut retry = 0;
     loop {
-        let err = match attempt(retry).await {
+        let outcome = match deadline {
+            None => attempt(retry).await,
+            Some((at, expired)) => {
+                let run =
+                    if Instant::now() < at { tokio::time::timeout_at(at, attempt(retry)).await.ok() } else { None };
+                match run {
+                    Some(outcome) => outcome,
+                    None => {
+                        tracing::warn!(upstream = what, attempts = retry + 1, "the time budget ran out");
+                        return Err(expired());
+                    }
+                }
+            }
+        };
+        let err = match outcome {
             Ok(value) => return Ok(value),
             Err(err) => err,
         };
@@ -61,6 +114,10 @@ where
             Some(wait) => wait,
             None => policy.backoff(retry),
         };
+        if deadline.is_some_and(|(at, _)| Instant::now() + wait >= at) {
+            tracing::warn!(upstream = what, wait_ms = wait.as_millis() as u64, error = %err, "no time left in the budget for another attempt");
+            return Err(err);
+        }
         retry += 1;
         tracing::warn!(upstream = what, retry, of = policy.retries, wait_ms = wait.as_millis() as u64, error = %err, "retrying upstream call");
         tokio::time::sleep(wait).await;
@@ -126,6 +183,60 @@ mod tests {
             assert!(r.is_err());
             assert_eq!(calls.load(Ordering::SeqCst), 1);
         }
+    }
+
+    #[derive(Debug)]
+    enum Budgeted {
+        Slow,
+        Spent,
+    }
+    impl Retryable for Budgeted {
+        fn retry_after(&self) -> Option<Option<Duration>> {
+            matches!(self, Self::Slow).then_some(None)
+        }
+    }
+    impl std::fmt::Display for Budgeted {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{self:?}")
+        }
+    }
+    impl From<OutOfTime> for Budgeted {
+        fn from(_: OutOfTime) -> Self {
+            Self::Spent
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn within_a_deadline_a_hung_attempt_is_cut_and_no_wait_outlasts_it() {
+        let start = Instant::now();
+        // Hangs: cut at the deadline.
+        let r: Result<(), Budgeted> =
+            within(RetryPolicy::new(Duration::from_secs(1)), start + Duration::from_secs(5), "t", |_| async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(())
+            })
+            .await;
+        assert!(matches!(r, Err(Budgeted::Spent)));
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+        // Fails fast, retried at 1 s and 2 s; the 4 s wait would end past the 5 s deadline.
+        let (start, calls) = (Instant::now(), AtomicU32::new(0));
+        let r: Result<(), Budgeted> =
+            within(RetryPolicy::new(Duration::from_secs(1)), start + Duration::from_secs(5), "t", |_| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                async { Err(Budgeted::Slow) }
+            })
+            .await;
+        assert!(matches!(r, Err(Budgeted::Slow)), "the last failure is returned, not a timeout");
+        assert_eq!((calls.load(Ordering::SeqCst), start.elapsed()), (3, Duration::from_secs(3)));
+        // A deadline already past: no attempt at all.
+        let calls = AtomicU32::new(0);
+        let r: Result<(), Budgeted> = within(RetryPolicy::new(Duration::from_secs(1)), Instant::now(), "t", |_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        })
+        .await;
+        assert!(matches!(r, Err(Budgeted::Spent)));
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
 
     #[test]

@@ -8,12 +8,18 @@
 //! answer's citations are cleaned, and the answer is cached, its sources stored and its cost
 //! recorded before the response leaves. When every attempt fails, or nothing in the answer is
 //! usable, the caller gets labelled mock data (never a 5xx), and mock data is never cached.
+//!
+//! Time: the wait for an identical request, every attempt, retry wait and the failover end
+//! inside the service's budget (`SEARCH_BUDGET_MS`); while providers remain to fail over to,
+//! one may use the time left less a quarter of the budget for each of them. The records are
+//! written after the budget, so a call cut short is accounted too.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tokio::time::Instant;
 
 use crate::analysis;
 use crate::cache;
@@ -25,7 +31,7 @@ use crate::metrics;
 use crate::provider::{Answer, Breaker, SearchProvider, Usage, mock};
 use crate::query::{Kind, Query};
 use crate::records::{Record, RecordStore};
-use crate::retry::{RetryPolicy, with_backoff};
+use crate::retry::{RetryPolicy, within};
 use crate::sources;
 
 /// Tokens and cost of this request.
@@ -105,6 +111,8 @@ pub struct SearchService {
     pub clock: Arc<dyn Clock>,
     pub cache_ttl: Duration,
     pub retry: RetryPolicy,
+    /// The time box of a request's upstream work (see the module doc).
+    pub budget: Duration,
 }
 
 /// How long a request waits for an identical one in flight before calling the upstream itself.
@@ -115,16 +123,12 @@ const LEASE_SECS: i64 = 60;
 /// What single flight decided for a cache miss.
 enum Flight {
     /// Another request in flight answered it.
-    Answered(SearchResponse),
+    Answered(Box<SearchResponse>),
     /// This request holds the claim: it asks, then releases the claim.
     Leads,
     /// This request asks without the claim (another one holds it, gave up, or the store failed).
     Alone,
 }
-
-/// Retries for writes to our own store.
-pub const STORE_RETRY: RetryPolicy =
-    RetryPolicy { retries: 2, base: Duration::from_millis(50), max_wait: Duration::from_secs(1) };
 
 impl From<&CostRecord> for UsageReport {
     fn from(c: &CostRecord) -> Self {
@@ -145,12 +149,19 @@ impl SearchService {
     #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
     pub async fn run(&self, query: &Query, request_id: &str) -> SearchResponse {
         let mut failed: Vec<&'static str> = Vec::new();
-        let response = self.answer(query, request_id, &mut failed).await;
+        let deadline = Instant::now() + self.budget;
+        let response = self.answer(query, request_id, deadline, &mut failed).await;
         metrics::SearchMetrics::of(&response, &failed).emit();
         response
     }
 
-    async fn answer(&self, query: &Query, request_id: &str, failed: &mut Vec<&'static str>) -> SearchResponse {
+    async fn answer(
+        &self,
+        query: &Query,
+        request_id: &str,
+        deadline: Instant,
+        failed: &mut Vec<&'static str>,
+    ) -> SearchResponse {
         if self.providers.is_empty() {
             tracing::warn!("Perplexity API Key 未設置");
             let reason = "no_api_key: no search provider key is set (PERPLEXITY_API_KEY, TAVILY_API_KEY)";
@@ -166,17 +177,17 @@ impl SearchService {
             tracing::info!(cache_key = %key, "使用快取的 Perplexity 結果");
             return self.served_from_cache(query, request_id, hit).await;
         }
-        match self.follow(&key).await {
+        match self.follow(&key, deadline).await {
             Flight::Answered(hit) => {
                 tracing::info!(cache_key = %key, "an identical request in flight answered this one");
-                self.served_from_cache(query, request_id, hit).await
+                self.served_from_cache(query, request_id, *hit).await
             }
             Flight::Leads => {
-                let response = self.ask(query, request_id, &key, candidates, failed).await;
+                let response = self.ask(query, request_id, &key, candidates, deadline, failed).await;
                 self.release(&key).await;
                 response
             }
-            Flight::Alone => self.ask(query, request_id, &key, candidates, failed).await,
+            Flight::Alone => self.ask(query, request_id, &key, candidates, deadline, failed).await,
         }
     }
 
@@ -195,8 +206,8 @@ impl SearchService {
     }
 
     /// Claims answering `key`; if another request holds the claim, waits (up to
-    /// [`FOLLOW_WAIT`]) for its cached answer.
-    async fn follow(&self, key: &str) -> Flight {
+    /// [`FOLLOW_WAIT`], and half the time left before `deadline`) for its cached answer.
+    async fn follow(&self, key: &str, deadline: Instant) -> Flight {
         let now = self.clock.now();
         let lease = Record {
             pk: Self::lease_key(key),
@@ -210,12 +221,13 @@ impl SearchService {
             // A store fault leaves this request to answer alone, never to fail.
             Err(_) => return Flight::Alone,
         }
-        let deadline = tokio::time::Instant::now() + FOLLOW_WAIT;
-        while tokio::time::Instant::now() < deadline {
+        let waiting = Instant::now();
+        let until = waiting + FOLLOW_WAIT.min(deadline.saturating_duration_since(waiting) / 2);
+        while Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let now = self.clock.now();
             if let Some(hit) = cache::get::<SearchResponse>(&*self.records, key, now).await {
-                return Flight::Answered(hit);
+                return Flight::Answered(Box::new(hit));
             }
             if !matches!(self.records.get(&lease.pk, &lease.sk, now.timestamp()).await, Ok(Some(_))) {
                 return Flight::Alone; // released without a cached answer: ask ourselves
@@ -234,25 +246,35 @@ impl SearchService {
         }
     }
 
-    /// Asks the candidate providers in order; labelled mock data when none answers.
+    /// Asks the candidate providers in order by `deadline`; labelled mock data when none answers.
     async fn ask(
         &self,
         query: &Query,
         request_id: &str,
         key: &str,
         candidates: Vec<&Provider>,
+        deadline: Instant,
         failed: &mut Vec<&'static str>,
     ) -> SearchResponse {
         let mut failures = Vec::new();
-        for provider in candidates {
+        let count = candidates.len();
+        for (i, provider) in candidates.into_iter().enumerate() {
             let name = provider.adapter.name();
             if !provider.breaker.allows(self.clock.now()) {
                 tracing::info!(provider = name, "circuit open; skipping provider");
                 failures.push(format!("{name}: skipped (circuit open after repeated failures)"));
                 continue;
             }
+            if Instant::now() >= deadline {
+                tracing::warn!(provider = name, "no time left in the budget; skipping provider");
+                failures.push(format!("{name}: skipped (the {} ms budget is spent)", self.budget.as_millis()));
+                continue;
+            }
+            // Keep a quarter of the budget for each provider still to fail over to.
+            let kept = (self.budget / 4).saturating_mul((count - i - 1) as u32);
+            let until = deadline.checked_sub(kept).filter(|t| *t > Instant::now()).unwrap_or(deadline);
             let (failure, against_upstream) =
-                match with_backoff(self.retry, name, |_| provider.adapter.answer(query)).await {
+                match within(self.retry, until, name, |_| provider.adapter.answer(query)).await {
                     Ok(answer) => match self.answered(query, request_id, name, answer, key).await {
                         Some(response) => {
                             provider.breaker.success();
@@ -261,7 +283,8 @@ impl SearchService {
                         None => ("unusable_response: nothing in the answer matched the schema".to_owned(), true),
                     },
                     Err(e) => {
-                        // Free, but it counts against the provider's availability.
+                        // Free as far as we know (a call cut short may be billed; its record
+                        // says failed), and it counts against the provider's availability.
                         let charge = Charge {
                             request_id,
                             agent: &query.agent,
@@ -336,19 +359,9 @@ impl SearchService {
     /// Reports `cost` as this request's usage, stores the sources and records the cost.
     async fn finish(&self, response: &mut SearchResponse, cost: CostRecord) {
         response.usage = UsageReport::from(&cost);
-        let now = self.clock.now();
-        let store = with_backoff(STORE_RETRY, "sources", |_| {
-            sources::store(&*self.records, &response.request_id, &response.sources, now)
-        });
+        let store = sources::keep(&*self.records, &response.request_id, &response.sources, self.clock.now());
         let (stored, ()) = tokio::join!(store, self.ledger.record(&cost));
-        response.sources_stored = match stored {
-            Ok(()) => true,
-            Err(e) => {
-                let sources = serde_json::to_string(&response.sources).unwrap_or_default();
-                tracing::error!(error = %e, request_id = %response.request_id, %sources, "sources not stored; logged here for replay");
-                false
-            }
-        };
+        response.sources_stored = stored;
     }
 
     /// The cost record of `response` (its request, provider and model) for `usage`.
@@ -398,6 +411,10 @@ impl SearchService {
         if !validation_errors.is_empty() {
             tracing::warn!(errors = ?validation_errors, "upstream response partly failed validation; kept what parsed");
         }
+        let cited: Vec<String> = found.sources.iter().map(|s| s.url.clone()).collect();
+        let mut sources = found.sources;
+        let named = field_sources(&data, &sources, self.clock.now());
+        sources.extend(named);
         let response = SearchResponse {
             request_id: request_id.to_owned(),
             method: query.kind.name().to_owned(),
@@ -407,11 +424,11 @@ impl SearchService {
             mock: false,
             data_source: provider.to_owned(),
             fallback_reason: None,
-            citations: found.sources.iter().map(|s| s.url.clone()).collect(),
-            references: citations::references_markdown(&found.sources),
+            citations: cited,
+            references: citations::references_markdown(&sources),
             content: answer.content,
             images: answer.images,
-            sources: found.sources,
+            sources,
             unbacked_markers: found.unbacked_markers,
             rejected_citations: found.rejected,
             partial: !validation_errors.is_empty() || answer.incomplete.is_some(),
@@ -431,4 +448,21 @@ impl SearchService {
         };
         (response, usable)
     }
+}
+
+/// The sources the structured fields name (`statistics[].source` of a topic, `results[].source`
+/// of research) that are valid public URLs and not already cited: listed (and stored) after the
+/// citations, so every source an answer relies on is kept.
+fn field_sources(data: &Map<String, Value>, cited: &[Source], at: chrono::DateTime<chrono::Utc>) -> Vec<Source> {
+    let items = ["statistics", "results"].into_iter().filter_map(|field| data.get(field)?.as_array()).flatten();
+    let mut out: Vec<Source> = Vec::new();
+    for item in items {
+        let Some(Ok(url)) = item.get("source").and_then(Value::as_str).map(citations::normalise) else { continue };
+        if cited.iter().chain(&out).any(|s| s.url == url) {
+            continue;
+        }
+        let title = ["title", "stat"].iter().find_map(|k| item.get(*k)?.as_str()).map(str::to_owned);
+        out.push(Source { url, title, accessed_at: at });
+    }
+    out
 }

@@ -339,6 +339,7 @@ impl Timeline {
             output: ("milestones", milestones_schema()),
             request_limit: 8,
             output_retries: 2,
+            deadline: None,
         };
         let prompt = format!("主题：{}\n语言：{}", proposal.topic, proposal.language);
         let check = |m: &Milestones| {
@@ -374,6 +375,7 @@ impl Timeline {
             output: ("node_detail", detail_schema()),
             request_limit: 8,
             output_retries: 2,
+            deadline: None,
         };
         let m = &node.milestone;
         let prompt = format!(

@@ -5,7 +5,9 @@
 //! A tool's result is what the model consumes: a JSON *string*. Failures are strings too
 //! (`{"error": ..., "message": ...}`), so the model can tell the user and carry on.
 //! `search_web` results are cached like searches (`tavily:search_web:<sha256 of the query>`,
-//! `CACHE_TTL_SECS`): a repeat costs nothing and is accounted as a cache hit.
+//! `CACHE_TTL_SECS`): a repeat costs nothing and is accounted as a cache hit. The result URLs
+//! are stored as the request's sources (`GET /sources/{requestId}`), and the call ends inside
+//! the search budget.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,12 +17,13 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::cache;
-use crate::citations;
+use crate::citations::{self, Source};
 use crate::clock::Clock;
 use crate::ledger::{CallKind, Charge, Ledger, Outcome};
 use crate::provider::Usage;
 use crate::provider::tavily::{Tavily, WebResult};
 use crate::records::RecordStore;
+use crate::sources;
 
 pub const SEARCH_WEB: &str = "search_web";
 /// Served by the `rag-search` function (`POST /tools/explore_nearby`); listed here with the rest.
@@ -56,6 +59,15 @@ pub struct Tools {
     pub records: Arc<dyn RecordStore>,
     pub clock: Arc<dyn Clock>,
     pub cache_ttl: Duration,
+    /// The time box of the Tavily call (`SEARCH_BUDGET_MS`).
+    pub budget: Duration,
+}
+
+/// What `search_web` answered: the model-facing JSON string, and whether its result URLs are
+/// stored as the request's sources (false only when the store failed; they are logged).
+pub struct WebAnswer {
+    pub result: String,
+    pub sources_stored: bool,
 }
 
 /// A cached `search_web` answer: the model-facing string and what it cost.
@@ -98,10 +110,10 @@ impl Tools {
         name == SEARCH_WEB && self.tavily.is_some()
     }
 
-    /// Runs `search_web` for `query`; the model-facing JSON string. Every call is accounted.
-    pub async fn search_web(&self, query: &str, agent: &str, request_id: &str) -> String {
+    /// Runs `search_web` for `query`. Every call is accounted, its sources stored.
+    pub async fn search_web(&self, query: &str, agent: &str, request_id: &str) -> WebAnswer {
         let Some(tavily) = &self.tavily else {
-            return error_string("search_unavailable", "web search is not configured");
+            return self.kept(request_id, error_string("search_unavailable", "web search is not configured")).await;
         };
         let charge = |usage, outcome, saved_usd| Charge {
             request_id,
@@ -117,9 +129,12 @@ impl Tools {
         let key = web_cache_key(query);
         if let Some(hit) = cache::get::<CachedWeb>(&*self.records, &key, self.clock.now()).await {
             self.ledger.charge(&charge(&Usage::default(), Outcome::Cached, hit.cost_usd)).await;
-            return hit.results;
+            return self.kept(request_id, hit.results).await;
         }
-        match tavily.search_web(query).await {
+        let answer = tokio::time::timeout(self.budget, tavily.search_web(query))
+            .await
+            .unwrap_or(Err(crate::provider::ProviderError::OutOfTime));
+        match answer {
             Ok((results, usage)) => {
                 let cost = self.ledger.charge(&charge(&usage, Outcome::Live, 0.0)).await;
                 // Only valid, public http(s) URLs reach the model.
@@ -130,13 +145,28 @@ impl Tools {
                 let results = serde_json::to_string(&results).expect("results serialise");
                 let cached = CachedWeb { results, cost_usd: cost.cost_usd };
                 cache::put(&*self.records, &key, &cached, self.clock.now(), self.cache_ttl).await;
-                cached.results
+                self.kept(request_id, cached.results).await
             }
             Err(e) => {
+                // Accounted as failed: free as far as we know, and against Tavily's availability.
+                self.ledger.charge(&charge(&Usage::default(), Outcome::Failed, 0.0)).await;
                 tracing::warn!(error = %e, "search_web failed");
-                error_string("search_failed", &format!("web search is temporarily unavailable: {e}"))
+                let message = format!("web search is temporarily unavailable: {e}");
+                self.kept(request_id, error_string("search_failed", &message)).await
             }
         }
+    }
+
+    /// `result` as the answer of `request_id`, its result URLs (none for an error) stored.
+    async fn kept(&self, request_id: &str, result: String) -> WebAnswer {
+        let now = self.clock.now();
+        let found: Vec<Source> = serde_json::from_str::<Vec<WebResult>>(&result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| Source { url: r.url, title: Some(r.title), accessed_at: now })
+            .collect();
+        let sources_stored = sources::keep(&*self.records, request_id, &found, now).await;
+        WebAnswer { result, sources_stored }
     }
 }
 

@@ -109,6 +109,9 @@ pub struct Setup<'a> {
     pub perplexity: bool,
     pub tavily: bool,
     pub env: &'a [(&'a str, &'a str)],
+    /// The record store is down: a DynamoDB Local table that was never created, so every
+    /// read and write fails as a deleted table's would.
+    pub store_down: bool,
 }
 
 impl Harness {
@@ -126,7 +129,13 @@ impl Harness {
     pub async fn with(kind: StoreKind, setup: Setup<'_>) -> Self {
         let upstream = if setup.perplexity { Some(strict_perplexity().await) } else { None };
         let tavily = if setup.tavily { Some(MockServer::start().await) } else { None };
-        let (records, guard) = store(kind).await;
+        let (records, guard) = if setup.store_down {
+            let table = format!("missing-{}", uuid::Uuid::new_v4());
+            let down: Arc<dyn RecordStore> = Arc::new(DynamoRecords::local(&dynamodb_local_endpoint(), table).await);
+            (down, StoreGuard(None))
+        } else {
+            store(kind).await
+        };
         let (pplx_uri, tavily_uri) = (upstream.as_ref().map(MockServer::uri), tavily.as_ref().map(MockServer::uri));
         let config = Config::from_lookup(|key| {
             if let Some((_, v)) = setup.env.iter().find(|(k, _)| *k == key) {
@@ -167,21 +176,40 @@ impl Harness {
 
     /// Sends `method path` with `body` (raw text) through the real handler.
     pub async fn send(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
-        let req: Request = lambda_http::http::Request::builder()
+        let (status, _, json) = self.exchange(method, path, body, None).await;
+        (status, json)
+    }
+
+    /// [`Self::send`] as Lambda invocation `request_id` (when given), with the response headers.
+    pub async fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        body: &str,
+        request_id: Option<&str>,
+    ) -> (u16, lambda_http::http::HeaderMap, Value) {
+        use lambda_http::RequestExt;
+        let mut req: Request = lambda_http::http::Request::builder()
             .method(method)
             .uri(path)
             .header("content-type", "application/json")
             .body(Body::from(body.to_owned()))
             .expect("request");
+        if let Some(id) = request_id {
+            let mut context = lambda_http::Context::default();
+            context.request_id = id.to_owned();
+            req = req.with_lambda_context(context);
+        }
         let response = search::handle(&self.app, req).await;
         let status = response.status().as_u16();
+        let headers = response.headers().clone();
         let text = match response.body() {
             Body::Text(t) => t.clone(),
             other => String::from_utf8_lossy(other.as_ref()).into_owned(),
         };
         assert!(!text.contains(TEST_KEY) && !text.contains(TAVILY_KEY), "an API key leaked into a response");
         let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("response is not JSON ({e}): {text}"));
-        (status, json)
+        (status, headers, json)
     }
 
     /// POSTs `body` as JSON to `path`.

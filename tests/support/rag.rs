@@ -126,7 +126,7 @@ impl RagHarness {
             Arc::clone(&self.records),
             Arc::new(shared::pricing::PriceTable::default()),
             self.clock.clone(),
-            shared::search::STORE_RETRY,
+            shared::retry::STORE_RETRY,
         );
         ledger.between(now() - chrono::Duration::days(1), now() + chrono::Duration::days(1)).await.unwrap()
     }

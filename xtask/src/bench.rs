@@ -13,7 +13,7 @@ use shared::ledger::{CallKind, CostRecord, CostSource, Ledger};
 use shared::pricing::PriceTable;
 use shared::records::{DynamoRecords, LocalRecords, RecordStore};
 use shared::report::{Params, Report, html as report_html, text as report_text};
-use shared::search::STORE_RETRY;
+use shared::retry::STORE_RETRY;
 
 use crate::runtime_api::RuntimeApi;
 use crate::{Result, build_functions, fixture, sample_upstream};

@@ -138,8 +138,8 @@ async fn activities(data_dir: &str, indexer: &Path, searcher: &Path) -> Result {
     ];
     let index_api = RuntimeApi::start().await?;
     let search_api = RuntimeApi::start().await?;
-    let mut index_child = index_api.spawn(&indexer, &env, true)?;
-    let mut search_child = search_api.spawn(&searcher, &env, true)?;
+    let mut index_child = index_api.spawn(indexer, &env, true)?;
+    let mut search_child = search_api.spawn(searcher, &env, true)?;
 
     let activities = sample_activities()?;
     let mut pending = 0;

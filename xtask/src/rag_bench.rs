@@ -1,4 +1,5 @@
-//! `cargo xtask bench rag`: activity retrieval over 100k activities on Qdrant Edge.
+//! `cargo xtask bench rag`: activity retrieval over 100k activities on Qdrant Edge, and with
+//! `QDRANT_URL` first the same retrieval over 10k activities on that Qdrant server beside Edge.
 //!
 //! First, on the 240 sample activities: what sharing the directory between processes costs
 //! (`EDGE_SHARING=shared` against `exclusive`, warm and after the lease lapsed).
@@ -31,6 +32,8 @@ use shared::retrieval::{Retrieval, SearchRequest};
 use shared::retry::RetryPolicy;
 
 const N: usize = 100_000;
+/// Activities of the server-against-Edge comparison (`QDRANT_URL`).
+const SERVER_N: usize = 10_000;
 const TOPICS: usize = 200;
 const QUERIES: usize = 200;
 const BATCH: usize = 1000;
@@ -165,26 +168,26 @@ async fn sharing() -> crate::Result {
     Ok(())
 }
 
-pub async fn run() -> crate::Result {
-    sharing().await?;
-    let dims: usize = std::env::var("BENCH_DIMS").ok().and_then(|d| d.parse().ok()).unwrap_or(384);
-    let now: DateTime<Utc> = "2026-11-22T04:00:00Z".parse()?;
-    let dir = tempfile::tempdir()?;
-    let mut rng = Rng(0x5eed_0004);
+/// Synthetic activities: the sample texts spread over Shanghai (±0.4°) and the next 60 days,
+/// dense vectors clustered around [`TOPICS`] topics.
+struct Corpus {
+    topics: Vec<Vec<f32>>,
+    points: Vec<Point>,
+    vectors: Vec<Vec<f32>>,
+    activities: Vec<Activity>,
+    kinds: Vec<String>,
+}
+
+fn corpus(n: usize, dims: usize, now: DateTime<Utc>, rng: &mut Rng) -> crate::Result<Corpus> {
     let topics: Vec<Vec<f32>> = (0..TOPICS).map(|_| normalised((0..dims).map(|_| rng.gauss()).collect())).collect();
     let sample: Vec<Value> = std::fs::read_to_string(crate::root().join("infra/sample/activities.jsonl"))?
         .lines()
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()?;
-    println!("== retrieval over {N} activities on Qdrant Edge ({dims}-d dense, BM25 sparse), {}", dir.path().display());
-
-    // Activities: sample texts, spread over Shanghai (±0.4°) and the next 60 days.
     let bm25 = Bm25::new();
-    let mut points_of = Vec::with_capacity(N);
-    let mut vectors = Vec::with_capacity(N);
-    let mut activities = Vec::with_capacity(N);
-    let started = Instant::now();
-    for i in 0..N {
+    let (mut points, mut vectors, mut activities) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
         let mut a = sample[i % sample.len()].clone();
         a["id"] = json!(format!("bench-{i}"));
         a["location"] = json!({"lat": 31.23 + 0.8 * (rng.unit() - 0.5), "lng": 121.47 + 0.8 * (rng.unit() - 0.5)});
@@ -194,9 +197,9 @@ pub async fn run() -> crate::Result {
         );
         let activity = Activity::from_json(a)?;
         let topic = rng.below(TOPICS);
-        let dense = near_topic(&mut rng, &topics[topic], 0.08);
+        let dense = near_topic(rng, &topics[topic], 0.08);
         let text = activity.indexed_text(chrono_tz::Asia::Shanghai);
-        points_of.push(Point {
+        points.push(Point {
             id: point_id(&activity.id),
             payload: payload(&activity, chrono_tz::Asia::Shanghai, true),
             dense: Some(dense.clone()),
@@ -205,39 +208,63 @@ pub async fn run() -> crate::Result {
         vectors.push(dense);
         activities.push(activity);
     }
-    println!("prepared (BM25 of the enriched texts) in {:.1} s", started.elapsed().as_secs_f64());
+    let kinds = sample.iter().filter_map(|a| a["type"].as_str().map(String::from)).collect();
+    Ok(Corpus { topics, points, vectors, activities, kinds })
+}
 
-    let space = DenseSpace { name: "bench".into(), dimensions: dims };
-    let index = Arc::new(EdgeIndex::new(dir.path(), "activities", space.clone(), EdgeSharing::Exclusive));
-    let started = Instant::now();
-    let mut batch = Vec::with_capacity(BATCH);
-    for p in points_of {
-        batch.push(p);
-        if batch.len() == BATCH {
-            index.upsert(std::mem::take(&mut batch)).await?;
+/// The bench queries' words (each made unique by a number).
+const WORDS: [&str; 8] =
+    ["轻松的小局", "适合社恐的活动", "周五晚上热闹的地方", "压力大想发呆", "玩水", "桌游", "安静读书", "夜跑"];
+
+/// One bench query: the request, the vector [`Table`] answers for its text, its hard filter.
+struct Probe {
+    request: SearchRequest,
+    vector: Vec<f32>,
+    filter: HardFilter,
+}
+
+/// [`QUERIES`] queries: a topic vector, a place, sometimes a type, sometimes a 7-day window.
+fn probes(c: &Corpus, now: DateTime<Utc>, rng: &mut Rng, table: &Table) -> crate::Result<Vec<Probe>> {
+    let mut out = Vec::with_capacity(QUERIES);
+    for q in 0..QUERIES {
+        let topic = rng.below(TOPICS);
+        let vector = near_topic(rng, &c.topics[topic], 0.05);
+        let text = format!("{} #{q}", WORDS[q % WORDS.len()]);
+        table.0.lock().unwrap().insert(text.clone(), vector.clone());
+        let near = Near {
+            lat: 31.23 + 0.6 * (rng.unit() - 0.5),
+            lng: 121.47 + 0.6 * (rng.unit() - 0.5),
+            radius_km: [5.0, 10.0, 20.0][q % 3],
+        };
+        let kind = (q % 4 == 0).then(|| c.kinds[rng.below(c.kinds.len())].clone());
+        let window = (q % 2 == 0).then(|| (now, now + chrono::Duration::days(7)));
+        let mut body = json!({"semanticQuery": text, "filters": {"location": {"lat": near.lat, "lng": near.lng, "radiusInKm": near.radius_km}}, "limit": 20});
+        if let Some(k) = &kind {
+            body["filters"]["type"] = json!(k);
         }
+        if let Some((s, e)) = window {
+            body["filters"]["timeRange"] = json!({"start": s.to_rfc3339(), "end": e.to_rfc3339()});
+        }
+        let request = SearchRequest::from_json(body.as_object().unwrap())?;
+        out.push(Probe { request, vector, filter: HardFilter { after: now, near: Some(near), kind, window } });
     }
-    index.upsert(batch).await?;
-    let upsert = started.elapsed();
-    let started = Instant::now();
-    index.optimize().await?;
-    let optimise = started.elapsed();
-    println!(
-        "indexing: {:.0} activities/s in batches of {BATCH} ({:.1} s, each batch flushed to disk); HNSW build {:.1} s; total {:.0} activities/s",
-        N as f64 / upsert.as_secs_f64(),
-        upsert.as_secs_f64(),
-        optimise.as_secs_f64(),
-        N as f64 / (upsert + optimise).as_secs_f64()
-    );
+    Ok(out)
+}
 
-    // Queries: a topic vector, a place, sometimes a type, sometimes a 7-day window.
-    let table = Arc::new(Table(Default::default(), dims));
-    let records = Arc::new(LocalRecords::open(dir.path())?);
+/// Retrieval as `rag-search` runs it (RRF fusion, no match reasons) over `index`, embedding
+/// with `table`.
+fn retrieval(
+    index: Arc<dyn VectorIndex>,
+    table: Arc<Table>,
+    dir: &std::path::Path,
+    now: DateTime<Utc>,
+) -> crate::Result<Retrieval> {
+    let records = Arc::new(LocalRecords::open(dir)?);
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
     let config = Config::from_lookup(|_| None)?;
-    let retrieval = Retrieval {
-        index: index.clone(),
-        embedder: Ok(table.clone()),
+    Ok(Retrieval {
+        index,
+        embedder: Ok(table),
         ledger: shared::compose::ledger(&config, records.clone(), clock.clone())?,
         interests: shared::interests::Interests { records, clock: clock.clone() },
         bm25: Arc::new(Bm25::new()),
@@ -249,57 +276,83 @@ pub async fn run() -> crate::Result {
         lexical_weight: shared::config::DEFAULT_LEXICAL_WEIGHT,
         reasons: shared::retrieval::Reasons::Off,
         zone: chrono_tz::Asia::Shanghai,
-    };
-    let kinds: Vec<String> = sample.iter().filter_map(|a| a["type"].as_str().map(String::from)).collect();
-    let words =
-        ["轻松的小局", "适合社恐的活动", "周五晚上热闹的地方", "压力大想发呆", "玩水", "桌游", "安静读书", "夜跑"];
-    let mut hybrid = Vec::with_capacity(QUERIES);
+    })
+}
+
+/// Writes `points` in batches of [`BATCH`]; how long it took.
+async fn load(index: &dyn VectorIndex, points: Vec<Point>) -> crate::Result<Duration> {
+    let started = Instant::now();
+    for batch in points.chunks(BATCH) {
+        index.upsert(batch.to_vec()).await?;
+    }
+    Ok(started.elapsed())
+}
+
+/// Each probe through `Retrieval::search`, sorted latencies and the candidate counts.
+async fn timed(retrieval: &Retrieval, probes: &[Probe]) -> crate::Result<(Vec<Duration>, Vec<usize>)> {
+    let (mut took, mut candidates) = (Vec::with_capacity(probes.len()), Vec::with_capacity(probes.len()));
+    for p in probes {
+        let started = Instant::now();
+        let response = retrieval.search(&p.request, "bench").await?;
+        took.push(started.elapsed());
+        candidates.push(response.candidates);
+    }
+    took.sort();
+    Ok((took, candidates))
+}
+
+pub async fn run() -> crate::Result {
+    sharing().await?;
+    let dims: usize = std::env::var("BENCH_DIMS").ok().and_then(|d| d.parse().ok()).unwrap_or(384);
+    let now: DateTime<Utc> = "2026-11-22T04:00:00Z".parse()?;
+    if let Ok(url) = std::env::var("QDRANT_URL") {
+        server_and_edge(&url, dims, now).await?;
+    }
+    let dir = tempfile::tempdir()?;
+    let mut rng = Rng(0x5eed_0004);
+    println!("== retrieval over {N} activities on Qdrant Edge ({dims}-d dense, BM25 sparse), {}", dir.path().display());
+    let started = Instant::now();
+    let c = corpus(N, dims, now, &mut rng)?;
+    println!("prepared (BM25 of the enriched texts) in {:.1} s", started.elapsed().as_secs_f64());
+
+    let space = DenseSpace { name: "bench".into(), dimensions: dims };
+    let index = Arc::new(EdgeIndex::new(dir.path(), "activities", space.clone(), EdgeSharing::Exclusive));
+    let upsert = load(&*index, c.points.clone()).await?;
+    let started = Instant::now();
+    index.optimize().await?;
+    let optimise = started.elapsed();
+    println!(
+        "indexing: {:.0} activities/s in batches of {BATCH} ({:.1} s, each batch flushed to disk); HNSW build {:.1} s; total {:.0} activities/s",
+        N as f64 / upsert.as_secs_f64(),
+        upsert.as_secs_f64(),
+        optimise.as_secs_f64(),
+        N as f64 / (upsert + optimise).as_secs_f64()
+    );
+
+    let table = Arc::new(Table(Default::default(), dims));
+    let probes = probes(&c, now, &mut rng, &table)?;
+    let retrieval = retrieval(index.clone(), table, dir.path(), now)?;
+    let (hybrid, mut candidates) = timed(&retrieval, &probes).await?;
     let mut dense_only = Vec::with_capacity(QUERIES);
     let mut recalls = Vec::with_capacity(QUERIES);
-    let mut candidates = Vec::with_capacity(QUERIES);
-    for q in 0..QUERIES {
-        let topic = rng.below(TOPICS);
-        let vector = near_topic(&mut rng, &topics[topic], 0.05);
-        let text = format!("{} #{q}", words[q % words.len()]);
-        table.0.lock().unwrap().insert(text.clone(), vector.clone());
-        let near = Near {
-            lat: 31.23 + 0.6 * (rng.unit() - 0.5),
-            lng: 121.47 + 0.6 * (rng.unit() - 0.5),
-            radius_km: [5.0, 10.0, 20.0][q % 3],
-        };
-        let kind = (q % 4 == 0).then(|| kinds[rng.below(kinds.len())].clone());
-        let window = (q % 2 == 0).then(|| (now, now + chrono::Duration::days(7)));
-        let mut body = json!({"semanticQuery": text, "filters": {"location": {"lat": near.lat, "lng": near.lng, "radiusInKm": near.radius_km}}, "limit": 20});
-        if let Some(k) = &kind {
-            body["filters"]["type"] = json!(k);
-        }
-        if let Some((s, e)) = window {
-            body["filters"]["timeRange"] = json!({"start": s.to_rfc3339(), "end": e.to_rfc3339()});
-        }
-        let request = SearchRequest::from_json(body.as_object().unwrap())?;
-        let started = Instant::now();
-        let response = retrieval.search(&request, "bench").await?;
-        hybrid.push(started.elapsed());
-        candidates.push(response.candidates);
-
+    for p in &probes {
         // Recall@20 of the dense channel: the index's answer against brute force on the same filter.
-        let filter = HardFilter { after: now, near: Some(near), kind: kind.clone(), window };
         let started = Instant::now();
-        let got = index.search_dense(&vector, &filter, 20, -1.0).await?;
+        let got = index.search_dense(&p.vector, &p.filter, 20, -1.0).await?;
         dense_only.push(started.elapsed());
-        let mut exact: Vec<(f32, usize)> = activities
+        let mut exact: Vec<(f32, usize)> = c
+            .activities
             .iter()
             .enumerate()
-            .filter(|(_, a)| passes(a, &filter))
-            .map(|(i, _)| (vectors[i].iter().zip(&vector).map(|(x, y)| x * y).sum::<f32>(), i))
+            .filter(|(_, a)| passes(a, &p.filter))
+            .map(|(i, _)| (c.vectors[i].iter().zip(&p.vector).map(|(x, y)| x * y).sum::<f32>(), i))
             .collect();
         exact.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let truth: HashSet<_> = exact.iter().take(20).map(|&(_, i)| point_id(&activities[i].id)).collect();
+        let truth: HashSet<_> = exact.iter().take(20).map(|&(_, i)| point_id(&c.activities[i].id)).collect();
         if !truth.is_empty() {
             recalls.push(got.iter().filter(|h| truth.contains(&h.id)).count() as f64 / truth.len() as f64);
         }
     }
-    hybrid.sort();
     dense_only.sort();
     candidates.sort();
     println!(
@@ -332,6 +385,91 @@ pub async fn run() -> crate::Result {
     }
     counts.sort();
     println!("EDGE_SHARING=shared: one count on the 100k shard, load included: median {:.1} ms", ms(counts[2]));
+    Ok(())
+}
+
+/// With `QDRANT_URL`: the same [`SERVER_N`] activities and queries through `Retrieval::search`
+/// on the Qdrant server (a fresh collection, dropped after) and on Qdrant Edge, alternating
+/// query by query so both see the same machine load.
+async fn server_and_edge(url: &str, dims: usize, now: DateTime<Utc>) -> crate::Result {
+    let mut rng = Rng(0x5eed_0015);
+    let c = corpus(SERVER_N, dims, now, &mut rng)?;
+    let dir = tempfile::tempdir()?;
+    let collection = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    let dims_s = dims.to_string();
+    let config = Config::from_lookup(|k| match k {
+        "VECTOR_STORE" => Some("qdrant".into()),
+        "QDRANT_URL" => Some(url.to_owned()),
+        "QDRANT_API_KEY" => std::env::var("QDRANT_API_KEY").ok(),
+        "QDRANT_COLLECTION" => Some(collection.clone()),
+        "EMBEDDING_PROVIDER" => Some("openai".into()),
+        "EMBEDDING_MODEL" => Some("bench".into()),
+        "EMBEDDING_DIMENSIONS" => Some(dims_s.clone()),
+        _ => None,
+    })?;
+    let server = shared::compose::vector_index(&config)?;
+    let space = shared::compose::dense_space(&config);
+    let edge: Arc<dyn VectorIndex> = Arc::new(EdgeIndex::new(dir.path(), "activities", space, EdgeSharing::Exclusive));
+    println!("== Qdrant server ({url}) against Qdrant Edge: the same {SERVER_N} activities and {QUERIES} queries");
+    let on_server = load(&*server, c.points.clone()).await?;
+    let on_edge = load(&*edge, c.points.clone()).await?;
+    println!(
+        "indexing in batches of {BATCH}: server {:.0} activities/s, Edge {:.0} activities/s",
+        SERVER_N as f64 / on_server.as_secs_f64(),
+        SERVER_N as f64 / on_edge.as_secs_f64()
+    );
+    let table = Arc::new(Table(Default::default(), dims));
+    let probes = probes(&c, now, &mut rng, &table)?;
+    let on = |index: &Arc<dyn VectorIndex>| retrieval(index.clone(), table.clone(), dir.path(), now);
+    let (server_rag, edge_rag) = (on(&server)?, on(&edge)?);
+    // Warm both (connections, caches), then alternate.
+    timed(&server_rag, &probes[..20]).await?;
+    timed(&edge_rag, &probes[..20]).await?;
+    let (mut s, mut e) = (Vec::with_capacity(QUERIES), Vec::with_capacity(QUERIES));
+    for p in probes.chunks(1) {
+        s.extend(timed(&server_rag, p).await?.0);
+        e.extend(timed(&edge_rag, p).await?.0);
+    }
+    s.sort();
+    e.sort();
+    let (s50, s95, e50, e95) = (percentile(&s, 0.5), percentile(&s, 0.95), percentile(&e, 0.5), percentile(&e, 0.95));
+    println!(
+        "hybrid query through Retrieval::search (count, one batched dense + BM25 request, RRF, one read): server p50 {:.2} ms, p95 {:.2} ms; Edge p50 {:.2} ms, p95 {:.2} ms; server/Edge {:.1}x at p50, {:.1}x at p95",
+        ms(s50),
+        ms(s95),
+        ms(e50),
+        ms(e95),
+        s50.as_secs_f64() / e50.as_secs_f64(),
+        s95.as_secs_f64() / e95.as_secs_f64()
+    );
+    // The two channels as two requests against one batch request, alternating.
+    let bm25 = Bm25::new();
+    let (mut apart, mut batched) = (Vec::with_capacity(QUERIES), Vec::with_capacity(QUERIES));
+    for (p, words) in probes.iter().zip(WORDS.iter().cycle()) {
+        let sparse = bm25.query(words);
+        let started = Instant::now();
+        server.search_dense(&p.vector, &p.filter, 100, 0.5).await?;
+        server.search_sparse(&sparse, &p.filter, 100).await?;
+        apart.push(started.elapsed());
+        let started = Instant::now();
+        server.search_both(&p.vector, 0.5, &sparse, &p.filter, 100).await?;
+        batched.push(started.elapsed());
+    }
+    apart.sort();
+    batched.sort();
+    println!(
+        "the two channels on the server: two requests p50 {:.2} ms, p95 {:.2} ms; one batch request p50 {:.2} ms, p95 {:.2} ms ({:.2}x at p50)",
+        ms(percentile(&apart, 0.5)),
+        ms(percentile(&apart, 0.95)),
+        ms(percentile(&batched, 0.5)),
+        ms(percentile(&batched, 0.95)),
+        percentile(&batched, 0.5).as_secs_f64() / percentile(&apart, 0.5).as_secs_f64()
+    );
+    let mut client = qdrant_client::Qdrant::from_url(url).skip_compatibility_check();
+    if let Ok(key) = std::env::var("QDRANT_API_KEY") {
+        client = client.api_key(key);
+    }
+    client.build()?.delete_collection(&collection).await?;
     Ok(())
 }
 

@@ -97,8 +97,11 @@ async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Respons
         Some(_) => return Err(Error::invalid("invalid_agent", "agent must be a string")),
     };
     billable(app, &agent)?;
-    let result = app.tools.search_web(query, &agent, &api::request_id(req)).await;
-    Ok(api::raw_json(200, result))
+    let answer = app.tools.search_web(query, &agent, &api::request_id(req)).await;
+    let mut response = api::raw_json(200, answer.result);
+    let stored = if answer.sources_stored { "true" } else { "false" };
+    response.headers_mut().insert("x-sources-stored", lambda_http::http::HeaderValue::from_static(stored));
+    Ok(response)
 }
 
 async fn research(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {

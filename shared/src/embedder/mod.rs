@@ -18,10 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::time::Instant;
 
 use crate::ledger::{CallKind, Charge, Ledger, Outcome};
 use crate::provider::{ProviderError, Usage};
-use crate::retry::{RetryPolicy, with_backoff};
+use crate::retry::{RetryPolicy, with_backoff, within};
 
 /// What a text is, for models that embed queries and documents differently (e5's `query: ` /
 /// `passage: ` prefixes).
@@ -60,17 +61,29 @@ pub fn vector_name(provider: &str, model: &str, dimensions: usize) -> String {
         .collect()
 }
 
-/// Embeds `inputs` with retries and records the call for `agent`.
+/// Embeds `inputs` with retries and records the call for `agent`, by `deadline` if one is
+/// given. The record is written after the deadline: a call cut short is recorded as failed.
+#[allow(clippy::too_many_arguments)]
 pub async fn embed(
     embedder: &dyn Embedder,
     ledger: &Ledger,
     retry: RetryPolicy,
+    deadline: Option<Instant>,
     agent: &str,
     request_id: &str,
     inputs: &[String],
     input: Input,
 ) -> Result<Vec<Vec<f32>>, ProviderError> {
-    let (vectors, usage) = with_backoff(retry, embedder.provider(), |_| embedder.embed_batch(inputs, input)).await?;
+    let attempt = |_| embedder.embed_batch(inputs, input);
+    let result = match deadline {
+        Some(at) => within(retry, at, embedder.provider(), attempt).await,
+        None => with_backoff(retry, embedder.provider(), attempt).await,
+    };
+    let (usage, outcome) = match &result {
+        Ok((_, usage)) => (usage.clone(), Outcome::Live),
+        Err(e) if e.maybe_billed() => (Usage::default(), Outcome::Failed),
+        Err(_) => return result.map(|(vectors, _)| vectors),
+    };
     let charge = Charge {
         request_id,
         agent,
@@ -78,12 +91,12 @@ pub async fn embed(
         provider: embedder.provider(),
         model: embedder.model(),
         usage: &usage,
-        outcome: Outcome::Live,
+        outcome,
         saved_usd: 0.0,
         upstream_id: None,
     };
     ledger.charge(&charge).await;
-    Ok(vectors)
+    result.map(|(vectors, _)| vectors)
 }
 
 /// The configured embedder, or why there is none (`compose::embedder`): callers then rank
@@ -105,11 +118,12 @@ pub async fn embed_within(
     input: Input,
 ) -> Result<Vec<Vec<f32>>, String> {
     let embedder = embedder.as_deref().map_err(Clone::clone)?;
-    match tokio::time::timeout(timeout, embed(embedder, ledger, retry, agent, request_id, inputs, input)).await {
-        Ok(Ok(vectors)) if vectors.len() == inputs.len() => Ok(vectors),
-        Ok(Ok(vectors)) => Err(format!("embedder failed: {} vectors for {} inputs", vectors.len(), inputs.len())),
-        Ok(Err(e)) => Err(format!("embedder failed: {e}")),
-        Err(_) => Err(format!("embedder took longer than {} ms", timeout.as_millis())),
+    let deadline = Instant::now() + timeout;
+    match embed(embedder, ledger, retry, Some(deadline), agent, request_id, inputs, input).await {
+        Ok(vectors) if vectors.len() == inputs.len() => Ok(vectors),
+        Ok(vectors) => Err(format!("embedder failed: {} vectors for {} inputs", vectors.len(), inputs.len())),
+        Err(ProviderError::OutOfTime) => Err(format!("embedder took longer than {} ms", timeout.as_millis())),
+        Err(e) => Err(format!("embedder failed: {e}")),
     }
 }
 

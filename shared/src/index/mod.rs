@@ -264,6 +264,20 @@ pub trait VectorIndex: Send + Sync {
     -> Result<Vec<Hit>>;
     /// Best BM25 matches on `sparse` (IDF applied by the index), best first.
     async fn search_sparse(&self, query: &SparseVector, filter: &HardFilter, limit: usize) -> Result<Vec<Hit>>;
+    /// Both channels of a hybrid query, `(dense, sparse)`, as [`Self::search_dense`] and
+    /// [`Self::search_sparse`] answer them. An adapter that can ask both at once does (the
+    /// server: one round trip); fusion stays with the caller.
+    async fn search_both(
+        &self,
+        dense: &[f32],
+        threshold: f32,
+        sparse: &SparseVector,
+        filter: &HardFilter,
+        limit: usize,
+    ) -> Result<(Vec<Hit>, Vec<Hit>)> {
+        let lexical = self.search_sparse(sparse, filter, limit).await?;
+        Ok((self.search_dense(dense, filter, limit, threshold).await?, lexical))
+    }
 }
 
 #[cfg(test)]

@@ -13,9 +13,9 @@ use qdrant_client::Qdrant;
 use qdrant_client::qdrant::{
     Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DatetimeRange,
     DeletePointsBuilder, Distance, FieldType, Filter, GeoPoint, GeoRadius, GetPointsBuilder, Modifier, NamedVectors,
-    OrderByBuilder, PointId, PointStruct, PointVectors, PointsIdsList, PointsUpdateOperation, QueryPointsBuilder,
-    Range, ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdateBatchPointsBuilder,
-    VectorInput, VectorParamsBuilder, VectorsConfigBuilder,
+    OrderByBuilder, PointId, PointStruct, PointVectors, PointsIdsList, PointsUpdateOperation, QueryBatchPoints,
+    QueryPointsBuilder, Range, ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder,
+    UpdateBatchPointsBuilder, VectorInput, VectorParamsBuilder, VectorsConfigBuilder,
     point_id::PointIdOptions,
     points_update_operation::{Operation, PointStructList, SetPayload, UpdateVectors},
     vector_output, vectors_config, with_vectors_selector,
@@ -338,12 +338,7 @@ impl super::VectorIndex for QdrantIndex {
 
     async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {
         self.ready().await?;
-        let request = QueryPointsBuilder::new(&self.collection)
-            .query(VectorInput::new_dense(vector.to_vec()))
-            .using(&self.space.name)
-            .filter(filter(f))
-            .score_threshold(threshold)
-            .limit(limit as u64);
+        let request = self.dense_query(vector, f, limit, threshold);
         hits(self.client.query(request).await.map_err(grpc("dense query"))?.result)
     }
 
@@ -352,11 +347,57 @@ impl super::VectorIndex for QdrantIndex {
         if q.indices.is_empty() {
             return Ok(vec![]);
         }
-        let request = QueryPointsBuilder::new(&self.collection)
+        hits(self.client.query(self.sparse_query(q, f, limit)).await.map_err(grpc("sparse query"))?.result)
+    }
+
+    /// One `QueryBatch` request for both channels. Not one `Query` with prefetches and RRF:
+    /// the server's weighted RRF scores a position as `1 / ((pos + 1) / w + k - 1)` and breaks
+    /// no ties, which ranks differently from ours (`w / (k + pos + 1)`, ties by first seen)
+    /// whenever the lexical weight is not 1 — and the time and interest boosts need our scores.
+    async fn search_both(
+        &self,
+        dense: &[f32],
+        threshold: f32,
+        sparse: &SparseVector,
+        f: &HardFilter,
+        limit: usize,
+    ) -> Result<(Vec<Hit>, Vec<Hit>)> {
+        if sparse.indices.is_empty() {
+            return Ok((self.search_dense(dense, f, limit, threshold).await?, Vec::new()));
+        }
+        self.ready().await?;
+        let batch = QueryBatchPoints {
+            collection_name: self.collection.clone(),
+            query_points: vec![
+                self.dense_query(dense, f, limit, threshold).into(),
+                self.sparse_query(sparse, f, limit).into(),
+            ],
+            read_consistency: None,
+            timeout: None,
+        };
+        let mut results = self.client.query_batch(batch).await.map_err(grpc("hybrid query"))?.result.into_iter();
+        match (results.next(), results.next()) {
+            (Some(dense), Some(sparse)) => Ok((hits(dense.result)?, hits(sparse.result)?)),
+            _ => Err(store_error("hybrid query", "the server answered fewer than two result lists")),
+        }
+    }
+}
+
+impl QdrantIndex {
+    fn dense_query(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> QueryPointsBuilder {
+        QueryPointsBuilder::new(&self.collection)
+            .query(VectorInput::new_dense(vector.to_vec()))
+            .using(&self.space.name)
+            .filter(filter(f))
+            .score_threshold(threshold)
+            .limit(limit as u64)
+    }
+
+    fn sparse_query(&self, q: &SparseVector, f: &HardFilter, limit: usize) -> QueryPointsBuilder {
+        QueryPointsBuilder::new(&self.collection)
             .query(VectorInput::new_sparse(q.indices.clone(), q.values.clone()))
             .using(SPARSE)
             .filter(filter(f))
-            .limit(limit as u64);
-        hits(self.client.query(request).await.map_err(grpc("sparse query"))?.result)
+            .limit(limit as u64)
     }
 }

@@ -64,6 +64,9 @@ pub struct Answer {
 pub enum ProviderError {
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// The request's time budget ran out before the upstream answered (not retried).
+    #[error("the request's time budget ran out before the upstream answered")]
+    OutOfTime,
     #[error("network error: {0}")]
     Network(String),
     #[error("rate limited (HTTP 429)")]
@@ -95,12 +98,25 @@ impl Retryable for ProviderError {
             | Self::LimitReached { .. }
             | Self::Refused { .. }
             | Self::Malformed(_)
+            | Self::OutOfTime
             | Self::Local(_) => None,
         }
     }
 }
 
+impl From<crate::retry::OutOfTime> for ProviderError {
+    fn from(_: crate::retry::OutOfTime) -> Self {
+        Self::OutOfTime
+    }
+}
+
 impl ProviderError {
+    /// Whether the upstream may have billed a call that ended this way: it was cut off while
+    /// the upstream was still working on it.
+    pub fn maybe_billed(&self) -> bool {
+        matches!(self, Self::Timeout(_) | Self::OutOfTime)
+    }
+
     /// Whether the failure says something about the upstream's health. A refusal of this
     /// request's body (HTTP 400 or 422: a field, a filter, this caller's input) does not, so it
     /// must not open the circuit for every other request; a 404 (a wrong base URL) does.

@@ -18,7 +18,7 @@ use crate::config::Secret;
 use crate::query::{Kind, Query, Recency};
 
 /// One Tavily result as the `search_web` tool hands it to a model.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WebResult {
     pub title: String,
     pub url: String,
