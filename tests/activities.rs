@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use integration::embedding::EmbeddingServer;
 use integration::rag::{DIMS, RagHarness, activity, borrowed, now, respond};
 use serde_json::{Value, json};
-use shared::ledger::CallKind;
+use shared::costs::ledger::CallKind;
 
 /// Eight activities for the seed's queries, all bookable, 1 km apart at most.
 fn catalogue() -> Value {

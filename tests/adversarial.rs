@@ -6,7 +6,7 @@
 //! their features (same standard): 20 concurrent identical misses make 1 upstream call
 //! (`search_api::concurrent_identical_misses_make_one_upstream_call`), a `--help` prompt is
 //! never a flag and a runaway CLI is killed with its helpers (`research_node`), store faults
-//! answer without internals (`shared::api`).
+//! answer without internals (`shared::http`).
 
 use integration::rag::{RagHarness, activity, request, respond};
 use integration::{Harness, StoreKind, as_backend, as_user, with_authorizer};

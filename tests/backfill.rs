@@ -11,9 +11,9 @@ use backfill::App;
 use integration::embedding::EmbeddingServer;
 use integration::rag::{DIMS, activity};
 use serde_json::json;
-use shared::backfill::{Job, Summary};
-use shared::config::Config;
-use shared::index::HardFilter;
+use shared::activities::backfill::{Job, Summary};
+use shared::activities::index::HardFilter;
+use shared::core::config::Config;
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, ResponseTemplate};
 
@@ -29,9 +29,9 @@ fn app(dir: &std::path::Path, embedding: Option<&EmbeddingServer>) -> App {
         vars.push(("EMBEDDING_BASE_URL", server.uri()));
     }
     let config = Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())).unwrap();
-    let records = Arc::new(shared::records::LocalRecords::open(dir).unwrap());
+    let records = Arc::new(shared::core::records::LocalRecords::open(dir).unwrap());
     let index = shared::compose::vector_index(&config).unwrap();
-    let clock = Arc::new(shared::clock::ManualClock::new(integration::rag::now()));
+    let clock = Arc::new(shared::core::clock::ManualClock::new(integration::rag::now()));
     let indexer = shared::compose::indexer(&config, index, records, clock).unwrap();
     App { indexer, rate: 6000, objects: None }
 }
@@ -183,7 +183,7 @@ async fn an_s3_source_is_imported_like_a_file() {
         .await;
     let server = EmbeddingServer::start(DIMS, Duration::ZERO).await;
     let mut app = app(dir.path(), Some(&server));
-    app.objects = Some(shared::backfill::Objects::local(&s3.uri()));
+    app.objects = Some(shared::activities::backfill::Objects::local(&s3.uri()));
     let s = run(&app, &job(Some("s3://imports/activities.jsonl".into()), false, false, 100)).await;
     assert_eq!((s.imported, s.processed), (5, 5), "{s:?}");
     let e = backfill::cli(&app, &job(Some("s3://imports/missing.jsonl".into()), false, false, 100)).await.unwrap_err();
@@ -211,7 +211,7 @@ async fn writes_during_a_forced_backfill_survive_it(index: Vec<(&'static str, St
 
     let mut config = h.config.clone();
     config.index_embed_timeout = Duration::from_secs(20);
-    let clock: Arc<dyn shared::clock::Clock> = h.clock.clone();
+    let clock: Arc<dyn shared::core::clock::Clock> = h.clock.clone();
     let indexer =
         shared::compose::indexer(&config, shared::compose::vector_index(&config).unwrap(), h.records.clone(), clock)
             .unwrap();
@@ -227,9 +227,9 @@ async fn writes_during_a_forced_backfill_survive_it(index: Vec<(&'static str, St
     let summary = sweep.await.unwrap().unwrap();
     assert_eq!(summary.total, 3, "the sweep had read all three before the writes: {summary:?}");
 
-    let ids = ["a", "b", "c"].map(shared::index::point_id);
+    let ids = ["a", "b", "c"].map(shared::activities::index::point_id);
     let after = h.indexer.index.get(&ids, true).await.unwrap();
-    let a = shared::indexing::activity_of(&after[0].payload).unwrap();
+    let a = shared::activities::indexing::activity_of(&after[0].payload).unwrap();
     assert_eq!(a.title, "白噪音读书局·改期", "the PUT survived");
     assert!(after[0].dense.is_none() && after[0].payload["embedding"] == "pending", "{:?}", after[0].payload);
     assert!(after[1].is_tombstone(), "the DELETE survived: {:?}", after[1].payload);

@@ -11,9 +11,9 @@ use chrono::{DateTime, Duration, Utc};
 use integration::{Harness, Setup, StoreKind, on_both_stores, perplexity};
 use lambda_http::Body;
 use serde_json::{Value, json};
-use shared::clock::Clock;
-use shared::ledger::{CallKind, Charge, Outcome};
-use shared::provider::Usage;
+use shared::core::clock::Clock;
+use shared::core::upstream::Usage;
+use shared::costs::ledger::{CallKind, Charge, Outcome};
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
@@ -260,20 +260,20 @@ async fn a_days_costs_are_sharded_and_read_back_whole(kind: StoreKind) {
     ledger.record_all(&costs).await.unwrap();
     let day = start.date_naive().format("%Y-%m-%d").to_string();
     let mut used = 0;
-    for shard in 0..shared::ledger::SHARDS {
+    for shard in 0..shared::costs::ledger::SHARDS {
         let pk = format!("COST#{day}#{shard}");
         let n = h.records.query(&pk, "0", "~", 0).await.unwrap().len();
         assert!(n < 64, "shard {shard} holds all {n}");
         used += usize::from(n > 0);
     }
-    assert!(used >= 8, "64 records over {used} of {} shards", shared::ledger::SHARDS);
+    assert!(used >= 8, "64 records over {used} of {} shards", shared::costs::ledger::SHARDS);
     // A record written before the sharding, in the day's old partition.
     let mut legacy = costs[0].clone();
     legacy.request_id = "before-sharding".into();
     legacy.timestamp = start;
     let body = serde_json::to_value(&legacy).unwrap();
     let sk = format!("{}#before-sharding#perplexity#x", start.to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
-    let record = shared::records::Record { pk: format!("COST#{day}"), sk, expires_at: None, body };
+    let record = shared::core::records::Record { pk: format!("COST#{day}"), sk, expires_at: None, body };
     h.records.put(&record).await.unwrap();
     let read = ledger.between(start, h.clock.now()).await.unwrap();
     assert_eq!(read.len(), 65);
@@ -367,7 +367,8 @@ async fn the_html_report_renders_its_chart_and_totals_in_chromium() {
         buf.chunks(channels).filter(|p| p[..3] == rgb[..]).count()
     };
     // Agents in name order: rag, research, strategy.
-    let (research, strategy) = (count(shared::report::html::PALETTE[1]), count(shared::report::html::PALETTE[2]));
+    let (research, strategy) =
+        (count(shared::costs::report::html::PALETTE[1]), count(shared::costs::report::html::PALETTE[2]));
     assert!(research > 500, "research's bar is not drawn ({research} px)");
     assert!(strategy > research, "strategy spent more, its bar is taller ({strategy} vs {research} px)");
 }

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 
 use integration::rag::RagHarness;
 use serde_json::json;
-use shared::index::{HardFilter, point_id};
+use shared::activities::index::{HardFilter, point_id};
 
 fn worker(dir: &std::path::Path, prefix: &str, count: usize) -> Child {
     Command::new(env!("CARGO_BIN_EXE_index_worker"))

@@ -7,11 +7,11 @@ use std::time::Duration;
 use chrono::Utc;
 use integration::{StoreKind, on_both_stores, store};
 use serde_json::json;
-use shared::clock::{Clock, ManualClock};
-use shared::config::Config;
-use shared::embedder::{Input, embed};
-use shared::ledger::CallKind;
-use shared::retry::RetryPolicy;
+use shared::activities::embedder::{Input, embed};
+use shared::core::clock::{Clock, ManualClock};
+use shared::core::config::Config;
+use shared::core::retry::RetryPolicy;
+use shared::costs::ledger::CallKind;
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -26,7 +26,7 @@ fn vectors(n: usize, dims: usize) -> serde_json::Value {
 async fn setup(
     kind: StoreKind,
     server: &MockServer,
-) -> (Arc<dyn shared::embedder::Embedder>, shared::ledger::Ledger, integration::StoreGuard) {
+) -> (Arc<dyn shared::activities::embedder::Embedder>, shared::costs::ledger::Ledger, integration::StoreGuard) {
     let (records, guard) = store(kind).await;
     let uri = server.uri();
     let config = Config::from_lookup(|k| match k {

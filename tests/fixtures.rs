@@ -72,8 +72,8 @@ async fn the_cost_report_fixture_answers_in_text() {
 #[tokio::test]
 async fn the_research_create_fixture_opens_a_session() {
     let (records, _guard) = integration::store(StoreKind::Local).await;
-    let config = shared::config::Config::from_lookup(|_| None).unwrap();
-    let clock: std::sync::Arc<dyn shared::clock::Clock> = std::sync::Arc::new(shared::clock::SystemClock);
+    let config = shared::core::config::Config::from_lookup(|_| None).unwrap();
+    let clock: std::sync::Arc<dyn shared::core::clock::Clock> = std::sync::Arc::new(shared::core::clock::SystemClock);
     let timeline = shared::compose::timeline(&config, records.clone(), clock.clone()).unwrap();
     let app = research::App { timeline: std::sync::Arc::new(timeline), records, clock };
     let path = format!("{}/../infra/events/research-create.json", env!("CARGO_MANIFEST_DIR"));

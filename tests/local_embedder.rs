@@ -28,7 +28,7 @@ fn one_of_each() -> Vec<Value> {
 
 /// Fails loudly without the model the harness will use (its default path, from the cache).
 fn model_present() {
-    let config = shared::config::Config::from_lookup(|k| {
+    let config = shared::core::config::Config::from_lookup(|k| {
         matches!(k, "HOME" | "RESEARCH_BUNDLE_CACHE").then(|| std::env::var(k).ok()).flatten()
     })
     .unwrap();

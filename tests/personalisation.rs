@@ -6,7 +6,7 @@ use std::time::Duration;
 use integration::chat_completion;
 use integration::rag::{DIMS, RagHarness, activity};
 use serde_json::{Value, json};
-use shared::ledger::CallKind;
+use shared::costs::ledger::CallKind;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -185,7 +185,7 @@ async fn max_sim_picks_the_max_not_the_mean() {
     // ...where the mean of the same three vectors would have preferred the middle.
     let zone = chrono_tz::Asia::Shanghai;
     let vector = |i: usize| {
-        let a = shared::activity::Activity::from_json(catalogue()[i].clone()).unwrap();
+        let a = shared::activities::activity::Activity::from_json(catalogue()[i].clone()).unwrap();
         integration::embedding::concept_vector(&a.enriched_text(zone), DIMS)
     };
     let normal = |v: Vec<f32>| {
@@ -194,7 +194,7 @@ async fn max_sim_picks_the_max_not_the_mean() {
     };
     let kept: Vec<Vec<f32>> = [1, 0, 5].into_iter().map(|i| normal(vector(i))).collect();
     let mean: Vec<f32> = (0..DIMS).map(|d| kept.iter().map(|v| v[d]).sum::<f32>() / 3.0).collect();
-    let cos = shared::retrieval::cosine;
+    let cos = shared::activities::ranking::cosine;
     let (middle, quiet, loud) = (cos(&mean, &vector(6)), cos(&mean, &vector(4)), cos(&mean, &vector(5)));
     assert!(middle > quiet && middle > loud, "the mean prefers the middle: {middle} vs {quiet}, {loud}");
     for x in r["results"].as_array().unwrap() {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use integration::{StoreKind, on_both_stores, store};
 use serde_json::json;
-use shared::clock::{Clock, ManualClock};
-use shared::ledger::{CallKind, Charge, Ledger, Outcome};
-use shared::pricing::PriceTable;
-use shared::provider::Usage;
-use shared::records::{LocalRecords, Record, RecordStore};
-use shared::retry::STORE_RETRY;
+use shared::core::clock::{Clock, ManualClock};
+use shared::core::records::{LocalRecords, Record, RecordStore};
+use shared::core::retry::STORE_RETRY;
+use shared::core::upstream::Usage;
+use shared::costs::ledger::{CallKind, Charge, Ledger, Outcome};
+use shared::costs::pricing::PriceTable;
 
 fn record(pk: &str, sk: &str, expires_at: Option<i64>, body: serde_json::Value) -> Record {
     Record { pk: pk.into(), sk: sk.into(), expires_at, body }

@@ -20,8 +20,8 @@ use integration::perplexity::{self, AGENT_PATH};
 use integration::{StoreGuard, StoreKind, on_both_stores, store};
 use lambda_http::Body;
 use serde_json::{Value, json};
-use shared::clock::{Clock, ManualClock};
-use shared::config::Config;
+use shared::core::clock::{Clock, ManualClock};
+use shared::core::config::Config;
 
 /// A fake OpenAI-compatible chat server for the two agents.
 #[derive(Default)]
@@ -231,7 +231,7 @@ async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
     // Each node's search keeps its own stored sources (request `<session>_<node>_<n>`).
     for node in ["ms_001", "ms_005"] {
         let stored =
-            shared::sources::list(&*app.records, &format!("{session}_{node}_1"), app.clock.now()).await.unwrap();
+            shared::web::sources::list(&*app.records, &format!("{session}_{node}_1"), app.clock.now()).await.unwrap();
         assert!(stored.is_some_and(|s| !s.is_empty()), "sources of {node}'s search");
     }
 }
@@ -278,15 +278,16 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
     let now = app.clock.now();
     let costs =
         app.timeline.ledger.between(now - chrono::Duration::hours(1), now + chrono::Duration::hours(1)).await.unwrap();
-    let llm =
-        |agent: &str| costs.iter().filter(|c| c.kind == shared::ledger::CallKind::Llm && c.agent == agent).count();
+    let llm = |agent: &str| {
+        costs.iter().filter(|c| c.kind == shared::costs::ledger::CallKind::Llm && c.agent == agent).count()
+    };
     assert_eq!((llm("milestone"), llm("detail")), (1, 16));
-    let searches: Vec<_> = costs.iter().filter(|c| c.kind == shared::ledger::CallKind::Search).collect();
+    let searches: Vec<_> = costs.iter().filter(|c| c.kind == shared::costs::ledger::CallKind::Search).collect();
     assert_eq!(searches.len(), 8, "one Agent API search per node");
     assert!(searches.iter().all(|c| c.provider == "perplexity" && !c.mock && !c.failed && c.searches == 1));
     assert_eq!(pplx.received_requests().await.unwrap().len(), 8);
     assert_eq!(fake.requests.load(Ordering::SeqCst), 17);
-    let detail = costs.iter().find(|c| c.agent == "detail" && c.kind == shared::ledger::CallKind::Llm).unwrap();
+    let detail = costs.iter().find(|c| c.agent == "detail" && c.kind == shared::costs::ledger::CallKind::Llm).unwrap();
     assert_eq!(
         (detail.provider.as_str(), detail.model.as_str(), detail.input_tokens),
         ("openrouter", "deepseek/deepseek-chat", 100)

@@ -488,7 +488,7 @@ async fn sources_named_in_structured_fields_are_stored_too(kind: StoreKind) {
 // then it is absent (404); given a header whose count its rows do not match, then reading it
 // is a store fault (503), never a short list.
 async fn a_source_list_is_complete_or_absent(kind: StoreKind) {
-    use shared::records::Record;
+    use shared::core::records::Record;
     let h = Harness::new(kind).await;
     let row = |request: &str, n: u32| Record {
         pk: format!("SOURCES#{request}"),

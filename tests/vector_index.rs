@@ -6,11 +6,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use integration::embedding::concept_vector;
 use serde_json::json;
-use shared::activity::Activity;
-use shared::config::Config;
-use shared::index::bm25::Bm25;
-use shared::index::{HardFilter, Near, Order, Point, VectorIndex, point_id};
-use shared::indexing::{activity_of, payload};
+use shared::activities::activity::Activity;
+use shared::activities::index::bm25::Bm25;
+use shared::activities::index::{HardFilter, Near, Order, Point, VectorIndex, point_id};
+use shared::activities::indexing::{activity_of, payload};
+use shared::core::config::Config;
 
 const DIMS: usize = 9;
 
@@ -43,7 +43,7 @@ async fn write(index: &dyn VectorIndex, activities: &[&Activity]) {
     index.upsert(activities.iter().map(|a| point(a, true)).collect()).await.unwrap();
 }
 
-fn ids(stored: &[shared::index::Stored]) -> Vec<String> {
+fn ids(stored: &[shared::activities::index::Stored]) -> Vec<String> {
     stored.iter().map(|s| activity_of(&s.payload).unwrap().id).collect()
 }
 
@@ -70,12 +70,12 @@ async fn writes_are_idempotent_and_reads_keep_order(index: Arc<dyn VectorIndex>)
 async fn the_hard_filter_holds_every_condition(index: Arc<dyn VectorIndex>) {
     let ok = activity("ok", "安静读书局", "安静看书", 30);
     let mut draft = activity("draft", "安静读书局", "安静看书", 30);
-    draft.status = shared::activity::Status::Draft;
+    draft.status = shared::activities::activity::Status::Draft;
     let past = activity("past", "安静读书局", "安静看书", -2);
     let mut full = activity("full", "安静读书局", "安静看书", 30);
     full.current_participants = full.max_participants;
     let mut far = activity("far", "安静读书局", "安静看书", 31);
-    far.location = shared::activity::Location { lat: 39.9339, lng: 116.4547 }; // Beijing
+    far.location = shared::activities::activity::Location { lat: 39.9339, lng: 116.4547 }; // Beijing
     let mut other = activity("other", "安静读书局", "安静看书", 32);
     other.kind = "运动".into();
     let late = activity("late", "安静读书局", "安静看书", 24 * 10);
@@ -161,7 +161,7 @@ fn versioned(a: &Activity, minutes: i64, embedded: bool) -> Point {
 }
 
 fn version(at_minutes: i64) -> i64 {
-    shared::index::version_of(now() + Duration::minutes(at_minutes))
+    shared::activities::index::version_of(now() + Duration::minutes(at_minutes))
 }
 
 // Given versioned writes delivered out of order, then an older write never replaces a newer
@@ -173,11 +173,11 @@ async fn writes_never_go_back_in_time(index: Arc<dyn VectorIndex>) {
     renamed.title = "新名字".into();
     index.upsert(vec![versioned(&renamed, 2, true)]).await.unwrap();
     index.upsert(vec![versioned(&a, 1, true)]).await.unwrap();
-    let title = |s: &[shared::index::Stored]| activity_of(&s[0].payload).unwrap().title;
+    let title = |s: &[shared::activities::index::Stored]| activity_of(&s[0].payload).unwrap().title;
     assert_eq!(title(&index.get(&[point_id("a")], false).await.unwrap()), "新名字", "the older write changed nothing");
     index.upsert(vec![versioned(&renamed, 2, true)]).await.unwrap();
 
-    index.upsert(vec![shared::index::tombstone("a", version(3))]).await.unwrap();
+    index.upsert(vec![shared::activities::index::tombstone("a", version(3))]).await.unwrap();
     index.upsert(vec![versioned(&a, 2, true)]).await.unwrap();
     let got = index.get(&[point_id("a")], true).await.unwrap();
     assert!(got[0].is_tombstone() && got[0].dense.is_none(), "{:?}", got[0].payload);
@@ -198,14 +198,14 @@ async fn dense_writes_touch_only_unchanged_points(index: Arc<dyn VectorIndex>) {
         (activity("a", "读书局", "看书", 24), activity("b", "啤酒局", "撸串", 25), activity("c", "夜跑", "慢跑", 26));
     index.upsert(vec![versioned(&a, 1, false), versioned(&b, 1, false), versioned(&c, 1, false)]).await.unwrap();
     let read = index.get(&[point_id("a"), point_id("b"), point_id("c")], false).await.unwrap();
-    let hash = |s: &shared::index::Stored| s.payload["contentHash"].as_str().unwrap().to_owned();
+    let hash = |s: &shared::activities::index::Stored| s.payload["contentHash"].as_str().unwrap().to_owned();
     // Meanwhile: b is renamed (another text, another hash), c is deleted.
     let mut b2 = b.clone();
     b2.title = "精酿啤酒局".into();
-    index.upsert(vec![versioned(&b2, 2, false), shared::index::tombstone("c", version(2))]).await.unwrap();
+    index.upsert(vec![versioned(&b2, 2, false), shared::activities::index::tombstone("c", version(2))]).await.unwrap();
     let updates = read
         .iter()
-        .map(|s| shared::index::DenseUpdate { id: s.id, content_hash: hash(s), dense: vec![0.5; DIMS] })
+        .map(|s| shared::activities::index::DenseUpdate { id: s.id, content_hash: hash(s), dense: vec![0.5; DIMS] })
         .collect();
     index.set_dense(updates).await.unwrap();
     let after = index.get(&[point_id("a"), point_id("b"), point_id("c")], true).await.unwrap();

@@ -4,24 +4,24 @@
 
 use std::sync::Arc;
 
-use crate::clock::{Clock, SystemClock};
-use crate::config::{Config, RecordStoreKind};
-use crate::error::{Error, Result};
-use crate::ledger::Ledger;
+use crate::core::clock::{Clock, SystemClock};
+use crate::core::config::{Config, RecordStoreKind};
+use crate::core::error::{Error, Result};
+use crate::core::records::{DynamoRecords, LocalRecords, RecordStore};
+use crate::core::retry::{RetryPolicy, STORE_RETRY};
+use crate::costs::ledger::Ledger;
+use crate::costs::pricing::PriceTable;
 use crate::llm::ChatModel;
 use crate::llm::mock::MockLlm;
 use crate::llm::openai::OpenAiCompatible;
-use crate::pricing::PriceTable;
-use crate::provider::codex::CodexCli;
-use crate::provider::perplexity::Perplexity;
-use crate::provider::tavily::Tavily;
-use crate::provider::{Breaker, SearchProvider};
-use crate::records::{DynamoRecords, LocalRecords, RecordStore};
-use crate::research_node::ResearchNode;
-use crate::retry::{RetryPolicy, STORE_RETRY};
-use crate::search::{Provider, SearchService};
+use crate::pipeline::codex::CodexCli;
+use crate::pipeline::research_node::ResearchNode;
 use crate::timeline::Timeline;
-use crate::tools::Tools;
+use crate::web::providers::perplexity::Perplexity;
+use crate::web::providers::tavily::Tavily;
+use crate::web::providers::{Breaker, SearchProvider};
+use crate::web::search::{Provider, SearchService};
+use crate::web::tools::Tools;
 
 /// The record store `config` selects.
 pub async fn records(config: &Config) -> Result<Arc<dyn RecordStore>> {
@@ -178,12 +178,14 @@ pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn C
 /// The embedder `EMBEDDING_PROVIDER` selects, or why there is none (the OpenAI adapter without
 /// `EMBEDDING_API_KEY`). The local model is mapped on its first embedding, not here.
 #[cfg(feature = "vector-index")]
-pub fn embedder(config: &Config) -> Result<crate::embedder::Configured> {
-    use crate::config::EmbedderKind;
-    use crate::embedder::Embedder;
-    use crate::embedder::openai::OpenAiEmbedder;
+pub fn embedder(config: &Config) -> Result<crate::activities::embedder::Configured> {
+    use crate::activities::embedder::Embedder;
+    use crate::activities::embedder::openai::OpenAiEmbedder;
+    use crate::core::config::EmbedderKind;
     let embedder: Arc<dyn Embedder> = match config.embedder {
-        EmbedderKind::Local => Arc::new(crate::embedder::e5::LocalEmbedder::new(config.embedding_model_path.clone())),
+        EmbedderKind::Local => {
+            Arc::new(crate::activities::embedder::e5::LocalEmbedder::new(config.embedding_model_path.clone()))
+        }
         EmbedderKind::OpenAi => {
             let Some(key) = &config.embedding_api_key else {
                 return Ok(Err("no embedder configured (EMBEDDING_PROVIDER=openai, EMBEDDING_API_KEY unset)".into()));
@@ -206,24 +208,24 @@ pub fn embedder(config: &Config) -> Result<crate::embedder::Configured> {
 
 /// The dense vector the configured model writes and searches: its own name, its dimension.
 #[cfg(feature = "vector-index")]
-pub fn dense_space(config: &Config) -> crate::index::DenseSpace {
-    use crate::config::EmbedderKind;
-    use crate::embedder::{e5, vector_name};
+pub fn dense_space(config: &Config) -> crate::activities::index::DenseSpace {
+    use crate::activities::embedder::{e5, vector_name};
+    use crate::core::config::EmbedderKind;
     let (provider, model, dimensions) = match config.embedder {
         EmbedderKind::Local => ("local", e5::MODEL, e5::DIMENSIONS),
         EmbedderKind::OpenAi => {
             (config.embedding_provider.as_str(), config.embedding_model.as_str(), config.embedding_dimensions)
         }
     };
-    crate::index::DenseSpace { name: vector_name(provider, model, dimensions), dimensions }
+    crate::activities::index::DenseSpace { name: vector_name(provider, model, dimensions), dimensions }
 }
 
 /// The vector index `VECTOR_STORE` selects, for the configured model's dense vector.
 #[cfg(feature = "vector-index")]
-pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::index::VectorIndex>> {
-    use crate::config::VectorStoreKind;
-    use crate::index::edge::EdgeIndex;
-    use crate::index::qdrant::QdrantIndex;
+pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::activities::index::VectorIndex>> {
+    use crate::activities::index::edge::EdgeIndex;
+    use crate::activities::index::qdrant::QdrantIndex;
+    use crate::core::config::VectorStoreKind;
     Ok(match &config.vector_store {
         VectorStoreKind::Edge => Arc::new(EdgeIndex::new(
             &config.data_dir,
@@ -245,15 +247,15 @@ pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::index::VectorIndex
 #[cfg(feature = "vector-index")]
 pub fn indexer(
     config: &Config,
-    index: Arc<dyn crate::index::VectorIndex>,
+    index: Arc<dyn crate::activities::index::VectorIndex>,
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
-) -> Result<crate::indexing::Indexer> {
-    Ok(crate::indexing::Indexer {
+) -> Result<crate::activities::indexing::Indexer> {
+    Ok(crate::activities::indexing::Indexer {
         index,
         embedder: embedder(config)?,
         ledger: ledger(config, records, Arc::clone(&clock))?,
-        bm25: Arc::new(crate::index::bm25::Bm25::new()),
+        bm25: Arc::new(crate::activities::index::bm25::Bm25::new()),
         zone: config.activity_timezone,
         retry: RetryPolicy::new(config.retry_base),
         embed_timeout: config.index_embed_timeout,
@@ -265,16 +267,16 @@ pub fn indexer(
 #[cfg(feature = "vector-index")]
 pub fn retrieval(
     config: &Config,
-    index: Arc<dyn crate::index::VectorIndex>,
+    index: Arc<dyn crate::activities::index::VectorIndex>,
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
-) -> Result<crate::retrieval::Retrieval> {
-    Ok(crate::retrieval::Retrieval {
+) -> Result<crate::activities::retrieval::Retrieval> {
+    Ok(crate::activities::retrieval::Retrieval {
         index,
         embedder: embedder(config)?,
         ledger: ledger(config, Arc::clone(&records), Arc::clone(&clock))?,
-        bm25: Arc::new(crate::index::bm25::Bm25::new()),
-        interests: crate::interests::Interests { records, clock: Arc::clone(&clock) },
+        bm25: Arc::new(crate::activities::index::bm25::Bm25::new()),
+        interests: crate::activities::interests::Interests { records, clock: Arc::clone(&clock) },
         clock,
         retry: RetryPolicy::new(config.retry_base),
         embed_timeout: config.rag_embed_timeout,
@@ -282,9 +284,9 @@ pub fn retrieval(
         fusion: config.rag_fusion,
         lexical_weight: config.rag_lexical_weight,
         reasons: match config.rag_match_reason {
-            crate::config::MatchReason::Off => crate::retrieval::Reasons::Off,
-            crate::config::MatchReason::Template => crate::retrieval::Reasons::Template,
-            crate::config::MatchReason::Llm => crate::retrieval::Reasons::Llm {
+            crate::core::config::MatchReason::Off => crate::activities::retrieval::Reasons::Off,
+            crate::core::config::MatchReason::Template => crate::activities::retrieval::Reasons::Template,
+            crate::core::config::MatchReason::Llm => crate::activities::retrieval::Reasons::Llm {
                 llm: llm(config)?,
                 model: config.llm_rag_model.clone(),
                 timeout: config.rag_reason_timeout,

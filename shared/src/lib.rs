@@ -1,50 +1,26 @@
-//! The research & retrieval bundle's library: domain types, ports (traits) and their adapters,
-//! and the citation logic. Functions under `functions/` are thin entrypoints over it; they
-//! build adapters through [`compose`] and hand them to plain async handlers.
+//! The research & retrieval bundle's library, one folder per capability (see
+//! `docs/ARCHITECTURE.md` for the map):
+//!
+//! - [`core`]: errors, config, clock, retries, the upstream client, the record store, metrics;
+//! - [`http`]: Lambda HTTP requests and responses, and who the caller is;
+//! - [`costs`]: the ledger, prices and the cost report;
+//! - [`llm`]: the chat-model port, its adapters and the agent loop;
+//! - [`web`]: web search with citations, its providers, sources and tools;
+//! - [`pipeline`]: the research node and its topic history;
+//! - [`timeline`]: multi-step timeline research and its sessions;
+//! - [`activities`]: activity indexing, retrieval and recommendations.
+//!
+//! Capabilities depend on `core` and on each other only one way (checked by
+//! `tests/architecture.rs`); [`compose`] wires them for the functions under `functions/`.
 
-pub mod activity;
-pub mod agent;
-pub mod analysis;
-pub mod api;
-pub mod auth;
-#[cfg(feature = "vector-index")]
-pub mod backfill;
-pub mod cache;
-pub mod citations;
-pub mod clock;
+pub mod activities;
 pub mod compose;
-pub mod config;
-pub mod embedder;
-pub mod error;
-#[cfg(feature = "vector-index")]
-pub mod index;
-#[cfg(feature = "vector-index")]
-pub mod indexing;
-#[cfg(feature = "vector-index")]
-pub mod interests;
-pub mod ledger;
+pub mod core;
+pub mod costs;
+pub mod http;
 pub mod llm;
-pub mod metrics;
-pub mod pricing;
-pub mod provider;
-#[cfg(feature = "vector-index")]
-pub mod quality;
-pub mod query;
-#[cfg(feature = "vector-index")]
-pub mod reasons;
-pub mod records;
-pub mod report;
-pub mod research_node;
-#[cfg(feature = "vector-index")]
-pub mod retrieval;
-pub mod retry;
-pub mod script;
-pub mod search;
-pub mod sessions;
-pub mod sources;
+pub mod pipeline;
 pub mod timeline;
-pub mod tools;
-pub mod topics;
-pub mod when;
+pub mod web;
 
-pub use error::{Error, Result};
+pub use crate::core::error::{Error, Result};

@@ -8,10 +8,10 @@ use std::io::Write as _;
 use std::sync::Arc;
 
 use serde_json::json;
-use shared::activity::Activity;
-use shared::clock::SystemClock;
-use shared::config::Config;
-use shared::records::LocalRecords;
+use shared::activities::activity::Activity;
+use shared::core::clock::SystemClock;
+use shared::core::config::Config;
+use shared::core::records::LocalRecords;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use chrono::Utc;
 use lambda_http::{Body, Request};
 use serde_json::Value;
-use shared::clock::{Clock, ManualClock};
 use shared::compose::SearchFunction;
-use shared::config::Config;
-use shared::records::{DynamoRecords, LocalRecords, RecordStore};
+use shared::core::clock::{Clock, ManualClock};
+use shared::core::config::Config;
+use shared::core::records::{DynamoRecords, LocalRecords, RecordStore};
 use wiremock::MockServer;
 
 /// `req` as API Gateway passes it after its IAM authorizer verified a SigV4 signature: the
@@ -228,7 +228,7 @@ impl Harness {
     }
 
     /// Cost records of the last day (by the harness clock).
-    pub async fn costs(&self) -> Vec<shared::ledger::CostRecord> {
+    pub async fn costs(&self) -> Vec<shared::costs::ledger::CostRecord> {
         let now = self.clock.now();
         self.app
             .search

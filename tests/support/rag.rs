@@ -8,10 +8,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use lambda_http::{Body, Request};
 use serde_json::{Value, json};
-use shared::clock::{Clock, ManualClock};
-use shared::config::Config;
-use shared::indexing::Indexer;
-use shared::records::{LocalRecords, RecordStore};
+use shared::activities::indexing::Indexer;
+use shared::core::clock::{Clock, ManualClock};
+use shared::core::config::Config;
+use shared::core::records::{LocalRecords, RecordStore};
 
 use crate::embedding::EmbeddingServer;
 
@@ -121,12 +121,12 @@ impl RagHarness {
     }
 
     /// Every cost record so far.
-    pub async fn costs(&self) -> Vec<shared::ledger::CostRecord> {
-        let ledger = shared::ledger::Ledger::new(
+    pub async fn costs(&self) -> Vec<shared::costs::ledger::CostRecord> {
+        let ledger = shared::costs::ledger::Ledger::new(
             Arc::clone(&self.records),
-            Arc::new(shared::pricing::PriceTable::default()),
+            Arc::new(shared::costs::pricing::PriceTable::default()),
             self.clock.clone(),
-            shared::retry::STORE_RETRY,
+            shared::core::retry::STORE_RETRY,
         );
         ledger.between(now() - chrono::Duration::days(1), now() + chrono::Duration::days(1)).await.unwrap()
     }

@@ -6,14 +6,14 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use serde_json::json;
-use shared::citations::{self, SearchHit};
-use shared::clock::SystemClock;
-use shared::config::Config;
-use shared::ledger::{CallKind, CostRecord, CostSource, Ledger};
-use shared::pricing::PriceTable;
-use shared::records::{DynamoRecords, LocalRecords, RecordStore};
-use shared::report::{Params, Report, html as report_html, text as report_text};
-use shared::retry::STORE_RETRY;
+use shared::core::clock::SystemClock;
+use shared::core::config::Config;
+use shared::core::records::{DynamoRecords, LocalRecords, RecordStore};
+use shared::core::retry::STORE_RETRY;
+use shared::costs::ledger::{CallKind, CostRecord, CostSource, Ledger};
+use shared::costs::pricing::PriceTable;
+use shared::costs::report::{Params, Report, html as report_html, text as report_text};
+use shared::web::citations::{self, SearchHit};
 
 use crate::runtime_api::RuntimeApi;
 use crate::{Result, build_functions, fixture, sample_upstream};

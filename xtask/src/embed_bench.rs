@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use e5::E5Model;
-use shared::config::Config;
+use shared::core::config::Config;
 
 use crate::Result;
 
@@ -91,7 +91,7 @@ pub fn run() -> Result {
     );
 
     // Short queries, one core; then the dev set's activities as passages.
-    let (activities, queries) = shared::quality::load(&crate::root().join("benches/intent"))?;
+    let (activities, queries) = crate::quality::load(&crate::root().join("benches/intent"))?;
     let texts: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();
     let mut latencies = Vec::new();
     let mut tokens = 0;
@@ -116,7 +116,9 @@ pub fn run() -> Result {
     // Passages as the indexer embeds them (the enriched text), batched.
     let passages: Vec<String> = activities
         .iter()
-        .map(|a| Ok(shared::activity::Activity::from_json(a.clone())?.enriched_text(config.activity_timezone)))
+        .map(|a| {
+            Ok(shared::activities::activity::Activity::from_json(a.clone())?.enriched_text(config.activity_timezone))
+        })
         .collect::<Result<_>>()?;
     let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
     let tokens: usize = refs.iter().map(|p| model.token_ids(p, false).len()).sum();

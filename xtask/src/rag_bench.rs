@@ -18,18 +18,18 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use shared::activity::Activity;
-use shared::clock::{Clock, ManualClock};
-use shared::config::{Config, EdgeSharing, Fusion};
-use shared::embedder::{Embedder, Input};
-use shared::index::bm25::Bm25;
-use shared::index::edge::EdgeIndex;
-use shared::index::{DenseSpace, HardFilter, Near, Point, VectorIndex, point_id};
-use shared::indexing::payload;
-use shared::provider::{ProviderError, Usage};
-use shared::records::LocalRecords;
-use shared::retrieval::{Retrieval, SearchRequest};
-use shared::retry::RetryPolicy;
+use shared::activities::activity::Activity;
+use shared::activities::embedder::{Embedder, Input};
+use shared::activities::index::bm25::Bm25;
+use shared::activities::index::edge::EdgeIndex;
+use shared::activities::index::{DenseSpace, HardFilter, Near, Point, VectorIndex, point_id};
+use shared::activities::indexing::payload;
+use shared::activities::retrieval::{Retrieval, SearchRequest};
+use shared::core::clock::{Clock, ManualClock};
+use shared::core::config::{Config, EdgeSharing, Fusion};
+use shared::core::records::LocalRecords;
+use shared::core::retry::RetryPolicy;
+use shared::core::upstream::{ProviderError, Usage};
 
 const N: usize = 100_000;
 /// Activities of the server-against-Edge comparison (`QDRANT_URL`).
@@ -154,7 +154,9 @@ async fn sharing() -> crate::Result {
     println!("== EDGE_SHARING on the 240 sample activities (384-d dense, BM25), medians of 30");
     let exclusive = sharing_figures(EdgeSharing::Exclusive, Duration::ZERO).await?;
     let warm = sharing_figures(EdgeSharing::Shared, Duration::ZERO).await?;
-    let lapsed = sharing_figures(EdgeSharing::Shared, shared::index::edge::LEASE + Duration::from_millis(50)).await?;
+    let lapsed =
+        sharing_figures(EdgeSharing::Shared, shared::activities::index::edge::LEASE + Duration::from_millis(50))
+            .await?;
     for (i, what) in ["filter-only count", "hybrid legs (dense + BM25)", "index one activity"].iter().enumerate() {
         println!(
             "{what}: exclusive {:.2} ms; shared warm {:.2} ms ({:.2}x); shared after the lease lapsed (reopens) {:.2} ms ({:.1}x)",
@@ -266,15 +268,15 @@ fn retrieval(
         index,
         embedder: Ok(table),
         ledger: shared::compose::ledger(&config, records.clone(), clock.clone())?,
-        interests: shared::interests::Interests { records, clock: clock.clone() },
+        interests: shared::activities::interests::Interests { records, clock: clock.clone() },
         bm25: Arc::new(Bm25::new()),
         clock,
         retry: RetryPolicy::new(Duration::from_millis(10)),
         embed_timeout: Duration::from_secs(5),
         min_similarity: Some(0.5),
         fusion: Fusion::Rrf,
-        lexical_weight: shared::config::DEFAULT_LEXICAL_WEIGHT,
-        reasons: shared::retrieval::Reasons::Off,
+        lexical_weight: shared::core::config::DEFAULT_LEXICAL_WEIGHT,
+        reasons: shared::activities::retrieval::Reasons::Off,
         zone: chrono_tz::Asia::Shanghai,
     })
 }
@@ -378,7 +380,7 @@ pub async fn run() -> crate::Result {
     drop(index);
     let mut counts = Vec::new();
     for _ in 0..5 {
-        tokio::time::sleep(shared::index::edge::LEASE + Duration::from_millis(50)).await;
+        tokio::time::sleep(shared::activities::index::edge::LEASE + Duration::from_millis(50)).await;
         let started = Instant::now();
         shared_index.count(&HardFilter::bookable(now)).await?;
         counts.push(started.elapsed());
@@ -475,13 +477,14 @@ async fn server_and_edge(url: &str, dims: usize, now: DateTime<Utc>) -> crate::R
 
 /// The hard filter, evaluated in Rust for the brute-force reference.
 fn passes(a: &Activity, f: &HardFilter) -> bool {
-    a.status == shared::activity::Status::Active
+    a.status == shared::activities::activity::Status::Active
         && a.start_at > f.after
         && a.spots_left() > 0
         && f.kind.as_ref().is_none_or(|k| &a.kind == k)
         && f.window.is_none_or(|(s, e)| a.start_at >= s && a.start_at <= e)
-        && f.near
-            .is_none_or(|n| shared::retrieval::distance_km(n.lat, n.lng, a.location.lat, a.location.lng) <= n.radius_km)
+        && f.near.is_none_or(|n| {
+            shared::activities::ranking::distance_km(n.lat, n.lng, a.location.lat, a.location.lng) <= n.radius_km
+        })
 }
 
 /// Answers `/embeddings` after `latency` with a vector per input.
@@ -530,7 +533,7 @@ pub async fn backfill() -> crate::Result {
         }
         let source = dir.path().join("activities.jsonl");
         std::fs::write(&source, lines)?;
-        let build = |key: bool| -> crate::Result<shared::indexing::Indexer> {
+        let build = |key: bool| -> crate::Result<shared::activities::indexing::Indexer> {
             let uri = server.uri();
             let data = dir.path().display().to_string();
             let config = Config::from_lookup(|k| match k {
@@ -546,19 +549,19 @@ pub async fn backfill() -> crate::Result {
                 &config,
                 shared::compose::vector_index(&config)?,
                 records,
-                Arc::new(shared::clock::SystemClock),
+                Arc::new(shared::core::clock::SystemClock),
             )?)
         };
-        let import = shared::backfill::Job {
+        let import = shared::activities::backfill::Job {
             dry_run: false,
             force: false,
             batch_size: 100,
             source: Some(source.display().to_string()),
         };
-        shared::backfill::run(&build(false)?, &import, 6000, None, |_| {}).await?;
-        let sweep = shared::backfill::Job { dry_run: false, force: false, batch_size: batch, source: None };
+        shared::activities::backfill::run(&build(false)?, &import, 6000, None, |_| {}).await?;
+        let sweep = shared::activities::backfill::Job { dry_run: false, force: false, batch_size: batch, source: None };
         let started = Instant::now();
-        let summary = shared::backfill::run(&build(true)?, &sweep, rate, None, |_| {}).await?;
+        let summary = shared::activities::backfill::run(&build(true)?, &sweep, rate, None, |_| {}).await?;
         let took = started.elapsed();
         println!(
             "{label}: {} embedded, {} errors in {:.2} s = {:.0} activities/s",

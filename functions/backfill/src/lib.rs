@@ -1,4 +1,4 @@
-//! The `backfill` function: the migration, import and embedding job of `shared::backfill`,
+//! The `backfill` function: the migration, import and embedding job of `shared::activities::backfill`,
 //! invoked by an EventBridge schedule (hourly: sweep pending points), directly
 //! (`{dryRun, force, batchSize, source}`; `source` a path or `s3://bucket/key`), or as a local CLI (`--dry-run`, `--force`,
 //! `--from FILE`, `--batch-size N`) that draws a progress bar on a terminal.
@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use shared::backfill::{self, Job, Summary};
-use shared::clock::SystemClock;
-use shared::config::Config;
-use shared::indexing::Indexer;
+use shared::activities::backfill::{self, Job, Summary};
+use shared::activities::indexing::Indexer;
+use shared::core::clock::SystemClock;
+use shared::core::config::Config;
 use shared::{Error, Result, compose};
 
 /// An embedder call of the job may take this long (retries and `Retry-After` included).

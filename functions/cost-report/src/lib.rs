@@ -2,7 +2,7 @@
 //!
 //! - `GET /cost-report?from=&to=&groupBy=agent|day|model&format=json|text|html` (defaults: the
 //!   last 7 days, agent, json). Bad parameters are a 400 JSON error. For operators only: a
-//!   SigV4-signed request (`shared::auth`; 401 anonymous, 403 a user's token).
+//!   SigV4-signed request (`shared::http::auth`; 401 anonymous, 403 a user's token).
 //! - A scheduled EventBridge event (arriving as a pass-through event): yesterday's digest by
 //!   agent, logged as structured JSON and published as EMF metrics; the digest is returned.
 
@@ -12,11 +12,13 @@ use chrono::{Duration, NaiveTime, TimeZone, Utc};
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
-use shared::clock::{Clock, SystemClock};
-use shared::config::Config;
-use shared::ledger::Ledger;
-use shared::report::{Format, GroupBy, Params, Report, html, text};
-use shared::{Error, Result, api, auth, compose, metrics};
+use shared::core::clock::{Clock, SystemClock};
+use shared::core::config::Config;
+use shared::core::metrics;
+use shared::costs::ledger::Ledger;
+use shared::costs::report::{Format, GroupBy, Params, Report, html, text};
+use shared::http::{self, auth};
+use shared::{Error, Result, compose};
 
 /// What the report needs: the ledger (read side) and the clock.
 pub struct App {
@@ -36,24 +38,23 @@ impl App {
 
 /// Handles one request or scheduled event. Never fails: errors become JSON error responses.
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    route(app, &req).await.unwrap_or_else(|e| api::error(&e, &api::request_id(&req)))
+    http::respond(&req, route(app, &req).await)
 }
 
 async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
     if matches!(req.request_context_ref(), Some(RequestContext::PassThrough)) {
         return digest(app, req).await;
     }
-    let path = req.uri().path().trim_end_matches('/');
-    if path != "/cost-report" {
-        return Err(Error::NotFound(format!("no route for {} {path}", req.method())));
+    if http::segments(req) != ["cost-report"] {
+        return Err(http::no_route(req));
     }
-    api::allow(req, "GET")?;
+    http::allow(req, "GET")?;
     auth::backend(req)?;
     let query = req.query_string_parameters();
     let params = Params::parse(query.iter(), app.clock.now())?;
     let report = Report::build(&params, &app.ledger.between(params.from, params.to).await?);
     Ok(match params.format {
-        Format::Json => api::json(200, &report),
+        Format::Json => http::json(200, &report),
         Format::Text => typed(text::render(&report), "text/plain; charset=utf-8"),
         Format::Html => typed(html::render(&report), "text/html; charset=utf-8"),
     })
@@ -100,5 +101,5 @@ async fn digest(app: &App, req: &Request) -> Result<Response<Body>> {
         totals.push(("DailyCacheHitRate", "Percent", rate * 100.0));
     }
     metrics::emit(&metrics::render(&[("Report", "daily")], &totals, at));
-    Ok(api::json(200, &digest))
+    Ok(http::json(200, &digest))
 }

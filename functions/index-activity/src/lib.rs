@@ -2,7 +2,7 @@
 //!
 //! Routes: `POST /activities` (one activity, or an array of up to 100), `PUT
 //! /activities/{id}` (create or replace; the body's `id`, if any, must match), `DELETE
-//! /activities/{id}`, each for the backend only (a SigV4-signed request: `shared::auth`; 401
+//! /activities/{id}`, each for the backend only (a SigV4-signed request: `shared::http::auth`; 401
 //! anonymous, 403 a user's token). EventBridge events (`detail-type` `ActivityCreated`, `ActivityUpdated`
 //! with the activity in `detail`, `ActivityDeleted` with at least its `id`) take the same
 //! paths. A write answers 200 when every activity has its dense vector and 202 when some are
@@ -19,11 +19,12 @@ use std::sync::Arc;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{Value, json};
-use shared::activity::Activity;
-use shared::clock::SystemClock;
-use shared::config::Config;
-use shared::indexing::{Indexer, Report};
-use shared::{Error, Result, api, auth, compose};
+use shared::activities::activity::Activity;
+use shared::activities::indexing::{Indexer, Report};
+use shared::core::clock::SystemClock;
+use shared::core::config::Config;
+use shared::http::{self, auth};
+use shared::{Error, Result, compose};
 
 /// Largest body accepted (a batch of 100 activities with long descriptions).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -48,7 +49,7 @@ pub async fn serve(app: &Indexer, req: Request) -> std::result::Result<Response<
 
 /// Handles one request or event. Never fails: errors become JSON error responses.
 pub async fn handle(app: &Indexer, req: Request) -> Response<Body> {
-    route(app, &req).await.unwrap_or_else(|e| api::error(&e, &api::request_id(&req)))
+    http::respond(&req, route(app, &req).await)
 }
 
 fn is_event(req: &Request) -> bool {
@@ -56,18 +57,17 @@ fn is_event(req: &Request) -> bool {
 }
 
 async fn route(app: &Indexer, req: &Request) -> Result<Response<Body>> {
-    let request_id = api::request_id(req);
+    let request_id = http::request_id(req);
     if is_event(req) {
         return event(app, req, &request_id).await;
     }
-    let path = req.uri().path().trim_end_matches('/');
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let segments = http::segments(req);
     if let ["activities", ..] = segments.as_slice() {
         auth::backend(req)?;
     }
     match segments.as_slice() {
         ["activities"] => {
-            api::allow(req, "POST")?;
+            http::allow(req, "POST")?;
             let activities = Indexer::parse(body(req)?)?;
             Ok(written(&app.upsert(&activities, &request_id).await?))
         }
@@ -93,25 +93,25 @@ async fn route(app: &Indexer, req: &Request) -> Result<Response<Body>> {
             }
             "DELETE" => {
                 if app.delete(id, app.clock.now()).await? {
-                    Ok(api::json(200, &json!({"id": id, "deleted": true})))
+                    Ok(http::json(200, &json!({"id": id, "deleted": true})))
                 } else {
                     Err(Error::NotFound(format!("activity {id:?} is not indexed")))
                 }
             }
             _ => Err(Error::MethodNotAllowed { method: req.method().to_string(), allowed: "PUT, DELETE" }),
         },
-        _ => Err(Error::NotFound(format!("no route for {} {path}", req.method()))),
+        _ => Err(http::no_route(req)),
     }
 }
 
 fn body(req: &Request) -> Result<Value> {
-    serde_json::from_slice(api::body_up_to(req, MAX_BODY_BYTES)?)
+    serde_json::from_slice(http::body_up_to(req, MAX_BODY_BYTES)?)
         .map_err(|e| Error::invalid("malformed_json", format!("request body is not valid JSON: {e}")))
 }
 
 /// 200 when every activity has its dense vector, 202 when some are pending.
 fn written(report: &Report) -> Response<Body> {
-    api::json(if report.complete() { 200 } else { 202 }, report)
+    http::json(if report.complete() { 200 } else { 202 }, report)
 }
 
 /// An EventBridge activity event.
@@ -146,7 +146,7 @@ async fn event(app: &Indexer, req: &Request, request_id: &str) -> Result<Respons
             };
             let deleted = app.delete(id, at).await?;
             tracing::info!(detail_type, id, deleted, "activity event applied");
-            Ok(api::json(200, &json!({"id": id, "deleted": deleted})))
+            Ok(http::json(200, &json!({"id": id, "deleted": deleted})))
         }
         other => Err(Error::invalid(
             "unsupported_event",

@@ -3,8 +3,8 @@
 //!
 //! Routes: `POST /users/{userId}/feedback` (`{activityId, satisfied}`), `PUT
 //! /users/{userId}/preferences` (`{tags?, vibes?, text?}`), then a search with `userId` is
-//! boosted by MaxSim over the user's kept vectors (`shared::interests`). Those three act as a
-//! user: only the user the JWT authorizer verified (`shared::auth::Users`; 401 without a token,
+//! boosted by MaxSim over the user's kept vectors (`shared::activities::interests`). Those three act as a
+//! user: only the user the JWT authorizer verified (`shared::http::auth::Users`; 401 without a token,
 //! 403 as anyone else);
 //! `POST /tools/explore_nearby` (the assistant's tool, listed by the search function's
 //! `GET /tools`: `{semanticQuery?, lat, lng, radiusInKm, type?, limit?}`, answered with the
@@ -17,11 +17,12 @@
 use std::sync::Arc;
 
 use lambda_http::{Body, Request, Response};
-use shared::auth::Users;
-use shared::clock::SystemClock;
-use shared::config::Config;
-use shared::retrieval::{Retrieval, SearchRequest};
-use shared::{Error, Result, api, compose, tools};
+use shared::activities::retrieval::{Retrieval, SearchRequest};
+use shared::core::clock::SystemClock;
+use shared::core::config::Config;
+use shared::http::auth::Users;
+use shared::web::tools;
+use shared::{Result, compose, http};
 
 /// The function's services, and who its users are.
 pub struct App {
@@ -46,50 +47,45 @@ impl App {
 
 /// Handles one HTTP request. Never fails: errors become JSON error responses.
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    route(app, &req).await.unwrap_or_else(|e| api::error(&e, &api::request_id(&req)))
+    http::respond(&req, route(app, &req).await)
 }
 
 async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
     let App { retrieval: app, users } = this;
-    let path = req.uri().path().trim_end_matches('/');
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    match segments.as_slice() {
+    match http::segments(req).as_slice() {
         ["users", user, "feedback"] => {
-            api::allow(req, "POST")?;
+            http::allow(req, "POST")?;
             users.require(req, user)?;
-            let body = api::json_object(api::body(req)?)?;
-            return Ok(api::json(200, &app.interests.feedback(&*app.index, user, &body).await?));
+            let body = shared::core::json::json_object(http::body(req)?)?;
+            Ok(http::json(200, &app.interests.feedback(&*app.index, user, &body).await?))
         }
         ["users", user, "preferences"] => {
-            api::allow(req, "PUT")?;
+            http::allow(req, "PUT")?;
             users.require(req, user)?;
-            let body = api::json_object(api::body(req)?)?;
-            return Ok(api::json(200, &app.set_preferences(user, &body, &api::request_id(req)).await?));
+            let body = shared::core::json::json_object(http::body(req)?)?;
+            Ok(http::json(200, &app.set_preferences(user, &body, &http::request_id(req)).await?))
         }
-        _ => {}
-    }
-    match path {
-        "/rag/search" => {
-            api::allow(req, "POST")?;
-            let request = SearchRequest::from_json(&api::json_object(api::body(req)?)?)?;
+        ["rag", "search"] => {
+            http::allow(req, "POST")?;
+            let request = SearchRequest::from_json(&shared::core::json::json_object(http::body(req)?)?)?;
             if let Some(user) = &request.user_id {
                 users.require(req, user)?;
             }
-            Ok(api::json(200, &app.search(&request, &api::request_id(req)).await?))
+            Ok(http::json(200, &app.search(&request, &http::request_id(req)).await?))
         }
-        "/tools/explore_nearby" => explore_nearby(app, req).await,
-        _ => Err(Error::NotFound(format!("no route for {} {path}", req.method()))),
+        ["tools", "explore_nearby"] => explore_nearby(app, req).await,
+        _ => Err(http::no_route(req)),
     }
 }
 
 /// The `explore_nearby` tool: the same retrieval as `/rag/search`; the body is the
 /// model-facing JSON text, also for bad arguments and failures (so the model can react).
 async fn explore_nearby(app: &Retrieval, req: &Request) -> Result<Response<Body>> {
-    api::allow(req, "POST")?;
-    let args = api::json_object(api::body(req)?)?;
+    http::allow(req, "POST")?;
+    let args = shared::core::json::json_object(http::body(req)?)?;
     let text = match SearchRequest::from_tool_arguments(&args) {
         Err(e) => tools::error_string("invalid_arguments", &e.to_string()),
-        Ok(request) => match app.search(&request, &api::request_id(req)).await {
+        Ok(request) => match app.search(&request, &http::request_id(req)).await {
             Ok(response) => response.tool_text(app.zone),
             Err(e) => {
                 tracing::error!(error = %e, "explore_nearby failed");
@@ -97,5 +93,5 @@ async fn explore_nearby(app: &Retrieval, req: &Request) -> Result<Response<Body>
             }
         },
     };
-    Ok(api::raw_json(200, text))
+    Ok(http::raw_json(200, text))
 }

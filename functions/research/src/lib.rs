@@ -20,11 +20,12 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use lambda_http::http::response::Builder;
 use lambda_http::{Body, Request, Response};
-use shared::clock::{Clock, SystemClock};
-use shared::config::Config;
-use shared::records::RecordStore;
+use shared::core::clock::{Clock, SystemClock};
+use shared::core::config::Config;
+use shared::core::records::RecordStore;
+use shared::timeline::sessions;
 use shared::timeline::{Event, LANGUAGES, Proposal, Timeline, detect_language};
-use shared::{Error, Result, api, compose, sessions};
+use shared::{Error, Result, compose, http};
 use tokio::sync::mpsc;
 
 /// Response bodies: a whole JSON document, or the event stream.
@@ -52,7 +53,7 @@ impl App {
 pub async fn handle(app: &App, req: Request) -> Response<ResponseBody> {
     match route(app, &req).await {
         Ok(response) => response,
-        Err(e) => whole(api::error(&e, &api::request_id(&req))),
+        Err(e) => whole(http::error(&e, &http::request_id(&req))),
     }
 }
 
@@ -61,21 +62,19 @@ fn whole(response: Response<Body>) -> Response<ResponseBody> {
 }
 
 async fn route(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
-    let path = req.uri().path().trim_end_matches('/');
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let method = req.method().as_str();
-    match (method, segments.as_slice()) {
+    match (method, http::segments(req).as_slice()) {
         ("POST", ["api", "research"]) => create(app, req).await,
         ("GET", ["api", "research", id, "stream"]) => stream(app, id).await,
         (_, ["api", "research"]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "POST" }),
         (_, ["api", "research", _, "stream"]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "GET" }),
-        _ => Err(Error::NotFound(format!("no route for {method} {path}"))),
+        _ => Err(http::no_route(req)),
     }
 }
 
 async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
-    let obj = api::json_object(api::body(req)?)?;
-    api::only_known(&obj, &["topic", "language"])?;
+    let obj = shared::core::json::json_object(http::body(req)?)?;
+    shared::core::json::only_known(&obj, &["topic", "language"])?;
     let topic = obj
         .get("topic")
         .and_then(|t| t.as_str())
@@ -89,7 +88,7 @@ async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
     };
     let proposal = Proposal { topic: topic.to_owned(), language };
     let id = sessions::create(&*app.records, &proposal, app.clock.now()).await?;
-    Ok(whole(api::json(
+    Ok(whole(http::json(
         200,
         &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language}),
     )))
@@ -102,10 +101,8 @@ async fn stream(app: &App, id: &str) -> Result<Response<ResponseBody>> {
         .await?
         .ok_or_else(|| Error::NotFound(format!("no research session {id} (unknown or expired)")))?;
     if !sessions::claim_stream(&*app.records, id, now).await? {
-        return Ok(whole(api::json(
-            409,
-            &serde_json::json!({"error": {"code": "already_streamed", "message": "this session was already streamed; create a new one"}}),
-        )));
+        let message = "this session was already streamed; create a new one";
+        return Ok(whole(http::failure(409, "already_streamed", message)));
     }
     let (tx, rx) = mpsc::channel::<Event>(32);
     let timeline = Arc::clone(&app.timeline);

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::{ChatModel, ChatReply, ChatRequest, Message, ToolCall};
-use crate::provider::{ProviderError, Usage};
+use crate::core::upstream::{ProviderError, Usage};
 
 /// Marks every mock text.
 pub const LABEL: &str = "【模擬資料】";

@@ -1,9 +1,10 @@
 //! The LLM port: an OpenAI-compatible chat model with tool calling and structured output.
 //!
 //! Adapters make one attempt per call and classify failures as search providers do
-//! ([`ProviderError`]); the agent loop in [`crate::agent`] retries, executes tools, validates
+//! ([`ProviderError`]); the agent loop in [`crate::llm::agent`] retries, executes tools, validates
 //! the structured output and accounts for every call.
 
+pub mod agent;
 pub mod mock;
 pub mod openai;
 
@@ -11,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::provider::{ProviderError, Usage};
+use crate::core::upstream::{ProviderError, Usage};
 
 /// A tool call the model asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

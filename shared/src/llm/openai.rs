@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{ChatModel, ChatReply, ChatRequest, Message, ToolCall};
-use crate::config::Secret;
-use crate::provider::http::JsonClient;
-use crate::provider::{ProviderError, Usage};
+use crate::core::config::Secret;
+use crate::core::upstream::JsonClient;
+use crate::core::upstream::{ProviderError, Usage};
 
 pub struct OpenAiCompatible {
     http: JsonClient,

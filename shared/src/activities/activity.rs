@@ -1,0 +1,578 @@
+//! Activities (seed 004): the input model, its validation, and the enriched text an embedder
+//! reads.
+//!
+//! The enriched text follows seed 004 Requirement 2 line for line (`标题`, `描述`, `类型`,
+//! `标签`, `时间`, `地点`, `氛围`). Time is said in the activity's timezone
+//! (`ACTIVITY_TIMEZONE`, Asia/Shanghai by default) as 周一…周日 and a part of the day:
+//! 早上 05:00–11:59, 下午 12:00–17:59, 晚上 18:00–22:59, 深夜 23:00–04:59. The vibe is inferred
+//! by [`implied_vibe`] from a rule table (below), not by a model.
+//!
+//! This module stores nothing and calls nothing; indexing and retrieval build on it.
+
+use chrono::{DateTime, Datelike, Timelike, Utc, Weekday};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::core::error::{Error, Result};
+
+pub const MAX_TITLE_CHARS: usize = 100;
+pub const MAX_DESCRIPTION_CHARS: usize = 2000;
+pub const MAX_TAGS: usize = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Active,
+    Draft,
+    Cancelled,
+    Completed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Location {
+    pub lat: f64,
+    pub lng: f64,
+}
+
+/// An activity as callers send it (camelCase, seed 004).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Activity {
+    pub id: String,
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub start_at: DateTime<Utc>,
+    #[serde(default)]
+    pub location_name: String,
+    pub location: Location,
+    pub status: Status,
+    pub current_participants: u32,
+    pub max_participants: u32,
+    /// When the source of truth last changed it (RFC 3339): a write older than what the index
+    /// holds is ignored. Absent, the write's own time stands in (the event's, or the request's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// Refuses an activity id that is not 1-128 letters, digits, '-' or '_' (400 naming `id`).
+pub fn check_id(id: &str) -> Result<()> {
+    bounded("id", id, 1, 128)?;
+    if !crate::core::validate::is_id(id, 128) {
+        return Err(field_error("id", "must be letters, digits, '-' or '_'"));
+    }
+    Ok(())
+}
+
+fn field_error(field: &str, message: impl std::fmt::Display) -> Error {
+    Error::invalid("invalid_activity", format!("{field}: {message}"))
+}
+
+fn bounded(field: &str, value: &str, min: usize, max: usize) -> Result<()> {
+    let n = value.trim().chars().count();
+    if n < min || value.chars().count() > max {
+        return Err(field_error(field, format!("must be {min} to {max} characters")));
+    }
+    Ok(())
+}
+
+impl Activity {
+    /// Parses and validates one activity; the error names the field.
+    pub fn from_json(value: serde_json::Value) -> Result<Self> {
+        let activity: Self = serde_json::from_value(value).map_err(|e| field_error("activity", e))?;
+        activity.validate()?;
+        Ok(activity)
+    }
+
+    /// Checks coordinates, participant counts and text lengths.
+    pub fn validate(&self) -> Result<()> {
+        check_id(&self.id)?;
+        bounded("title", &self.title, 1, MAX_TITLE_CHARS)?;
+        bounded("description", &self.description, 0, MAX_DESCRIPTION_CHARS)?;
+        bounded("type", &self.kind, 1, 50)?;
+        bounded("locationName", &self.location_name, 0, 200)?;
+        if self.tags.len() > MAX_TAGS {
+            return Err(field_error("tags", format!("at most {MAX_TAGS} tags")));
+        }
+        for tag in &self.tags {
+            bounded("tags", tag, 1, 30)?;
+        }
+        let Location { lat, lng } = self.location;
+        if !(-90.0..=90.0).contains(&lat) || !lat.is_finite() {
+            return Err(field_error("location.lat", format!("{lat} is not between -90 and 90")));
+        }
+        if !(-180.0..=180.0).contains(&lng) || !lng.is_finite() {
+            return Err(field_error("location.lng", format!("{lng} is not between -180 and 180")));
+        }
+        if self.max_participants == 0 {
+            return Err(field_error("maxParticipants", "must be at least 1"));
+        }
+        if self.current_participants > self.max_participants {
+            return Err(field_error("currentParticipants", "must not exceed maxParticipants"));
+        }
+        Ok(())
+    }
+
+    /// Places still free.
+    pub fn spots_left(&self) -> u32 {
+        self.max_participants - self.current_participants
+    }
+
+    /// Hash of what the embedding is made of: every line of the [`indexed_text`] in `zone`
+    /// (title, description, type, tags, time, place, vibe) and the [`TEXT_RULES`] version. An
+    /// update that keeps it needs no new embedding; any other needs one.
+    ///
+    /// [`indexed_text`]: Activity::indexed_text
+    pub fn content_hash(&self, zone: Tz) -> String {
+        text_hash(&self.indexed_text(zone))
+    }
+
+    /// What the BM25 and the dense vector are made of: the enriched text without what the
+    /// activity says it helps people leave behind ([`without_left_behind`]).
+    pub fn indexed_text(&self, zone: Tz) -> String {
+        without_left_behind(&self.enriched_text(zone))
+    }
+
+    /// Seed 004's enriched text, with time in `zone`, plus who it suits (`适合`, when the rules
+    /// say).
+    pub fn enriched_text(&self, zone: Tz) -> String {
+        let local = self.start_at.with_timezone(&zone);
+        let mut text = format!(
+            "标题: {}\n描述: {}\n类型: {}\n标签: {}\n时间: {} {}\n地点: {}\n氛围: {}",
+            self.title,
+            self.description,
+            self.kind,
+            self.tags.join(", "),
+            day_of_week(local.weekday()),
+            time_of_day(local.hour()),
+            self.location_name,
+            implied_vibe(self)
+        );
+        let who = suits(self);
+        if !who.is_empty() {
+            text.push_str("\n适合: ");
+            text.push_str(&who);
+        }
+        text
+    }
+}
+
+/// 周一 … 周日.
+pub fn day_of_week(day: Weekday) -> &'static str {
+    match day {
+        Weekday::Mon => "周一",
+        Weekday::Tue => "周二",
+        Weekday::Wed => "周三",
+        Weekday::Thu => "周四",
+        Weekday::Fri => "周五",
+        Weekday::Sat => "周六",
+        Weekday::Sun => "周日",
+    }
+}
+
+/// 早上 05–11, 下午 12–17, 晚上 18–22, 深夜 23–04 (local hours).
+pub fn time_of_day(hour: u32) -> &'static str {
+    match hour {
+        5..=11 => "早上",
+        12..=17 => "下午",
+        18..=22 => "晚上",
+        _ => "深夜",
+    }
+}
+
+/// The rule table: a vibe, and words in the type, tags, title or description that imply it.
+/// The vibes say what a person would come for (energy, mood, the kind of fun), in the words
+/// people ask with, so that fuzzy intents ("压力大想发呆", "玩水") meet activities that never
+/// use those words, in both the lexical and the dense channel.
+pub const VIBE_RULES: &[(&str, &[&str])] = &[
+    (
+        "热闹",
+        &[
+            "派对",
+            "聚会",
+            "酒吧",
+            "啤酒",
+            "大排档",
+            "蹦迪",
+            "音乐节",
+            "狂欢",
+            "KTV",
+            "K歌",
+            "剧本杀",
+            "狼人杀",
+            "桌游",
+            "夜市",
+            "演唱会",
+            "livehouse",
+            "嗨",
+            "人声鼎沸",
+            "热烈",
+            "激烈",
+            "DJ",
+            "打碟",
+        ],
+    ),
+    (
+        "安静",
+        &[
+            "读书",
+            "阅读",
+            "冥想",
+            "白噪音",
+            "茶",
+            "书法",
+            "手工",
+            "瑜伽",
+            "发呆",
+            "画画",
+            "图书馆",
+            "插花",
+            "陶艺",
+            "安静",
+            "静谧",
+            "放空",
+            "不用说话",
+            "小声",
+            "慢慢",
+            "专注",
+            "静心",
+        ],
+    ),
+    (
+        "放松减压",
+        &[
+            "放空",
+            "发呆",
+            "冥想",
+            "减压",
+            "疗愈",
+            "治愈",
+            "按摩",
+            "温泉",
+            "泡汤",
+            "白噪音",
+            "颂钵",
+            "呼吸",
+            "睡着",
+            "晒太阳",
+            "慢节奏",
+            "慢悠悠",
+            "放松",
+            "释放压力",
+            "撸猫",
+            "静心",
+            "拉伸",
+        ],
+    ),
+    ("商务", &["商务", "创业", "融资", "路演", "行业", "峰会", "职场", "投资", "论坛", "人脉", "对接"]),
+    (
+        "运动",
+        &[
+            "跑步",
+            "徒步",
+            "骑行",
+            "羽毛球",
+            "篮球",
+            "足球",
+            "健身",
+            "攀岩",
+            "冲浪",
+            "游泳",
+            "滑板",
+            "飞盘",
+            "登山",
+            "网球",
+            "搏击",
+            "拳击",
+            "燃脂",
+            "瑜伽",
+            "街舞",
+            "桨板",
+            "浮潜",
+        ],
+    ),
+    (
+        "出汗燃脂",
+        &[
+            "跑步",
+            "夜跑",
+            "健身",
+            "燃脂",
+            "搏击",
+            "拳击",
+            "飞盘",
+            "攀岩",
+            "羽毛球",
+            "篮球",
+            "足球",
+            "街舞",
+            "跳绳",
+            "大汗",
+            "出汗",
+            "体力",
+            "大卡",
+        ],
+    ),
+    (
+        "玩水",
+        &["冲浪", "游泳", "泳池", "浪池", "桨板", "皮划艇", "漂流", "潜水", "浮潜", "水上", "戏水", "落水", "温泉"],
+    ),
+    (
+        "刺激",
+        &["刺激", "激流", "尖叫", "惊吓", "挑战", "极限", "过山车", "蹦极", "攀岩", "冲浪", "漂流", "密室", "鬼屋"],
+    ),
+    (
+        "户外",
+        &["露营", "徒步", "野餐", "登山", "公园", "海边", "户外", "骑行", "湿地", "湖", "山", "草坪", "草地", "郊"],
+    ),
+    ("亲近自然", &["自然", "森林", "竹林", "茶园", "湿地", "观鸟", "观星", "昆虫", "植物", "爬山", "露营", "湖"]),
+    ("文艺", &["展览", "画展", "电影", "话剧", "音乐会", "摄影", "诗歌", "艺术", "文艺", "剧场", "建筑", "策展"]),
+    ("音乐", &["音乐", "乐队", "爵士", "唱歌", "K歌", "合唱", "弹唱", "吉他", "尤克里里", "DJ", "livehouse", "电子乐"]),
+    ("动脑", &["推理", "解谜", "逻辑", "围棋", "象棋", "数独", "策略", "密室", "剧本杀", "狼人杀", "桌游", "烧脑"]),
+    ("搞笑", &["脱口秀", "喜剧", "相声", "笑声", "段子", "爆笑"]),
+    ("美食", &["美食", "火锅", "烧烤", "大排档", "品鉴", "咖啡", "烘焙", "料理", "辣", "小龙虾", "小吃", "早午餐"]),
+    ("辣", &["辣", "川菜", "火锅", "麻辣", "湘菜", "小龙虾"]),
+    ("下厨", &["做饭", "烹饪", "烘焙", "料理", "厨艺", "大厨", "蛋糕"]),
+    ("微醺", &["酒", "精酿", "鸡尾酒", "威士忌", "葡萄酒", "小酌", "微醺", "品酒", "清吧"]),
+    ("手作创作", &["手作", "手工", "陶艺", "插花", "画画", "油画", "绘画", "编织", "木工", "烘焙", "摄影", "弹唱"]),
+    ("学习成长", &["课", "教学", "学会", "入门", "讲解", "练习", "工作坊", "分享", "指导", "实操", "速成"]),
+    ("职场", &["职场", "工作", "办公", "效率", "汇报", "沟通", "创业", "融资", "产品经理", "AI"]),
+    ("语言交流", &["英语", "日语", "口语", "会话", "语言交换", "外语", "法语", "韩语"]),
+    ("亲子", &["亲子", "孩子", "儿童", "宝宝", "家庭", "小朋友", "少儿", "绘本"]),
+    ("萌宠", &["猫", "狗", "宠物", "铲屎", "萌宠", "动物"]),
+    ("公益", &["志愿", "公益", "救助", "捐赠", "义卖", "环保"]),
+    ("约会", &["约会", "情侣", "浪漫", "烛光", "夜景", "微醺", "观星", "单身"]),
+    ("交友", &["交友", "相亲", "破冰", "新朋友", "单身", "认识", "社交", "人脉", "同好"]),
+    ("夜生活", &["夜宵", "深夜", "凌晨", "酒吧", "夜店", "蹦迪", "夜市", "小酒馆", "livehouse", "灯光秀", "夜景"]),
+];
+
+/// Who an activity suits: a phrase, and words that imply it (same text as the vibes).
+pub const SUITS_RULES: &[(&str, &[&str])] = &[
+    ("一个人来也自在", &["一个人", "独处", "各自", "不用说话", "不用和别人", "一人一", "专注"]),
+    ("社恐友好", &["社恐友好", "不用说话", "不用主动社交", "不用和别人搭话", "各看各", "安静", "小声"]),
+    ("新手", &["新手", "零基础", "入门", "初学", "初体验", "不限", "不需要基础", "从零", "教练"]),
+    ("带孩子的家庭", &["亲子", "孩子", "儿童", "小朋友", "少儿", "宝宝", "家长"]),
+    ("想认识新朋友的人", &["交友", "新朋友", "认识", "破冰", "社交", "同行", "单身", "人挤人"]),
+    ("压力大想放空的人", &["放空", "发呆", "减压", "疗愈", "治愈", "释放压力", "慢下来", "静心", "什么都不用想"]),
+    ("情侣约会", &["约会", "情侣", "浪漫", "烛光", "微醺", "夜景", "观星"]),
+    ("爱动脑的人", &["推理", "解谜", "逻辑", "烧脑", "动脑", "策略"]),
+    ("想释放一下的人", &["燥", "嗨", "尖叫", "喊哑", "蹦迪", "跳到", "释放", "pogo", "满头大汗"]),
+];
+
+/// The version of the rules that turn an activity into indexed text (enrichment, vibes,
+/// [`without_left_behind`]): bump it when they change, so stored vectors are made again on the
+/// next write or backfill instead of mixing old and new text.
+pub const TEXT_RULES: u32 = 2;
+
+/// The content hash of an [`Activity::indexed_text`] (with the [`TEXT_RULES`] version), for a
+/// caller that already has the text.
+pub fn text_hash(indexed_text: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(TEXT_RULES.to_le_bytes());
+    h.update(indexed_text.as_bytes());
+    hex::encode(h.finalize())
+}
+
+/// Verbs of leaving something behind: their object is what an activity moves people away from.
+pub const LEAVING: &[&str] = &["突破", "克服", "告别", "摆脱", "战胜", "远离", "改掉", "治好", "戒掉"];
+
+/// Where such an object ends: its clause or noun phrase (`的`) ends, or the line does.
+fn ends_object(c: char) -> bool {
+    matches!(c, '的' | '，' | '。' | '、' | '；' | '！' | '？' | ',' | '.' | ';' | '!' | '?') || c.is_whitespace()
+}
+
+/// `text` without the objects of [`LEAVING`] verbs (up to [`ends_object`], at most 12
+/// characters); the verbs stay. What an activity helps people leave behind is not what it
+/// offers: "适合想突破社恐的人" (an improv class) becomes "适合想突破的人", so it no longer
+/// matches "适合社恐的活动" on 社恐, in either channel; "远离城市喧嚣" no longer matches 喧嚣.
+pub fn without_left_behind(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((at, verb)) = LEAVING.iter().filter_map(|v| rest.find(v).map(|i| (i, *v))).min() {
+        let after = &rest[at + verb.len()..];
+        let end = match after.char_indices().take(12).find(|(_, c)| ends_object(*c)) {
+            Some((i, _)) => i,
+            None => after.char_indices().nth(12).map_or(after.len(), |(i, _)| i),
+        };
+        out.push_str(&rest[..at + verb.len()]);
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The vibes an activity implies (rule table order), then its scale: 小局 (≤ 6 places),
+/// 大型 (≥ 30). With no rule matched, 轻松.
+pub fn implied_vibe(a: &Activity) -> String {
+    let mut vibes = matching(a, VIBE_RULES);
+    if vibes.is_empty() {
+        vibes.push("轻松");
+    }
+    match a.max_participants {
+        0..=6 => vibes.push("小局"),
+        30.. => vibes.push("大型"),
+        _ => {}
+    }
+    vibes.join("、")
+}
+
+/// Who the activity suits ([`SUITS_RULES`]; a small group adds 不想人多的人), `、`-joined;
+/// empty when nothing says.
+pub fn suits(a: &Activity) -> String {
+    let mut who = matching(a, SUITS_RULES);
+    if a.max_participants <= 6 {
+        who.push("不想人多的人");
+    }
+    who.join("、")
+}
+
+/// The names of `rules` whose words occur in the activity's type, tags, title or description.
+fn matching(a: &Activity, rules: &[(&'static str, &[&str])]) -> Vec<&'static str> {
+    let text = format!("{} {} {} {}", a.kind, a.tags.join(" "), a.title, a.description).to_lowercase();
+    rules.iter().filter(|(_, words)| words.iter().any(|w| text.contains(&w.to_lowercase()))).map(|(n, _)| *n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn what_an_activity_leaves_behind_is_not_what_it_offers() {
+        assert_eq!(without_left_behind("适合想突破社恐的人。"), "适合想突破的人。");
+        assert_eq!(without_left_behind("远离城市光污染，看土星环"), "远离，看土星环");
+        assert_eq!(without_left_behind("告别拖延 克服恐高"), "告别 克服");
+        assert_eq!(without_left_behind("社恐友好，不用说话"), "社恐友好，不用说话");
+        assert_eq!(without_left_behind("摆脱一二三四五六七八九十十一十二十三"), "摆脱十二十三");
+        let improv = activity("即兴戏剧工作坊", "演出", "通过即兴游戏打开自己，适合想突破社恐的人。", 13);
+        let text = improv.indexed_text(chrono_tz::Asia::Shanghai);
+        assert!(!text.contains("社恐") && text.contains("适合想突破的人"), "{text}");
+    }
+
+    #[cfg(feature = "vector-index")]
+    #[test]
+    fn a_left_behind_word_gives_no_lexical_match() {
+        let improv = activity("即兴戏剧工作坊", "演出", "通过即兴游戏打开自己，适合想突破社恐的人。", 13);
+        let text = improv.indexed_text(chrono_tz::Asia::Shanghai);
+        let bm25 = crate::activities::index::bm25::Bm25::new();
+        let query = bm25.query("社恐");
+        let quiet = bm25.document("描述: 社恐友好的安静读书局");
+        assert!(!query.indices.is_empty() && query.indices.iter().all(|i| quiet.indices.contains(i)));
+        assert!(query.indices.iter().all(|i| !bm25.document(&text).indices.contains(i)));
+    }
+
+    fn activity(title: &str, kind: &str, description: &str, max: u32) -> Activity {
+        Activity {
+            id: "a1".into(),
+            title: title.into(),
+            description: description.into(),
+            kind: kind.into(),
+            tags: vec![],
+            start_at: "2026-11-27T12:30:00Z".parse().unwrap(), // Friday 20:30 in Shanghai
+            location_name: "静安区愚园路".into(),
+            location: Location { lat: 31.22, lng: 121.44 },
+            status: Status::Active,
+            current_participants: 2,
+            max_participants: max,
+            updated_at: None,
+        }
+    }
+
+    #[test]
+    fn enriched_text_is_seed_004s_seven_lines_in_the_activity_timezone_and_who_it_suits() {
+        let mut a = activity("白噪音读书局", "读书会", "雨声白噪音里安静看书，放空发呆也可以。", 6);
+        a.tags = vec!["读书".into(), "放松".into()];
+        assert_eq!(
+            a.enriched_text(chrono_tz::Asia::Shanghai),
+            "标题: 白噪音读书局\n描述: 雨声白噪音里安静看书，放空发呆也可以。\n类型: 读书会\n标签: 读书, 放松\n时间: 周五 晚上\n地点: 静安区愚园路\n氛围: 安静、放松减压、小局\n适合: 社恐友好、压力大想放空的人、不想人多的人"
+        );
+        // Nothing said about who it suits: no such line.
+        let plain = activity("随便走走", "其他", "没有安排，见面再说。", 10);
+        assert!(!plain.enriched_text(chrono_tz::Asia::Shanghai).contains("适合"));
+        // The same instant is Friday early afternoon in London.
+        assert!(a.enriched_text(chrono_tz::Europe::London).contains("时间: 周五 下午"));
+    }
+
+    #[test]
+    fn vibes_come_from_realistic_descriptions() {
+        let cases = [
+            (
+                activity("周五大排档啤酒局", "美食", "下班来撸串喝啤酒，人多热闹，欢迎新朋友！", 20),
+                "热闹、美食、微醺、交友",
+            ),
+            (activity("创业者早餐会", "沙龙", "聊聊融资和产品，认识同行业的创业伙伴。", 40), "商务、职场、交友、大型"),
+            (
+                activity("周末西湖徒步", "运动", "十公里环湖徒步，适合有一定体力的朋友。", 15),
+                "运动、出汗燃脂、户外、亲近自然",
+            ),
+            (activity("亲子陶艺体验", "手作", "带孩子一起捏陶土，老师全程指导。", 8), "安静、手作创作、学习成长、亲子"),
+            (activity("随便走走", "其他", "没有安排，见面再说。", 10), "轻松"),
+        ];
+        let got: Vec<(String, String)> = cases.iter().map(|(a, _)| (a.title.clone(), implied_vibe(a))).collect();
+        let want: Vec<(String, String)> = cases.iter().map(|(a, e)| (a.title.clone(), e.to_string())).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn parts_of_the_day_follow_the_documented_ranges() {
+        let got: Vec<_> = [4, 5, 11, 12, 17, 18, 22, 23, 0].into_iter().map(time_of_day).collect();
+        assert_eq!(got, ["深夜", "早上", "早上", "下午", "下午", "晚上", "晚上", "深夜", "深夜"]);
+    }
+
+    #[test]
+    fn bad_activities_name_the_field() {
+        let good = json!({
+            "id": "a1", "title": "读书局", "description": "", "type": "读书会", "tags": ["读书"],
+            "startAt": "2026-11-27T12:30:00Z", "locationName": "上海", "location": {"lat": 31.2, "lng": 121.4},
+            "status": "active", "currentParticipants": 1, "maxParticipants": 6
+        });
+        let a = Activity::from_json(good.clone()).unwrap();
+        assert_eq!(a.spots_left(), 5);
+        for (patch, needle) in [
+            (json!({"location": {"lat": 91.0, "lng": 0.0}}), "location.lat"),
+            (json!({"location": {"lat": 0.0, "lng": -181.0}}), "location.lng"),
+            (json!({"currentParticipants": 7}), "currentParticipants"),
+            (json!({"currentParticipants": -1}), "activity"),
+            (json!({"title": ""}), "title"),
+            (json!({"title": "长".repeat(101)}), "title"),
+            (json!({"status": "archived"}), "activity"),
+            (json!({"startAt": "next friday"}), "activity"),
+            (json!({"colour": "red"}), "activity"),
+        ] {
+            let mut body = good.clone();
+            body.as_object_mut().unwrap().extend(patch.as_object().unwrap().clone());
+            let e = Activity::from_json(body.clone()).unwrap_err();
+            assert_eq!(e.status(), 400);
+            assert!(e.to_string().starts_with(needle), "{body}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_line_of_the_embedded_text_and_nothing_else_changes_the_content_hash() {
+        let zone = chrono_tz::Asia::Shanghai;
+        let a = activity("读书局", "读书会", "安静看书", 6);
+        let mut b = a.clone();
+        b.current_participants = 5;
+        b.updated_at = Some("2026-12-01T00:00:00Z".parse().unwrap());
+        assert_eq!(a.content_hash(zone), b.content_hash(zone), "participants and updatedAt are not embedded");
+        let changes: [fn(&mut Activity); 6] = [
+            |b| b.title.push('!'),
+            |b| b.description.push('!'),
+            |b| b.kind = "桌游".into(),
+            |b| b.tags.push("新".into()),
+            |b| b.start_at = "2026-12-01T00:00:00Z".parse().unwrap(),
+            |b| b.location_name = "徐汇区".into(),
+        ];
+        for change in changes {
+            let mut b = a.clone();
+            change(&mut b);
+            assert_ne!(a.indexed_text(zone), b.indexed_text(zone));
+            assert_ne!(a.content_hash(zone), b.content_hash(zone), "{}", b.indexed_text(zone));
+        }
+    }
+}

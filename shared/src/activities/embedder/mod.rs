@@ -1,0 +1,138 @@
+//! The embedder port: texts in, vectors out, for activity retrieval (seed 004).
+//!
+//! Two adapters: [`e5::LocalEmbedder`] (multilingual-e5-small in process, the default without a
+//! key, `EMBEDDING_PROVIDER=local`) and [`openai::OpenAiEmbedder`] (any OpenAI-compatible
+//! `/embeddings`, `EMBEDDING_PROVIDER=openai`). Adapters make one attempt per call;
+//! [`embed_within`] is the one path callers use: retries inside a time box, and every call
+//! accounted in the ledger (kind `embedding`).
+//!
+//! Each model writes its own named dense vector ([`Embedder::vector_name`]), so switching
+//! provider never mixes vector spaces; the cosine floor of a dense match belongs to the model
+//! too ([`Embedder::min_similarity`]).
+
+#[cfg(feature = "vector-index")]
+pub mod e5;
+pub mod openai;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use crate::core::retry::{RetryPolicy, with_backoff, within};
+use crate::core::upstream::{ProviderError, Usage};
+use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
+
+/// What a text is, for models that embed queries and documents differently (e5's `query: ` /
+/// `passage: ` prefixes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// A search query or a user's stated preferences.
+    Query,
+    /// An activity's enriched text.
+    Passage,
+}
+
+/// A text embedding model.
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// Provider name for cost records and prices (`local`, `zhipu`, ...).
+    fn provider(&self) -> &str;
+    /// Model name (`multilingual-e5-small`, `embedding-3`).
+    fn model(&self) -> &str;
+    /// Length of every vector it returns.
+    fn dimensions(&self) -> usize;
+    /// Cosine below which a dense hit is not a match: a property of the model (e5's cosines
+    /// cluster around 0.8; OpenAI-style models spread from 0).
+    fn min_similarity(&self) -> f32 {
+        0.5
+    }
+    /// Embeds `inputs` in one call; one vector per input, in order.
+    async fn embed_batch(&self, inputs: &[String], input: Input) -> Result<(Vec<Vec<f32>>, Usage), ProviderError>;
+}
+
+/// Name of the dense vector a model writes and searches: `<provider>-<model>-<dimensions>` in
+/// letters, digits, `-` and `_`.
+pub fn vector_name(provider: &str, model: &str, dimensions: usize) -> String {
+    format!("{provider}-{model}-{dimensions}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c.to_ascii_lowercase() } else { '_' })
+        .collect()
+}
+
+/// Embeds `inputs` with retries and records the call for `agent`, by `deadline` if one is
+/// given. The record is written after the deadline: a call cut short is recorded as failed.
+#[allow(clippy::too_many_arguments)]
+pub async fn embed(
+    embedder: &dyn Embedder,
+    ledger: &Ledger,
+    retry: RetryPolicy,
+    deadline: Option<Instant>,
+    agent: &str,
+    request_id: &str,
+    inputs: &[String],
+    input: Input,
+) -> Result<Vec<Vec<f32>>, ProviderError> {
+    let attempt = |_| embedder.embed_batch(inputs, input);
+    let result = match deadline {
+        Some(at) => within(retry, at, embedder.provider(), attempt).await,
+        None => with_backoff(retry, embedder.provider(), attempt).await,
+    };
+    let (usage, outcome) = match &result {
+        Ok((_, usage)) => (usage.clone(), Outcome::Live),
+        Err(e) if e.maybe_billed() => (Usage::default(), Outcome::Failed),
+        Err(_) => return result.map(|(vectors, _)| vectors),
+    };
+    let charge = Charge {
+        request_id,
+        agent,
+        kind: CallKind::Embedding,
+        provider: embedder.provider(),
+        model: embedder.model(),
+        usage: &usage,
+        outcome,
+        saved_usd: 0.0,
+        upstream_id: None,
+    };
+    ledger.charge(&charge).await;
+    result.map(|(vectors, _)| vectors)
+}
+
+/// The configured embedder, or why there is none (`compose::embedder`): callers then rank
+/// lexically and write points pending, saying why.
+pub type Configured = Result<Arc<dyn Embedder>, String>;
+
+/// [`embed`] within `timeout` (retries included), for callers that degrade without vectors:
+/// the error is the reason to report (`no embedder …`, `embedder failed: …`, `embedder took
+/// longer than N ms`).
+#[allow(clippy::too_many_arguments)]
+pub async fn embed_within(
+    embedder: &Configured,
+    ledger: &Ledger,
+    retry: RetryPolicy,
+    timeout: Duration,
+    agent: &str,
+    request_id: &str,
+    inputs: &[String],
+    input: Input,
+) -> Result<Vec<Vec<f32>>, String> {
+    let embedder = embedder.as_deref().map_err(Clone::clone)?;
+    let deadline = Instant::now() + timeout;
+    match embed(embedder, ledger, retry, Some(deadline), agent, request_id, inputs, input).await {
+        Ok(vectors) if vectors.len() == inputs.len() => Ok(vectors),
+        Ok(vectors) => Err(format!("embedder failed: {} vectors for {} inputs", vectors.len(), inputs.len())),
+        Err(ProviderError::OutOfTime) => Err(format!("embedder took longer than {} ms", timeout.as_millis())),
+        Err(e) => Err(format!("embedder failed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn vector_names_are_safe_and_distinct_per_model() {
+        assert_eq!(super::vector_name("local", "multilingual-e5-small", 384), "local-multilingual-e5-small-384");
+        assert_eq!(super::vector_name("zhipu", "embedding-3", 1024), "zhipu-embedding-3-1024");
+        assert_eq!(super::vector_name("openai", "text/embed.v3", 256), "openai-text_embed_v3-256");
+    }
+}

@@ -1,0 +1,312 @@
+//! The vector index port (seed 004): activities as points with a dense vector named for the
+//! model that made it ([`DenseSpace`], cosine), a BM25 sparse vector (`sparse`, IDF modifier)
+//! and a filterable payload.
+//!
+//! Two adapters pass one behavioural suite: [`edge::EdgeIndex`] (Qdrant Edge, in process, on
+//! disk under `DATA_DIR`) and [`qdrant::QdrantIndex`] (a Qdrant server over gRPC). Both take
+//! the same [`HardFilter`] and the same client-side BM25 vectors ([`bm25::Bm25`]), so the
+//! lexical channel tokenises identically everywhere.
+//!
+//! A point id is the UUID v5 of the activity id ([`point_id`]): every write is idempotent.
+//! Every write is also order-safe: a point carries its `version` (the activity's `updatedAt`,
+//! in microseconds) and [`VectorIndex::upsert`] leaves a stored point with a later version
+//! alone (an equal one is rewritten: a replayed event writes what it wrote before), in one conditional write (no read-then-write gap); a deletion is such a
+//! write too, of a [`tombstone`], so a late or replayed update never brings a deleted
+//! activity back. The backfill writes only dense vectors ([`VectorIndex::set_dense`]), and
+//! only into points whose content is still what it embedded.
+//! A point may lack its dense vector (embedding pending); it is still found lexically and by
+//! filters. Opening an index creates the collection and its payload indexes if missing, and
+//! refuses an existing collection built for another model or dimension (an error naming both
+//! and the way out): vector spaces are never mixed.
+//! Ranking beyond one channel (fusion, distance order) is the caller's: see `retrieval`.
+
+pub mod bm25;
+pub mod edge;
+pub mod qdrant;
+
+use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::core::error::Result;
+
+/// The dense vector of one embedding model: its name in the collection and its length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DenseSpace {
+    pub name: String,
+    pub dimensions: usize,
+}
+
+impl DenseSpace {
+    /// The error for a collection (`what`) whose dense vectors are `found` (name, size) while
+    /// the configured model writes `self`.
+    pub fn mismatch(&self, what: &str, found: &[(String, usize)]) -> crate::core::error::Error {
+        let found = if found.is_empty() {
+            "no dense vectors".to_owned()
+        } else {
+            found.iter().map(|(n, d)| format!("{n} ({d}-d)")).collect::<Vec<_>>().join(", ")
+        };
+        crate::core::error::Error::Config(format!(
+            "{what} holds vectors of {found}, but the configured embedder writes {} ({}-d): \
+             build a collection for it (set QDRANT_COLLECTION to a new name and run the backfill \
+             with --from the activities), or set EMBEDDING_PROVIDER back to the model it was built with",
+            self.name, self.dimensions
+        ))
+    }
+}
+/// Name of the BM25 sparse vector.
+pub const SPARSE: &str = "sparse";
+
+/// Payload fields with an index, and their kind: what the hard filter and ordering read.
+pub const PAYLOAD_INDEXES: &[(&str, PayloadIndex)] = &[
+    ("status", PayloadIndex::Keyword),
+    ("type", PayloadIndex::Keyword),
+    ("startAt", PayloadIndex::Datetime),
+    ("location", PayloadIndex::Geo),
+    ("spotsLeft", PayloadIndex::Integer),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadIndex {
+    Keyword,
+    Datetime,
+    Geo,
+    Integer,
+}
+
+/// Namespace of activity point ids (UUID v5).
+const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x6a1c_54a2_9f0e_4d3b_8c55_1f3e_2b7a_9d01);
+
+/// The point id of an activity: the same id always maps to the same point.
+pub fn point_id(activity_id: &str) -> Uuid {
+    Uuid::new_v5(&POINT_NAMESPACE, activity_id.as_bytes())
+}
+
+/// A sparse vector: term ids and weights.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SparseVector {
+    pub indices: Vec<u32>,
+    pub values: Vec<f32>,
+}
+
+/// One point to write: it replaces whatever the id held.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub id: Uuid,
+    pub payload: Map<String, Value>,
+    /// `None` while the embedding is pending.
+    pub dense: Option<Vec<f32>>,
+    pub sparse: SparseVector,
+}
+
+/// A point read back.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub id: Uuid,
+    pub payload: Map<String, Value>,
+    /// Present when asked for and the point has one.
+    pub dense: Option<Vec<f32>>,
+}
+
+impl Stored {
+    /// Whether this is what a deletion left ([`tombstone`]), not an activity.
+    pub fn is_tombstone(&self) -> bool {
+        self.payload.get(TOMBSTONE).and_then(Value::as_bool) == Some(true)
+    }
+
+    /// The stored version (microseconds since the epoch), if the point has one.
+    pub fn version(&self) -> Option<i64> {
+        self.payload.get(VERSION).and_then(Value::as_i64)
+    }
+}
+
+/// Payload field: the version of a point (its activity's `updatedAt`, µs since the epoch).
+pub const VERSION: &str = "version";
+/// Payload field marking a deletion's tombstone.
+pub const TOMBSTONE: &str = "deleted";
+
+/// A version from an `updatedAt`.
+pub fn version_of(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// What a deletion of `activity_id` at `version` leaves: no vectors, no activity, only the
+/// version a later write must beat. Filters never match it (its status is not `active`).
+pub fn tombstone(activity_id: &str, version: i64) -> Point {
+    let payload = json!({"id": activity_id, "status": "deleted", TOMBSTONE: true, VERSION: version});
+    let Value::Object(payload) = payload else { unreachable!("an object") };
+    Point { id: point_id(activity_id), payload, dense: None, sparse: SparseVector::default() }
+}
+
+/// The condition under which `point` may replace a stored point: the stored version is not
+/// later, or absent. In Qdrant's JSON form.
+pub fn older_than_json(point: &Point) -> Value {
+    let version = point.payload.get(VERSION).and_then(Value::as_i64).unwrap_or(i64::MAX);
+    json!({"should": [{"is_empty": {"key": VERSION}}, {"key": VERSION, "range": {"lte": version}}]})
+}
+
+/// A dense vector for the backfill: set on point `id` only while its `contentHash` is still
+/// `content_hash` (the text it was made from).
+#[derive(Debug, Clone)]
+pub struct DenseUpdate {
+    pub id: Uuid,
+    pub content_hash: String,
+    pub dense: Vec<f32>,
+}
+
+impl DenseUpdate {
+    /// The point, while its content is the one embedded, in Qdrant's JSON form.
+    pub fn unchanged_json(&self) -> Value {
+        json!({"must": [{"has_id": [self.id.to_string()]},
+                        {"key": "contentHash", "match": {"value": self.content_hash}}]})
+    }
+}
+
+/// One scored hit of a channel; higher is better.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub id: Uuid,
+    pub score: f32,
+}
+
+/// A circle on the map.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Near {
+    pub lat: f64,
+    pub lng: f64,
+    pub radius_km: f64,
+}
+
+/// Seed 004's hard filter, evaluated inside the index: `status = active`, `startAt > after`,
+/// `spotsLeft > 0`, and optionally a radius, a type and a start-time window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HardFilter {
+    pub after: DateTime<Utc>,
+    pub near: Option<Near>,
+    pub kind: Option<String>,
+    /// Inclusive window on `startAt`.
+    pub window: Option<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+impl HardFilter {
+    /// Every bookable future activity after `after`.
+    pub fn bookable(after: DateTime<Utc>) -> Self {
+        Self { after, near: None, kind: None, window: None }
+    }
+
+    /// The filter in Qdrant's canonical JSON form (`{"must": [...]}`).
+    pub fn to_qdrant_json(&self) -> Value {
+        let time = |t: &DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let mut must = vec![
+            json!({"key": "status", "match": {"value": "active"}}),
+            json!({"key": "startAt", "range": {"gt": time(&self.after)}}),
+            json!({"key": "spotsLeft", "range": {"gt": 0}}),
+        ];
+        if let Some(kind) = &self.kind {
+            must.push(json!({"key": "type", "match": {"value": kind}}));
+        }
+        if let Some(near) = self.near {
+            must.push(json!({"key": "location", "geo_radius": {
+                "center": {"lat": near.lat, "lon": near.lng}, "radius": near.radius_km * 1000.0
+            }}));
+        }
+        if let Some((start, end)) = &self.window {
+            must.push(json!({"key": "startAt", "range": {"gte": time(start), "lte": time(end)}}));
+        }
+        json!({ "must": must })
+    }
+}
+
+/// The filter of points still waiting for their dense vector, in Qdrant's JSON form.
+pub fn pending_json() -> Value {
+    json!({"must": [{"key": "embedding", "match": {"value": "pending"}}]})
+}
+
+/// How [`VectorIndex::scroll`] orders what it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Earliest `startAt` first.
+    StartAt,
+    /// Index order (cheapest; the caller sorts).
+    Any,
+}
+
+/// A collection of activity points.
+#[async_trait]
+pub trait VectorIndex: Send + Sync {
+    /// `edge` or `qdrant`, for logs and responses.
+    fn backend(&self) -> &'static str;
+    /// Whether the collection exists (nothing is created).
+    async fn exists(&self) -> Result<bool>;
+    /// Creates the collection and payload indexes when missing; checks the dense dimension.
+    async fn ensure(&self) -> Result<()>;
+    /// One page of every point (or only those with `embedding: pending`), payload only, from
+    /// `offset`; the next page's offset, if any.
+    async fn scan(&self, pending_only: bool, offset: Option<Uuid>, limit: usize)
+    -> Result<(Vec<Stored>, Option<Uuid>)>;
+    /// Writes each of `points` unless the index holds a later version of it
+    /// ([`older_than_json`], checked by the index in the same write); durable when this returns.
+    async fn upsert(&self, points: Vec<Point>) -> Result<()>;
+    /// Sets each update's dense vector and marks the point `embedding: ready`, changing
+    /// nothing else, on points whose content is still the one embedded; others are left alone.
+    async fn set_dense(&self, updates: Vec<DenseUpdate>) -> Result<()>;
+    /// Removes the points; absent ids are fine.
+    async fn delete(&self, ids: &[Uuid]) -> Result<()>;
+    /// The points that exist among `ids`, in the order asked, with dense vectors if `with_dense`.
+    async fn get(&self, ids: &[Uuid], with_dense: bool) -> Result<Vec<Stored>>;
+    /// How many points pass `filter` (exact).
+    async fn count(&self, filter: &HardFilter) -> Result<usize>;
+    /// Up to `limit` points passing `filter`, payload only.
+    async fn scroll(&self, filter: &HardFilter, order: Order, limit: usize) -> Result<Vec<Stored>>;
+    /// Nearest points by cosine on `dense`, at least `threshold`, best first.
+    async fn search_dense(&self, vector: &[f32], filter: &HardFilter, limit: usize, threshold: f32)
+    -> Result<Vec<Hit>>;
+    /// Best BM25 matches on `sparse` (IDF applied by the index), best first.
+    async fn search_sparse(&self, query: &SparseVector, filter: &HardFilter, limit: usize) -> Result<Vec<Hit>>;
+    /// Both channels of a hybrid query, `(dense, sparse)`, as [`Self::search_dense`] and
+    /// [`Self::search_sparse`] answer them. An adapter that can ask both at once does (the
+    /// server: one round trip); fusion stays with the caller.
+    async fn search_both(
+        &self,
+        dense: &[f32],
+        threshold: f32,
+        sparse: &SparseVector,
+        filter: &HardFilter,
+        limit: usize,
+    ) -> Result<(Vec<Hit>, Vec<Hit>)> {
+        let lexical = self.search_sparse(sparse, filter, limit).await?;
+        Ok((self.search_dense(dense, filter, limit, threshold).await?, lexical))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn point_ids_are_stable_and_distinct() {
+        assert_eq!(point_id("a1"), point_id("a1"));
+        assert_ne!(point_id("a1"), point_id("a2"));
+        assert_eq!(point_id("a1").get_version_num(), 5);
+    }
+
+    #[test]
+    fn the_hard_filter_always_holds_the_seed_conditions() {
+        let after: DateTime<Utc> = "2026-11-22T00:00:00Z".parse().unwrap();
+        let mut f = HardFilter::bookable(after);
+        f.near = Some(Near { lat: 31.2, lng: 121.4, radius_km: 5.0 });
+        f.kind = Some("读书会".into());
+        let j = f.to_qdrant_json().to_string();
+        for needle in [
+            r#""key":"status","match":{"value":"active"}"#,
+            r#""key":"startAt","range":{"gt":"2026-11-22T00:00:00.000000Z"}"#,
+            r#""key":"spotsLeft","range":{"gt":0}"#,
+            r#""radius":5000.0"#,
+            r#""lon":121.4"#,
+            r#""value":"读书会""#,
+        ] {
+            assert!(j.contains(needle), "{needle} missing from {j}");
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! The vector index on a Qdrant server (`QDRANT_URL`, `QDRANT_API_KEY`) over gRPC.
+//!
+//! The collection and its payload indexes are created on first use when missing (idempotent),
+//! and an existing collection's dense dimension is checked against the embedder's. Writes wait
+//! for the server to apply them (`wait: true`), so an acknowledged write is durable.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use qdrant_client::Qdrant;
+use qdrant_client::qdrant::{
+    Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DatetimeRange,
+    DeletePointsBuilder, Distance, FieldType, Filter, GeoPoint, GeoRadius, GetPointsBuilder, Modifier, NamedVectors,
+    OrderByBuilder, PointId, PointStruct, PointVectors, PointsIdsList, PointsUpdateOperation, QueryBatchPoints,
+    QueryPointsBuilder, Range, ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder,
+    UpdateBatchPointsBuilder, VectorInput, VectorParamsBuilder, VectorsConfigBuilder,
+    point_id::PointIdOptions,
+    points_update_operation::{Operation, PointStructList, SetPayload, UpdateVectors},
+    vector_output, vectors_config, with_vectors_selector,
+};
+use qdrant_client::{Payload, QdrantError};
+use serde_json::{Map, Value};
+use tokio::sync::OnceCell;
+use uuid::Uuid;
+
+use super::{
+    DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
+    Stored, VERSION,
+};
+use crate::core::config::Secret;
+use crate::core::error::{Error, Result};
+
+/// Points read per scroll page.
+const PAGE: u32 = 1000;
+
+pub struct QdrantIndex {
+    client: Qdrant,
+    collection: String,
+    space: DenseSpace,
+    ready: OnceCell<()>,
+}
+
+fn store_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Store(format!("vector index (qdrant): {what}: {e}"))
+}
+
+impl QdrantIndex {
+    /// A client for `url`; nothing is sent until the first operation.
+    pub fn new(
+        url: &str,
+        api_key: Option<&Secret>,
+        collection: &str,
+        space: DenseSpace,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let mut builder = Qdrant::from_url(url).timeout(timeout).skip_compatibility_check();
+        if let Some(key) = api_key {
+            builder = builder.api_key(key.expose().to_owned());
+        }
+        let client = builder.build().map_err(|e| Error::Config(format!("QDRANT_URL: {e}")))?;
+        Ok(Self { client, collection: collection.to_owned(), space, ready: OnceCell::new() })
+    }
+
+    async fn ready(&self) -> Result<()> {
+        self.ready.get_or_try_init(|| self.create_if_missing()).await.map(|_| ())
+    }
+
+    async fn create_if_missing(&self) -> Result<()> {
+        let name = &self.collection;
+        let exists = self.client.collection_exists(name).await.map_err(|e| store_error("collection_exists", e))?;
+        if exists {
+            let info = self.client.collection_info(name).await.map_err(|e| store_error("collection_info", e))?;
+            let found: Vec<(String, usize)> = info
+                .result
+                .and_then(|i| i.config)
+                .and_then(|c| c.params)
+                .and_then(|p| p.vectors_config)
+                .and_then(|v| v.config)
+                .map(|c| match c {
+                    vectors_config::Config::ParamsMap(map) => {
+                        map.map.into_iter().map(|(n, p)| (n, p.size as usize)).collect()
+                    }
+                    vectors_config::Config::Params(p) => vec![(String::new(), p.size as usize)],
+                })
+                .unwrap_or_default();
+            if !found.contains(&(self.space.name.clone(), self.space.dimensions)) {
+                return Err(self.space.mismatch(&format!("Qdrant collection {name:?}"), &found));
+            }
+        } else {
+            let mut vectors = VectorsConfigBuilder::default();
+            vectors.add_named_vector_params(
+                &self.space.name,
+                VectorParamsBuilder::new(self.space.dimensions as u64, Distance::Cosine),
+            );
+            let mut sparse = SparseVectorsConfigBuilder::default();
+            sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(Modifier::Idf));
+            let create = CreateCollectionBuilder::new(name).vectors_config(vectors).sparse_vectors_config(sparse);
+            match self.client.create_collection(create).await {
+                Ok(_) => {}
+                // Another process created it first: fine, it is the same collection.
+                Err(e) if e.to_string().contains("already exists") => {}
+                Err(e) => return Err(store_error("create_collection", e)),
+            }
+        }
+        for (field, kind) in PAYLOAD_INDEXES {
+            let kind = match kind {
+                PayloadIndex::Keyword => FieldType::Keyword,
+                PayloadIndex::Datetime => FieldType::Datetime,
+                PayloadIndex::Geo => FieldType::Geo,
+                PayloadIndex::Integer => FieldType::Integer,
+            };
+            let create = CreateFieldIndexCollectionBuilder::new(name, *field, kind).wait(true);
+            self.client.create_field_index(create).await.map_err(|e| store_error("create_field_index", e))?;
+        }
+        Ok(())
+    }
+}
+
+fn timestamp(t: &DateTime<Utc>) -> qdrant_client::qdrant::Timestamp {
+    qdrant_client::qdrant::Timestamp { seconds: t.timestamp(), nanos: t.timestamp_subsec_nanos() as i32 }
+}
+
+/// The same conditions as [`HardFilter::to_qdrant_json`], as gRPC types.
+fn filter(f: &HardFilter) -> Filter {
+    let mut must = vec![
+        Condition::matches("status", "active".to_owned()),
+        Condition::datetime_range("startAt", DatetimeRange { gt: Some(timestamp(&f.after)), ..Default::default() }),
+        Condition::range("spotsLeft", Range { gt: Some(0.0), ..Default::default() }),
+    ];
+    if let Some(kind) = &f.kind {
+        must.push(Condition::matches("type", kind.clone()));
+    }
+    if let Some(near) = f.near {
+        must.push(Condition::geo_radius(
+            "location",
+            GeoRadius {
+                center: Some(GeoPoint { lat: near.lat, lon: near.lng }),
+                radius: (near.radius_km * 1000.0) as f32,
+            },
+        ));
+    }
+    if let Some((start, end)) = &f.window {
+        must.push(Condition::datetime_range(
+            "startAt",
+            DatetimeRange { gte: Some(timestamp(start)), lte: Some(timestamp(end)), ..Default::default() },
+        ));
+    }
+    Filter::must(must)
+}
+
+fn uuid_of(id: Option<PointId>) -> Result<Uuid> {
+    match id.and_then(|id| id.point_id_options) {
+        Some(PointIdOptions::Uuid(s)) => s.parse().map_err(|e| store_error("point id", e)),
+        other => Err(store_error("point id", format!("unexpected id {other:?}"))),
+    }
+}
+
+fn payload_of(payload: HashMap<String, qdrant_client::qdrant::Value>) -> Map<String, Value> {
+    payload.into_iter().map(|(k, v)| (k, v.into_json())).collect()
+}
+
+fn hits(points: Vec<qdrant_client::qdrant::ScoredPoint>) -> Result<Vec<Hit>> {
+    points.into_iter().map(|p| Ok(Hit { id: uuid_of(p.id)?, score: p.score })).collect()
+}
+
+fn grpc(what: &'static str) -> impl Fn(QdrantError) -> Error {
+    move |e| store_error(what, e)
+}
+
+#[async_trait]
+impl super::VectorIndex for QdrantIndex {
+    fn backend(&self) -> &'static str {
+        "qdrant"
+    }
+
+    async fn exists(&self) -> Result<bool> {
+        self.client.collection_exists(&self.collection).await.map_err(grpc("collection_exists"))
+    }
+
+    async fn ensure(&self) -> Result<()> {
+        self.ready().await
+    }
+
+    async fn scan(
+        &self,
+        pending_only: bool,
+        offset: Option<Uuid>,
+        limit: usize,
+    ) -> Result<(Vec<Stored>, Option<Uuid>)> {
+        self.ready().await?;
+        let mut request = ScrollPointsBuilder::new(&self.collection).limit(limit.max(1) as u32).with_payload(true);
+        if pending_only {
+            request = request.filter(Filter::must([Condition::matches("embedding", "pending".to_owned())]));
+        }
+        if let Some(offset) = offset {
+            request = request.offset(PointId::from(offset.to_string()));
+        }
+        let response = self.client.scroll(request).await.map_err(grpc("scan"))?;
+        let points = response
+            .result
+            .into_iter()
+            .map(|p| Ok(Stored { id: uuid_of(p.id)?, payload: payload_of(p.payload), dense: None }))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((points, response.next_page_offset.map(|id| uuid_of(Some(id))).transpose()?))
+    }
+
+    async fn upsert(&self, points: Vec<Point>) -> Result<()> {
+        self.ready().await?;
+        if points.is_empty() {
+            return Ok(());
+        }
+        // One request; an operation per point, each conditional on its own version.
+        let mut operations = Vec::with_capacity(points.len());
+        for p in points {
+            let version = p.payload.get(VERSION).and_then(Value::as_i64).unwrap_or(i64::MAX);
+            let older = Filter::should([
+                Condition::is_empty(VERSION),
+                Condition::range(VERSION, Range { lte: Some(version as f64), ..Default::default() }),
+            ]);
+            let mut vectors = NamedVectors::default()
+                .add_vector(SPARSE, qdrant_client::qdrant::Vector::new_sparse(p.sparse.indices, p.sparse.values));
+            if let Some(dense) = p.dense {
+                vectors = vectors.add_vector(&self.space.name, qdrant_client::qdrant::Vector::new_dense(dense));
+            }
+            let payload = Payload::try_from(Value::Object(p.payload)).map_err(|e| store_error("payload", e))?;
+            let point = PointStruct::new(p.id.to_string(), vectors, payload);
+            operations.push(PointsUpdateOperation {
+                operation: Some(Operation::Upsert(PointStructList {
+                    points: vec![point],
+                    update_filter: Some(older),
+                    ..Default::default()
+                })),
+            });
+        }
+        let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
+        self.client.update_points_batch(request).await.map_err(grpc("upsert"))?;
+        Ok(())
+    }
+
+    async fn set_dense(&self, updates: Vec<DenseUpdate>) -> Result<()> {
+        self.ready().await?;
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let mut operations = Vec::with_capacity(updates.len() * 2);
+        for u in updates {
+            let id: PointId = u.id.to_string().into();
+            let unchanged = Filter::must([
+                Condition::has_id([id.clone()]),
+                Condition::matches("contentHash", u.content_hash.clone()),
+            ]);
+            let vectors =
+                NamedVectors::default().add_vector(&self.space.name, qdrant_client::qdrant::Vector::new_dense(u.dense));
+            operations.push(PointsUpdateOperation {
+                operation: Some(Operation::UpdateVectors(UpdateVectors {
+                    points: vec![PointVectors { id: Some(id), vectors: Some(vectors.into()) }],
+                    update_filter: Some(unchanged.clone()),
+                    ..Default::default()
+                })),
+            });
+            operations.push(PointsUpdateOperation {
+                operation: Some(Operation::SetPayload(SetPayload {
+                    payload: HashMap::from([("embedding".to_owned(), "ready".into())]),
+                    points_selector: Some(unchanged.into()),
+                    ..Default::default()
+                })),
+            });
+        }
+        let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
+        self.client.update_points_batch(request).await.map_err(grpc("set dense vector"))?;
+        Ok(())
+    }
+
+    async fn delete(&self, ids: &[Uuid]) -> Result<()> {
+        self.ready().await?;
+        let ids: Vec<PointId> = ids.iter().map(|id| id.to_string().into()).collect();
+        let request = DeletePointsBuilder::new(&self.collection).points(PointsIdsList { ids }).wait(true);
+        self.client.delete_points(request).await.map_err(grpc("delete"))?;
+        Ok(())
+    }
+
+    async fn get(&self, ids: &[Uuid], with_dense: bool) -> Result<Vec<Stored>> {
+        self.ready().await?;
+        let point_ids: Vec<PointId> = ids.iter().map(|id| id.to_string().into()).collect();
+        let mut request = GetPointsBuilder::new(&self.collection, point_ids).with_payload(true);
+        if with_dense {
+            request = request.with_vectors(with_vectors_selector::SelectorOptions::Include(
+                qdrant_client::qdrant::VectorsSelector { names: vec![self.space.name.clone()] },
+            ));
+        }
+        let response = self.client.get_points(request).await.map_err(grpc("get"))?;
+        let mut found: HashMap<Uuid, Stored> = HashMap::new();
+        for p in response.result {
+            let id = uuid_of(p.id)?;
+            let dense = p.vectors.and_then(|v| v.get_vector_by_name(&self.space.name)).and_then(|v| match v {
+                vector_output::Vector::Dense(d) => Some(d.data),
+                _ => None,
+            });
+            found.insert(id, Stored { id, payload: payload_of(p.payload), dense });
+        }
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+    }
+
+    async fn count(&self, f: &HardFilter) -> Result<usize> {
+        self.ready().await?;
+        let request = CountPointsBuilder::new(&self.collection).filter(filter(f)).exact(true);
+        let response = self.client.count(request).await.map_err(grpc("count"))?;
+        Ok(response.result.map_or(0, |r| r.count as usize))
+    }
+
+    async fn scroll(&self, f: &HardFilter, order: Order, limit: usize) -> Result<Vec<Stored>> {
+        self.ready().await?;
+        let mut out = Vec::new();
+        let mut offset: Option<PointId> = None;
+        while out.len() < limit {
+            let page = (limit - out.len()).min(PAGE as usize) as u32;
+            let mut request =
+                ScrollPointsBuilder::new(&self.collection).filter(filter(f)).limit(page).with_payload(true);
+            if order == Order::StartAt {
+                request = request.order_by(OrderByBuilder::new("startAt"));
+            }
+            if let Some(offset) = offset.take() {
+                request = request.offset(offset);
+            }
+            let response = self.client.scroll(request).await.map_err(grpc("scroll"))?;
+            for p in response.result {
+                out.push(Stored { id: uuid_of(p.id)?, payload: payload_of(p.payload), dense: None });
+            }
+            match response.next_page_offset {
+                Some(next) if order == Order::Any => offset = Some(next),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {
+        self.ready().await?;
+        let request = self.dense_query(vector, f, limit, threshold);
+        hits(self.client.query(request).await.map_err(grpc("dense query"))?.result)
+    }
+
+    async fn search_sparse(&self, q: &SparseVector, f: &HardFilter, limit: usize) -> Result<Vec<Hit>> {
+        self.ready().await?;
+        if q.indices.is_empty() {
+            return Ok(vec![]);
+        }
+        hits(self.client.query(self.sparse_query(q, f, limit)).await.map_err(grpc("sparse query"))?.result)
+    }
+
+    /// One `QueryBatch` request for both channels. Not one `Query` with prefetches and RRF:
+    /// the server's weighted RRF scores a position as `1 / ((pos + 1) / w + k - 1)` and breaks
+    /// no ties, which ranks differently from ours (`w / (k + pos + 1)`, ties by first seen)
+    /// whenever the lexical weight is not 1 — and the time and interest boosts need our scores.
+    async fn search_both(
+        &self,
+        dense: &[f32],
+        threshold: f32,
+        sparse: &SparseVector,
+        f: &HardFilter,
+        limit: usize,
+    ) -> Result<(Vec<Hit>, Vec<Hit>)> {
+        if sparse.indices.is_empty() {
+            return Ok((self.search_dense(dense, f, limit, threshold).await?, Vec::new()));
+        }
+        self.ready().await?;
+        let batch = QueryBatchPoints {
+            collection_name: self.collection.clone(),
+            query_points: vec![
+                self.dense_query(dense, f, limit, threshold).into(),
+                self.sparse_query(sparse, f, limit).into(),
+            ],
+            read_consistency: None,
+            timeout: None,
+        };
+        let mut results = self.client.query_batch(batch).await.map_err(grpc("hybrid query"))?.result.into_iter();
+        match (results.next(), results.next()) {
+            (Some(dense), Some(sparse)) => Ok((hits(dense.result)?, hits(sparse.result)?)),
+            _ => Err(store_error("hybrid query", "the server answered fewer than two result lists")),
+        }
+    }
+}
+
+impl QdrantIndex {
+    fn dense_query(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> QueryPointsBuilder {
+        QueryPointsBuilder::new(&self.collection)
+            .query(VectorInput::new_dense(vector.to_vec()))
+            .using(&self.space.name)
+            .filter(filter(f))
+            .score_threshold(threshold)
+            .limit(limit as u64)
+    }
+
+    fn sparse_query(&self, q: &SparseVector, f: &HardFilter, limit: usize) -> QueryPointsBuilder {
+        QueryPointsBuilder::new(&self.collection)
+            .query(VectorInput::new_sparse(q.indices.clone(), q.values.clone()))
+            .using(SPARSE)
+            .filter(filter(f))
+            .limit(limit as u64)
+    }
+}

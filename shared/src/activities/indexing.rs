@@ -1,0 +1,327 @@
+//! Keeping the activity index current (seed 004 Requirement 2): one write path for the
+//! `index-activity` routes and EventBridge events.
+//!
+//! Each activity becomes one point: its payload (the activity, with `location` as Qdrant's
+//! `{lat, lon}`, plus `spotsLeft`, `contentHash`, `embedding`, `version`), a BM25 vector of its
+//! enriched text, and a dense vector of the same text when the embedder gives one. An update
+//! whose content hash (every line of that text) is unchanged keeps the stored dense vector and
+//! rewrites the rest. When the embedder is absent, fails or misses its time box, the point is
+//! written without a dense vector and marked `embedding: "pending"`: activity writes are never
+//! blocked by the embedder (a backfill fills them in).
+//!
+//! Writes are ordered by the activity's `updatedAt` (else the time of the request or event): a
+//! write older than what the index holds, a deletion's tombstone included, changes nothing and
+//! is reported `stale` (see `index`: the check is part of the write itself).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::activities::activity::{Activity, text_hash};
+use crate::activities::embedder::{self, Input};
+use crate::activities::index::bm25::Bm25;
+use crate::activities::index::{DenseUpdate, Point, Stored, VectorIndex, point_id, tombstone, version_of};
+use crate::core::clock::Clock;
+use crate::core::error::{Error, Result};
+use crate::core::retry::RetryPolicy;
+use crate::costs::ledger::Ledger;
+
+/// Largest batch one request may index.
+pub const MAX_BATCH: usize = 100;
+
+/// Agent name on the embedder's cost records.
+pub const AGENT: &str = "rag";
+
+/// Payload fields that are not the activity's own.
+const DERIVED: &[&str] = &["spotsLeft", "contentHash", "embedding", crate::activities::index::VERSION];
+
+/// What happened to an activity's dense vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Embedding {
+    /// Embedded now.
+    Embedded,
+    /// Content unchanged: the stored vector was kept.
+    Kept,
+    /// No vector yet (embedder absent or failing); found lexically and by filters meanwhile.
+    Pending,
+    /// Not written: the index holds a later version, or a later deletion.
+    Stale,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Indexed {
+    pub id: String,
+    pub embedding: Embedding,
+}
+
+/// The result of one write.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub indexed: Vec<Indexed>,
+    /// Why embedding is pending, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_reason: Option<String>,
+}
+
+impl Report {
+    /// Whether every activity has its dense vector.
+    pub fn complete(&self) -> bool {
+        self.indexed.iter().all(|i| i.embedding != Embedding::Pending)
+    }
+}
+
+/// The payload stored for `activity` (which has its `updatedAt`), its text made in `zone`.
+pub fn payload(activity: &Activity, zone: Tz, embedded: bool) -> Map<String, Value> {
+    payload_with(activity, &activity.content_hash(zone), embedded)
+}
+
+/// [`payload`] with the content hash already made.
+fn payload_with(activity: &Activity, content_hash: &str, embedded: bool) -> Map<String, Value> {
+    let Value::Object(mut map) = serde_json::to_value(activity).expect("activities serialise") else {
+        unreachable!("an activity serialises to an object")
+    };
+    map.insert("location".into(), json!({"lat": activity.location.lat, "lon": activity.location.lng}));
+    map.insert("spotsLeft".into(), json!(activity.spots_left()));
+    map.insert("contentHash".into(), json!(content_hash));
+    map.insert("embedding".into(), json!(if embedded { "ready" } else { "pending" }));
+    if let Some(at) = activity.updated_at {
+        map.insert(crate::activities::index::VERSION.into(), json!(version_of(at)));
+    }
+    map
+}
+
+/// The activity a payload holds.
+pub fn activity_of(payload: &Map<String, Value>) -> Result<Activity> {
+    let mut map = payload.clone();
+    for key in DERIVED {
+        map.remove(*key);
+    }
+    if let Some(Value::Object(location)) = map.get_mut("location")
+        && let Some(lon) = location.remove("lon")
+    {
+        location.insert("lng".into(), lon);
+    }
+    serde_json::from_value(Value::Object(map)).map_err(|e| Error::Store(format!("stored activity is unreadable: {e}")))
+}
+
+pub struct Indexer {
+    pub index: Arc<dyn VectorIndex>,
+    pub embedder: embedder::Configured,
+    pub ledger: Ledger,
+    pub bm25: Arc<Bm25>,
+    pub zone: Tz,
+    pub retry: RetryPolicy,
+    /// Longest the embedder may take (retries included) before points are written pending.
+    pub embed_timeout: Duration,
+    /// The time of a request: the version of writes that carry no `updatedAt`.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Indexer {
+    /// Validated activities from a request body: one object, or an array of at most
+    /// [`MAX_BATCH`] with distinct ids. The error names the item and the field.
+    pub fn parse(body: Value) -> Result<Vec<Activity>> {
+        let items = match body {
+            Value::Array(items) => items,
+            one @ Value::Object(_) => return Ok(vec![Activity::from_json(one)?]),
+            _ => return Err(Error::invalid("invalid_activity", "send an activity object or an array of them")),
+        };
+        if items.is_empty() || items.len() > MAX_BATCH {
+            return Err(Error::invalid("invalid_activity", format!("a batch holds 1 to {MAX_BATCH} activities")));
+        }
+        let mut seen = HashSet::new();
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let activity = Activity::from_json(item)
+                .map_err(|e| Error::invalid("invalid_activity", format!("activities[{i}].{e}")))?;
+            if !seen.insert(activity.id.clone()) {
+                return Err(Error::invalid(
+                    "invalid_activity",
+                    format!("activities[{i}].id: {:?} repeats", activity.id),
+                ));
+            }
+            out.push(activity);
+        }
+        Ok(out)
+    }
+
+    /// Writes `activities` (created or replaced) as of now, embedding what changed.
+    pub async fn upsert(&self, activities: &[Activity], request_id: &str) -> Result<Report> {
+        self.write(activities, self.clock.now(), false, request_id).await
+    }
+
+    /// Writes `activities`, those without `updatedAt` as of `at`, embedding what changed or
+    /// lacks a vector (all with `force`); what the index holds a later version of is `stale`.
+    pub async fn write(
+        &self,
+        activities: &[Activity],
+        at: DateTime<Utc>,
+        force: bool,
+        request_id: &str,
+    ) -> Result<Report> {
+        let activities: Vec<Activity> =
+            activities.iter().map(|a| Activity { updated_at: Some(a.updated_at.unwrap_or(at)), ..a.clone() }).collect();
+        let ids: Vec<_> = activities.iter().map(|a| point_id(&a.id)).collect();
+        let mut stored: HashMap<_, _> = self.index.get(&ids, true).await?.into_iter().map(|s| (s.id, s)).collect();
+        let texts: Vec<String> = activities.iter().map(|a| a.indexed_text(self.zone)).collect();
+        let hashes: Vec<String> = texts.iter().map(|t| text_hash(t)).collect();
+        let (mut stale, mut kept, mut dense) = (Vec::new(), Vec::new(), Vec::new());
+        for ((a, id), hash) in activities.iter().zip(&ids).zip(&hashes) {
+            let previous = stored.remove(id);
+            let version = version_of(a.updated_at.unwrap_or(at));
+            let is_stale = previous.as_ref().and_then(Stored::version).is_some_and(|v| v > version);
+            let same = previous.as_ref().is_some_and(|p| {
+                !p.is_tombstone() && p.payload.get("contentHash").and_then(Value::as_str) == Some(hash.as_str())
+            });
+            let vector = previous.and_then(|p| p.dense).filter(|_| same && !force);
+            // A stale write embeds nothing: it is not written.
+            kept.push(vector.is_some() || is_stale);
+            stale.push(is_stale);
+            dense.push(vector);
+        }
+        let wanted: Vec<usize> = (0..activities.len()).filter(|&i| !kept[i]).collect();
+        let mut pending_reason = None;
+        if !wanted.is_empty() {
+            let inputs: Vec<String> = wanted.iter().map(|&i| texts[i].clone()).collect();
+            match self.embed(&inputs, request_id).await {
+                Ok(vectors) => {
+                    for (&i, v) in wanted.iter().zip(vectors) {
+                        dense[i] = Some(v);
+                    }
+                }
+                Err(reason) => {
+                    tracing::warn!(%reason, activities = wanted.len(), "embedding pending; indexed for lexical search");
+                    pending_reason = Some(reason);
+                }
+            }
+        }
+        let mut points = Vec::with_capacity(activities.len());
+        let mut indexed = Vec::with_capacity(activities.len());
+        for (((((a, id), text), hash), (vector, kept)), stale) in
+            activities.iter().zip(ids).zip(&texts).zip(&hashes).zip(dense.into_iter().zip(kept)).zip(stale)
+        {
+            let embedding = match (&vector, kept) {
+                _ if stale => Embedding::Stale,
+                (None, _) => Embedding::Pending,
+                (Some(_), true) => Embedding::Kept,
+                (Some(_), false) => Embedding::Embedded,
+            };
+            indexed.push(Indexed { id: a.id.clone(), embedding });
+            if stale {
+                tracing::info!(id = %a.id, "a later version is indexed; this write is ignored");
+                continue;
+            }
+            points.push(Point {
+                id,
+                payload: payload_with(a, hash, vector.is_some()),
+                sparse: self.bm25.document(text),
+                dense: vector,
+            });
+        }
+        self.index.upsert(points).await?;
+        Ok(Report { indexed, pending_reason })
+    }
+
+    /// The backfill's write: embeds `points` as they were read and sets only their dense
+    /// vectors ([`VectorIndex::set_dense`]), so a point changed or deleted since it was read
+    /// keeps what was written meanwhile (and stays pending, for the next run, if it still is).
+    pub async fn embed_stored(&self, points: &[Stored], request_id: &str) -> Result<Report> {
+        let mut read = Vec::with_capacity(points.len());
+        for p in points.iter().filter(|p| !p.is_tombstone()) {
+            match activity_of(&p.payload) {
+                Ok(a) => {
+                    let hash = p.payload.get("contentHash").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    read.push((p.id, a, hash));
+                }
+                Err(e) => tracing::warn!(error = %e, "unreadable point skipped"),
+            }
+        }
+        let texts: Vec<String> = read.iter().map(|(_, a, _)| a.indexed_text(self.zone)).collect();
+        let (embedding, pending_reason) = match self.embed(&texts, request_id).await {
+            Ok(vectors) => {
+                let updates = read
+                    .iter()
+                    .zip(vectors)
+                    .map(|((id, _, hash), dense)| DenseUpdate { id: *id, content_hash: hash.clone(), dense })
+                    .collect();
+                self.index.set_dense(updates).await?;
+                (Embedding::Embedded, None)
+            }
+            Err(reason) => (Embedding::Pending, Some(reason)),
+        };
+        let indexed = read.into_iter().map(|(_, a, _)| Indexed { id: a.id, embedding }).collect();
+        Ok(Report { indexed, pending_reason })
+    }
+
+    /// Passage vectors of `texts` within the write's time box (each call accounted), or why not.
+    async fn embed(&self, texts: &[String], request_id: &str) -> std::result::Result<Vec<Vec<f32>>, String> {
+        embedder::embed_within(
+            &self.embedder,
+            &self.ledger,
+            self.retry,
+            self.embed_timeout,
+            AGENT,
+            request_id,
+            texts,
+            Input::Passage,
+        )
+        .await
+    }
+
+    /// Deletes an activity as of `at` (its `updatedAt` when deleted, else the request's or
+    /// event's time): the point becomes a tombstone of that version, so a create or update
+    /// older than the deletion, delivered late, changes nothing. The tombstone is written even
+    /// for an id not (yet) indexed, for that reason. Says whether a live activity not later
+    /// than `at` was there (and is now gone).
+    pub async fn delete(&self, activity_id: &str, at: DateTime<Utc>) -> Result<bool> {
+        crate::activities::activity::check_id(activity_id)?;
+        let version = version_of(at);
+        let live = self.index.get(&[point_id(activity_id)], false).await?.into_iter().find(|s| !s.is_tombstone());
+        self.index.upsert(vec![tombstone(activity_id, version)]).await?;
+        Ok(live.is_some_and(|s| s.version().is_none_or(|v| v <= version)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_reads_back_as_the_same_activity() {
+        let a = Activity::from_json(json!({
+            "id": "a1", "title": "读书局", "description": "安静看书", "type": "读书会", "tags": ["读书"],
+            "startAt": "2026-11-27T12:30:00Z", "locationName": "上海", "location": {"lat": 31.2, "lng": 121.4},
+            "status": "active", "currentParticipants": 1, "maxParticipants": 6
+        }))
+        .unwrap();
+        let p = payload(&a, chrono_tz::Asia::Shanghai, false);
+        assert_eq!(p["location"], json!({"lat": 31.2, "lon": 121.4}));
+        assert_eq!((p["spotsLeft"].clone(), p["embedding"].clone()), (json!(5), json!("pending")));
+        assert_eq!(activity_of(&p).unwrap(), a);
+    }
+
+    #[test]
+    fn a_batch_error_names_the_item_and_the_field() {
+        let good = json!({
+            "id": "a1", "title": "读书局", "type": "读书会", "startAt": "2026-11-27T12:30:00Z",
+            "location": {"lat": 31.2, "lng": 121.4}, "status": "active",
+            "currentParticipants": 1, "maxParticipants": 6
+        });
+        let mut bad = good.clone();
+        bad["id"] = json!("a2");
+        bad["location"]["lat"] = json!(100.0);
+        let e = Indexer::parse(json!([good.clone(), bad])).unwrap_err();
+        assert!(e.to_string().starts_with("activities[1].location.lat"), "{e}");
+        let e = Indexer::parse(json!([good.clone(), good.clone()])).unwrap_err();
+        assert!(e.to_string().contains("repeats"), "{e}");
+        assert!(Indexer::parse(json!([])).is_err());
+        assert_eq!(Indexer::parse(good).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,172 @@
+//! User interest vectors (seed 004 Requirement 6): MaxSim, never an average.
+//!
+//! `POST /users/{userId}/feedback` records a participation (`{activityId, satisfied}`). Once a
+//! user has [`MIN_SATISFIED`] or more satisfied participations, the dense vectors of the
+//! [`KEEP`] most recent satisfied activities are kept for them (record `USER#<id>` /
+//! `INTERESTS`), each as it is: an average of a loud and a quiet activity would be a lukewarm
+//! point that matches neither. A user without that history may state preferences (`PUT
+//! /users/{userId}/preferences`: tags, vibes, free text), embedded once and used the same way.
+//!
+//! A candidate's MaxSim is its highest cosine to any kept vector; its score is boosted by at
+//! most 20 %: `score × (1 + 0.2 × max(0, MaxSim))`. The sum is computed here, on both index
+//! adapters alike (Qdrant's formula query could do it server-side, but Qdrant Edge 0.7 and the
+//! server would then rank by different code).
+
+use std::sync::Arc;
+
+use chrono::SecondsFormat;
+use serde_json::{Map, Value, json};
+
+use crate::activities::index::{VectorIndex, point_id};
+use crate::core::clock::Clock;
+use crate::core::error::{Error, Result};
+use crate::core::records::{Record, RecordStore};
+
+/// Satisfied participations before history replaces preferences.
+pub const MIN_SATISFIED: usize = 3;
+/// Vectors kept per user.
+pub const KEEP: usize = 3;
+
+const INTERESTS: &str = "INTERESTS";
+const PREFERENCES: &str = "PREFERENCES";
+
+fn pk(user: &str) -> String {
+    format!("USER#{user}")
+}
+
+/// Refuses a user id that is not 1-128 letters, digits, '-' or '_'.
+pub fn check_user_id(user: &str) -> Result<()> {
+    if !crate::core::validate::is_id(user, 128) {
+        return Err(Error::invalid("invalid_user_id", "userId must be 1-128 letters, digits, '-' or '_'"));
+    }
+    Ok(())
+}
+
+/// Where a user's vectors come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    History,
+    Preferences,
+    None,
+}
+
+#[derive(Clone)]
+pub struct Interests {
+    pub records: Arc<dyn RecordStore>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Interests {
+    /// Records a participation and refreshes the kept vectors. The activity must be indexed.
+    pub async fn feedback(&self, index: &dyn VectorIndex, user: &str, body: &Map<String, Value>) -> Result<Value> {
+        check_user_id(user)?;
+        crate::core::json::only_known(body, &["activityId", "satisfied"])?;
+        let activity_id = body
+            .get("activityId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty() && s.len() <= 128)
+            .ok_or_else(|| Error::invalid("invalid_feedback", "activityId must be a non-empty string"))?;
+        let satisfied = body
+            .get("satisfied")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| Error::invalid("invalid_feedback", "satisfied must be true or false"))?;
+        if index.get(&[point_id(activity_id)], false).await?.iter().all(|s| s.is_tombstone()) {
+            return Err(Error::NotFound(format!("activity {activity_id:?} is not indexed")));
+        }
+        let now = self.clock.now();
+        let sk = format!("FEEDBACK#{}#{activity_id}", now.to_rfc3339_opts(SecondsFormat::Micros, true));
+        let record = json!({"activityId": activity_id, "satisfied": satisfied, "at": now.to_rfc3339()});
+        self.records.put(&Record { pk: pk(user), sk, expires_at: None, body: record }).await?;
+
+        let history = self.records.query(&pk(user), "FEEDBACK#", "FEEDBACK#\u{10FFFF}", now.timestamp()).await?;
+        let mut recent: Vec<String> = Vec::new();
+        for r in history.iter().rev().filter(|r| r.body["satisfied"] == true) {
+            if let Some(id) = r.body["activityId"].as_str()
+                && !recent.iter().any(|x| x == id)
+            {
+                recent.push(id.to_owned());
+            }
+        }
+        let mut kept = 0;
+        if recent.len() >= MIN_SATISFIED {
+            let ids: Vec<_> = recent.iter().take(KEEP).map(|id| point_id(id)).collect();
+            let stored = index.get(&ids, true).await?.into_iter().filter(|s| !s.is_tombstone());
+            let (activity_ids, vectors): (Vec<String>, Vec<Vec<f32>>) = stored
+                .into_iter()
+                .filter_map(|s| {
+                    let id = s.payload.get("id").and_then(Value::as_str)?.to_owned();
+                    Some((id, s.dense?))
+                })
+                .unzip();
+            kept = vectors.len();
+            let body = json!({"activityIds": activity_ids, "vectors": vectors, "updatedAt": now.to_rfc3339()});
+            self.records.put(&Record { pk: pk(user), sk: INTERESTS.into(), expires_at: None, body }).await?;
+        }
+        Ok(json!({"userId": user, "activityId": activity_id, "satisfied": satisfied,
+                  "satisfiedActivities": recent.len(), "interestVectors": kept}))
+    }
+
+    /// Stores preferences and, when given, their vector.
+    pub async fn set_preferences(&self, user: &str, preferences: &Value, vector: Option<&[f32]>) -> Result<()> {
+        let body = json!({"preferences": preferences, "vector": vector, "updatedAt": self.clock.now().to_rfc3339()});
+        self.records.put(&Record { pk: pk(user), sk: PREFERENCES.into(), expires_at: None, body }).await
+    }
+
+    /// The user's vectors: kept history first, else embedded preferences, else none.
+    pub async fn vectors(&self, user: &str) -> Result<(Vec<Vec<f32>>, Source)> {
+        let now = self.clock.now().timestamp();
+        let parse = |v: &Value| -> Vec<Vec<f32>> {
+            serde_json::from_value::<Vec<Vec<f32>>>(v.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|v| !v.is_empty())
+                .collect()
+        };
+        if let Some(r) = self.records.get(&pk(user), INTERESTS, now).await? {
+            let vectors = parse(&r.body["vectors"]);
+            if !vectors.is_empty() {
+                return Ok((vectors, Source::History));
+            }
+        }
+        if let Some(r) = self.records.get(&pk(user), PREFERENCES, now).await?
+            && r.body["vector"].is_array()
+        {
+            return Ok((parse(&json!([r.body["vector"]])), Source::Preferences));
+        }
+        Ok((Vec::new(), Source::None))
+    }
+}
+
+/// Validated preferences (`{tags?: [..], vibes?: [..], text?}`) and the text to embed.
+pub fn preferences(body: &Map<String, Value>) -> Result<(Value, String)> {
+    crate::core::json::only_known(body, &["tags", "vibes", "text"])?;
+    let list = |key: &str| -> Result<Vec<String>> {
+        match body.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) if items.len() <= 20 => items
+                .iter()
+                .map(|i| {
+                    i.as_str()
+                        .filter(|s| !s.trim().is_empty() && s.chars().count() <= 30)
+                        .map(|s| s.trim().to_owned())
+                        .ok_or_else(|| {
+                            Error::invalid("invalid_preferences", format!("{key}: strings of 1 to 30 characters"))
+                        })
+                })
+                .collect(),
+            Some(_) => Err(Error::invalid("invalid_preferences", format!("{key}: a list of at most 20 strings"))),
+        }
+    };
+    let (tags, vibes) = (list("tags")?, list("vibes")?);
+    let text = match body.get("text") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(t)) if t.chars().count() <= 500 => t.trim().to_owned(),
+        Some(_) => return Err(Error::invalid("invalid_preferences", "text: a string of at most 500 characters")),
+    };
+    if tags.is_empty() && vibes.is_empty() && text.is_empty() {
+        return Err(Error::invalid("invalid_preferences", "give at least one of tags, vibes, text"));
+    }
+    let embedded = format!("标签: {}\n氛围: {}\n偏好: {}", tags.join(", "), vibes.join("、"), text);
+    Ok((json!({"tags": tags, "vibes": vibes, "text": text}), embedded))
+}

@@ -1,0 +1,23 @@
+//! Activity recommendations (seed 004), served by `index-activity`, `rag-search` and `backfill`:
+//! the activity model and its vibe vocabulary, time wishes in queries, indexing, retrieval and
+//! its ranking maths, user interests, match reasons, the backfill, and the two ports with their
+//! adapters: the vector index (Qdrant Edge in process, the Qdrant server) and the embedder
+//! (bundled multilingual-e5-small, any OpenAI-compatible API).
+
+pub mod activity;
+#[cfg(feature = "vector-index")]
+pub mod backfill;
+pub mod embedder;
+#[cfg(feature = "vector-index")]
+pub mod index;
+#[cfg(feature = "vector-index")]
+pub mod indexing;
+#[cfg(feature = "vector-index")]
+pub mod interests;
+#[cfg(feature = "vector-index")]
+pub mod ranking;
+#[cfg(feature = "vector-index")]
+pub mod reasons;
+#[cfg(feature = "vector-index")]
+pub mod retrieval;
+pub mod when;

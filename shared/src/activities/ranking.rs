@@ -1,0 +1,80 @@
+//! The ranking maths of activity retrieval, free of any store: weighted reciprocal rank
+//! fusion, cosine similarity, MaxSim against a user's interest vectors and its bounded boost,
+//! and great-circle distance.
+
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
+use crate::activities::index::Hit;
+
+/// Reciprocal rank fusion constant.
+const RRF_K: f32 = 60.0;
+/// The largest boost MaxSim gives a score (20 %).
+pub const MAX_BOOST: f32 = 0.2;
+
+/// Weighted reciprocal rank fusion of ranked lists: Σ weight / (k + rank), best first.
+pub fn rrf(lists: &[(&[Hit], f32)]) -> Vec<Hit> {
+    let mut scores: HashMap<Uuid, f32> = HashMap::new();
+    let mut first_seen: Vec<Uuid> = Vec::new();
+    for (list, weight) in lists {
+        for (rank, hit) in list.iter().enumerate() {
+            let entry = scores.entry(hit.id).or_insert_with(|| {
+                first_seen.push(hit.id);
+                0.0
+            });
+            *entry += weight / (RRF_K + rank as f32 + 1.0);
+        }
+    }
+    let mut fused: Vec<Hit> = first_seen.into_iter().map(|id| Hit { id, score: scores[&id] }).collect();
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+    fused
+}
+
+/// Cosine similarity of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
+}
+
+/// Great-circle distance in km (haversine, mean Earth radius).
+pub fn distance_km(lat1: f64, lng1: f64, lat2: f64, lng2: f64) -> f64 {
+    let (p1, p2) = (lat1.to_radians(), lat2.to_radians());
+    let dp = p2 - p1;
+    let dl = (lng2 - lng1).to_radians();
+    let h = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+    2.0 * 6371.0088 * h.sqrt().asin()
+}
+
+/// The highest cosine of `candidate` to any of `kept`.
+pub fn max_sim(candidate: &[f32], kept: &[Vec<f32>]) -> Option<f32> {
+    kept.iter().map(|v| cosine(candidate, v)).reduce(f32::max)
+}
+
+/// `score` boosted by `max_sim`: at most +20 %, never lowered.
+pub fn boost(score: f32, max_sim: f32) -> f32 {
+    score * (1.0 + MAX_BOOST * max_sim.clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_sim_takes_the_best_match_and_the_boost_is_capped() {
+        let kept = vec![vec![1.0, 0.0], vec![0.0, 1.0]];
+        assert_eq!(max_sim(&[1.0, 0.0], &kept), Some(1.0));
+        assert_eq!(max_sim(&[0.0, 1.0], &kept), Some(1.0));
+        let middle = max_sim(&[1.0, 1.0], &kept).unwrap();
+        assert!((middle - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert_eq!(max_sim(&[1.0, 0.0], &[]), None);
+        assert!((boost(0.5, 1.0) - 0.6).abs() < 1e-6);
+        assert!((boost(0.5, 7.0) - 0.6).abs() < 1e-6, "at most 20 %");
+        assert_eq!(boost(0.5, -0.4), 0.5, "never lowered");
+    }
+}

@@ -1,0 +1,116 @@
+//! When a query asks for a time ("周五晚上", "周末下午", "工作日", "今晚"): the weekdays and
+//! parts of the day it names, read from the words people use. Retrieval lifts the candidates
+//! that start then (a soft preference, not a filter: `filters.timeRange` is the hard one).
+
+use chrono::{DateTime, Datelike, Timelike, Utc, Weekday};
+use chrono_tz::Tz;
+
+use crate::activities::activity::time_of_day;
+
+/// What a query says about time; empty sets mean it says nothing of that.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wanted {
+    pub days: Vec<Weekday>,
+    /// Parts of the day as [`time_of_day`] names them: 早上, 下午, 晚上, 深夜.
+    pub parts: Vec<&'static str>,
+}
+
+const WEEK: [Weekday; 7] =
+    [Weekday::Mon, Weekday::Tue, Weekday::Wed, Weekday::Thu, Weekday::Fri, Weekday::Sat, Weekday::Sun];
+const DAY_NAMES: [&str; 7] = ["一", "二", "三", "四", "五", "六", "日"];
+
+impl Wanted {
+    /// The time `query` asks for, with "today" and "tomorrow" taken at `now` in `zone`.
+    pub fn parse(query: &str, now: DateTime<Utc>, zone: Tz) -> Self {
+        let mut w = Wanted::default();
+        let today = now.with_timezone(&zone).weekday();
+        for (i, name) in DAY_NAMES.iter().enumerate() {
+            let names = [format!("周{name}"), format!("星期{name}"), format!("礼拜{name}")];
+            if names.iter().any(|n| query.contains(n.as_str())) || (i == 6 && query.contains("周天")) {
+                w.days.push(WEEK[i]);
+            }
+        }
+        if query.contains("周末") || query.contains("双休") {
+            w.days.extend([Weekday::Sat, Weekday::Sun]);
+        }
+        if query.contains("工作日") || query.contains("下班") {
+            w.days.extend(&WEEK[..5]);
+        }
+        if query.contains("今天") || query.contains("今晚") {
+            w.days.push(today);
+        }
+        if query.contains("明天") || query.contains("明晚") {
+            w.days.push(today.succ());
+        }
+        let parts: [(&str, &[&str]); 4] = [
+            ("早上", &["早上", "上午", "早晨", "清晨", "一早"]),
+            ("下午", &["下午", "午后", "中午"]),
+            ("晚上", &["晚上", "今晚", "明晚", "夜晚", "傍晚", "下班后", "晚饭后"]),
+            ("深夜", &["深夜", "凌晨", "半夜", "午夜"]),
+        ];
+        for (part, words) in parts {
+            if words.iter().any(|word| query.contains(word)) {
+                w.parts.push(part);
+            }
+        }
+        w.days.sort_by_key(Weekday::num_days_from_monday);
+        w.days.dedup();
+        w
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.days.is_empty() && self.parts.is_empty()
+    }
+
+    /// The share of what was asked that `start` meets: 1 when its weekday and part of the day
+    /// are both as asked (or not asked), 0.5 when one of two is, 0 when none is.
+    pub fn fit(&self, start: DateTime<Utc>, zone: Tz) -> f32 {
+        let local = start.with_timezone(&zone);
+        let mut asked = 0.0;
+        let mut met = 0.0;
+        if !self.days.is_empty() {
+            asked += 1.0;
+            met += f32::from(u8::from(self.days.contains(&local.weekday())));
+        }
+        if !self.parts.is_empty() {
+            asked += 1.0;
+            met += f32::from(u8::from(self.parts.contains(&time_of_day(local.hour()))));
+        }
+        if asked == 0.0 { 0.0 } else { met / asked }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        "2026-11-22T04:00:00Z".parse().unwrap() // Sunday noon in Shanghai
+    }
+
+    #[test]
+    fn reads_days_and_parts_of_the_day() {
+        let z = chrono_tz::Asia::Shanghai;
+        let w = Wanted::parse("周五晚上热闹的地方", now(), z);
+        assert_eq!((w.days.as_slice(), w.parts.as_slice()), (&[Weekday::Fri][..], &["晚上"][..]));
+        let w = Wanted::parse("周末下午安静一点", now(), z);
+        assert_eq!((w.days.as_slice(), w.parts.as_slice()), (&[Weekday::Sat, Weekday::Sun][..], &["下午"][..]));
+        let w = Wanted::parse("今晚喝一杯", now(), z);
+        assert_eq!((w.days.as_slice(), w.parts.as_slice()), (&[Weekday::Sun][..], &["晚上"][..]));
+        assert_eq!(Wanted::parse("明天早上", now(), z).days, [Weekday::Mon]);
+        assert!(Wanted::parse("压力大想发呆", now(), z).is_empty());
+    }
+
+    #[test]
+    fn fit_is_the_share_of_what_was_asked() {
+        let z = chrono_tz::Asia::Shanghai;
+        let w = Wanted::parse("周五晚上", now(), z);
+        let friday_evening: DateTime<Utc> = "2026-11-27T12:30:00Z".parse().unwrap(); // 20:30 local
+        let friday_morning: DateTime<Utc> = "2026-11-27T01:00:00Z".parse().unwrap(); // 09:00 local
+        let saturday_morning: DateTime<Utc> = "2026-11-28T01:00:00Z".parse().unwrap();
+        assert_eq!(w.fit(friday_evening, z), 1.0);
+        assert_eq!(w.fit(friday_morning, z), 0.5);
+        assert_eq!(w.fit(saturday_morning, z), 0.0);
+        assert_eq!(Wanted::default().fit(friday_evening, z), 0.0);
+    }
+}

@@ -1,0 +1,445 @@
+//! The one configuration loader: every environment variable the bundle reads is read here.
+//! Defaults make a fresh checkout run with no keys and no cloud (see README, `.env.example`).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::core::error::{Error, Result};
+
+/// A secret from the environment. Its `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The value, for building an `Authorization` header and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Which record store adapter to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordStoreKind {
+    /// Embedded SQLite file under `DATA_DIR`.
+    Local,
+    /// DynamoDB table `TABLE_NAME` (endpoint overridable by `AWS_ENDPOINT_URL_DYNAMODB`).
+    DynamoDb { table: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub perplexity_api_key: Option<Secret>,
+    pub perplexity_base_url: String,
+    pub record_store: RecordStoreKind,
+    pub data_dir: PathBuf,
+    pub cache_ttl: Duration,
+    pub retry_base: Duration,
+    pub upstream_timeout: Duration,
+    /// Time box of a search's upstream work (`SEARCH_BUDGET_MS`, 25 s): waiting for an identical
+    /// request, attempts, retry waits and failover all end inside it, under API Gateway's 30 s.
+    pub search_budget: Duration,
+    /// Time box of one request to the Qdrant server (`QDRANT_TIMEOUT_MS`).
+    pub qdrant_timeout: Duration,
+    pub tavily_api_key: Option<Secret>,
+    pub tavily_base_url: String,
+    /// Failover order of the search providers (names), e.g. `perplexity,tavily`.
+    pub search_providers: Vec<String>,
+    /// Consecutive failed requests after which a provider is skipped for `breaker_cooldown`.
+    pub breaker_failures: u32,
+    pub breaker_cooldown: Duration,
+    /// The CLI provider: program, its arguments before the prompt, per-run timeout, and
+    /// the first retry delay (then doubled: 5 s, 10 s, 20 s by default).
+    pub codex_command: String,
+    pub codex_args: Vec<String>,
+    /// What goes between `codex_args` and the prompt (`--`, so a prompt is never a flag).
+    pub codex_prompt_separator: Option<String>,
+    pub codex_timeout: Duration,
+    pub codex_retry_base: Duration,
+    /// Which provider the research node uses.
+    pub research_provider: ResearchProvider,
+    /// Who a caller may bill (`AGENTS`): every cost record is grouped under one of them.
+    pub agents: Vec<String>,
+    /// The JWT claim that is the user id on user routes (`USER_CLAIM`, default `sub`).
+    pub user_claim: String,
+    /// A JSON price table laid over the defaults (`PRICE_TABLE_PATH`).
+    pub price_table_path: Option<PathBuf>,
+    /// The chat model (OpenAI-compatible); no key -> the labelled mock model.
+    pub llm_api_key: Option<Secret>,
+    pub llm_base_url: String,
+    /// Provider name for cost records and prices (`LLM_PROVIDER`).
+    pub llm_provider: String,
+    pub llm_milestone_model: String,
+    pub llm_detail_model: String,
+    pub llm_timeout: Duration,
+    /// Timeline detail agents at once.
+    pub detail_concurrency: usize,
+    /// Zone in which an activity's 周几 / 早上…深夜 are said (`ACTIVITY_TIMEZONE`).
+    pub activity_timezone: chrono_tz::Tz,
+    /// Which embedder (`EMBEDDING_PROVIDER`): `local` (the bundled e5, default without a key) or
+    /// `openai` (default with `EMBEDDING_API_KEY`).
+    pub embedder: EmbedderKind,
+    /// The bundled model's file (`EMBEDDING_MODEL_PATH`; default: where
+    /// `infra/fetch-model.sh` puts it).
+    pub embedding_model_path: PathBuf,
+    /// The OpenAI-compatible embedding API; no key -> no embedder (lexical retrieval).
+    pub embedding_api_key: Option<Secret>,
+    pub embedding_base_url: String,
+    pub embedding_provider: String,
+    pub embedding_model: String,
+    pub embedding_dimensions: usize,
+    /// Where activity points live (`VECTOR_STORE`).
+    pub vector_store: VectorStoreKind,
+    pub edge_sharing: EdgeSharing,
+    /// The collection (`QDRANT_COLLECTION`), also the Edge shard's directory name.
+    pub qdrant_collection: String,
+    /// Dense hits below this cosine are dropped (`RAG_MIN_SIMILARITY`; default: the
+    /// embedder's own floor).
+    pub rag_min_similarity: Option<f32>,
+    /// `rrf` (dense + lexical) or `dense` (`RAG_FUSION`).
+    pub rag_fusion: Fusion,
+    /// Weight of the lexical list against the dense list's 1 in `rrf` (`RAG_LEXICAL_WEIGHT`).
+    pub rag_lexical_weight: f32,
+    /// Time box of a search's query embedding (`RAG_EMBED_TIMEOUT_MS`).
+    pub rag_embed_timeout: Duration,
+    pub rag_match_reason: MatchReason,
+    /// Time box of the model's match reasons (`RAG_REASON_TIMEOUT_MS`), within the 3 s budget.
+    pub rag_reason_timeout: Duration,
+    /// Chat model for match reasons (`LLM_RAG_MODEL`, else `LLM_MODEL`).
+    pub llm_rag_model: String,
+    /// Embedder calls per minute of the backfill job (`BACKFILL_RATE`).
+    pub backfill_rate: u32,
+    /// Time box of an index write's embedding (`INDEX_EMBED_TIMEOUT_MS`); past it, points are
+    /// written pending.
+    pub index_embed_timeout: Duration,
+}
+
+/// Weight of the lexical list in the fusion, against 1 for the dense list: tuned on the intent
+/// dev set (`cargo xtask quality`); a fixed 50/50 buries intent queries under word matches.
+pub const DEFAULT_LEXICAL_WEIGHT: f32 = 0.5;
+
+/// Which embedder adapter to build (`EMBEDDING_PROVIDER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedderKind {
+    /// multilingual-e5-small in process (`embedder::e5`).
+    Local,
+    /// An OpenAI-compatible `/embeddings` API (`EMBEDDING_API_KEY`, `EMBEDDING_BASE_URL`).
+    OpenAi,
+}
+
+/// How retrieval combines dense and lexical hits (`RAG_FUSION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// Reciprocal rank fusion of both channels.
+    Rrf,
+    /// Dense hits by similarity alone.
+    Dense,
+}
+
+/// The agents of the seeds that call the search routes (`AGENTS` when unset): seed 000's
+/// research and strategy agents, the writing agent, and seed 002's assistant (the tools).
+pub const DEFAULT_AGENTS: [&str; 4] = ["research", "strategy", "writing", "assistant"];
+
+/// How processes share the Qdrant Edge directory (`EDGE_SHARING`; see `index::edge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeSharing {
+    /// Open per operation under a file lock: several processes may use the directory.
+    Shared,
+    /// Open once and keep it: this process owns the directory.
+    Exclusive,
+}
+
+/// How results of a semantic search get their `matchReason` (`RAG_MATCH_REASON`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchReason {
+    /// The chat model writes them (one call per request), template as fallback.
+    Llm,
+    /// Written from what matched, time and distance, without a model.
+    Template,
+    /// No `matchReason`.
+    Off,
+}
+
+/// Which vector index adapter to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorStoreKind {
+    /// Qdrant Edge in process, under `DATA_DIR/qdrant`.
+    Edge,
+    /// A Qdrant server over gRPC.
+    Qdrant { url: String, api_key: Option<Secret> },
+}
+
+/// The research node's source of results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResearchProvider {
+    /// The search provider chain (`SEARCH_PROVIDERS`), falling back to labelled mock data.
+    Search,
+    /// The Codex CLI (`CODEX_COMMAND CODEX_ARGS <prompt>`).
+    Codex,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|key| std::env::var(key).ok())
+    }
+
+    /// Reads configuration through `get` (a test passes a map). Empty values count as unset.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let get = |key: &str| get(key).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let record_store = match get("RECORD_STORE").as_deref().unwrap_or("local") {
+            "local" => RecordStoreKind::Local,
+            "dynamodb" => RecordStoreKind::DynamoDb {
+                table: get("TABLE_NAME")
+                    .ok_or_else(|| Error::Config("RECORD_STORE=dynamodb needs TABLE_NAME".into()))?,
+            },
+            other => {
+                return Err(Error::Config(format!("RECORD_STORE must be local or dynamodb, not {other:?}")));
+            }
+        };
+        // An upstream's base URL, without a trailing slash.
+        let base_url =
+            |key: &str, default: &str| get(key).unwrap_or_else(|| default.into()).trim_end_matches('/').to_owned();
+        let number = |key: &str, default: u64| -> Result<u64> {
+            match get(key) {
+                None => Ok(default),
+                Some(v) => v.parse().map_err(|_| Error::Config(format!("{key} must be a whole number, not {v:?}"))),
+            }
+        };
+        Ok(Self {
+            perplexity_api_key: get("PERPLEXITY_API_KEY").map(Secret),
+            perplexity_base_url: base_url("PERPLEXITY_BASE_URL", "https://api.perplexity.ai"),
+            record_store,
+            data_dir: get("DATA_DIR").map_or_else(|| PathBuf::from("./.data"), PathBuf::from),
+            cache_ttl: Duration::from_secs(number("CACHE_TTL_SECS", 3600)?),
+            retry_base: Duration::from_millis(number("RETRY_BASE_MS", 1000)?),
+            upstream_timeout: Duration::from_millis(number("UPSTREAM_TIMEOUT_MS", 30_000)?),
+            search_budget: match number("SEARCH_BUDGET_MS", 25_000)? {
+                0 => return Err(Error::Config("SEARCH_BUDGET_MS must be at least 1".into())),
+                ms => Duration::from_millis(ms),
+            },
+            qdrant_timeout: Duration::from_millis(number("QDRANT_TIMEOUT_MS", 5_000)?.max(1)),
+            tavily_api_key: get("TAVILY_API_KEY").map(Secret),
+            tavily_base_url: base_url("TAVILY_BASE_URL", "https://api.tavily.com"),
+            search_providers: {
+                let names: Vec<String> = get("SEARCH_PROVIDERS")
+                    .unwrap_or_else(|| "perplexity,tavily".into())
+                    .split(',')
+                    .map(|n| n.trim().to_ascii_lowercase())
+                    .filter(|n| !n.is_empty())
+                    .collect();
+                if let Some(bad) = names.iter().find(|n| !matches!(n.as_str(), "perplexity" | "tavily")) {
+                    return Err(Error::Config(format!(
+                        "SEARCH_PROVIDERS names unknown provider {bad:?} (known: perplexity, tavily)"
+                    )));
+                }
+                names
+            },
+            breaker_failures: u32::try_from(number("BREAKER_FAILURES", 3)?).unwrap_or(u32::MAX).max(1),
+            breaker_cooldown: Duration::from_secs(number("BREAKER_COOLDOWN_SECS", 60)?),
+            codex_command: get("CODEX_COMMAND").unwrap_or_else(|| "codex".into()),
+            codex_args: get("CODEX_ARGS")
+                .unwrap_or_else(|| "--search".into())
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+            codex_prompt_separator: match get("CODEX_PROMPT_SEPARATOR").as_deref().map(str::trim) {
+                None => Some("--".into()),
+                Some("none") => None,
+                Some(s) => Some(s.to_owned()),
+            },
+            codex_timeout: Duration::from_secs(number("CODEX_TIMEOUT_SECS", 600)?),
+            codex_retry_base: Duration::from_millis(number("CODEX_RETRY_BASE_MS", 5000)?),
+            agents: get("AGENTS")
+                .unwrap_or_else(|| DEFAULT_AGENTS.join(","))
+                .split([',', ' '])
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    crate::core::validate::agent_name(Some(a), "").map_err(|_| {
+                        Error::Config(format!("AGENTS: {a:?} is not an agent name (1-64 of a-z, 0-9, '-', '_')"))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+            user_claim: match get("USER_CLAIM") {
+                None => "sub".into(),
+                Some(c) if c.len() <= 128 && c.chars().all(|ch| ch.is_ascii_graphic()) => c,
+                Some(c) => return Err(Error::Config(format!("USER_CLAIM: {c:?} is not a claim name"))),
+            },
+            research_provider: match get("RESEARCH_PROVIDER").as_deref().unwrap_or("search") {
+                "search" => ResearchProvider::Search,
+                "codex" => ResearchProvider::Codex,
+                other => {
+                    return Err(Error::Config(format!("RESEARCH_PROVIDER must be search or codex, not {other:?}")));
+                }
+            },
+            price_table_path: get("PRICE_TABLE_PATH").map(PathBuf::from),
+            llm_api_key: get("LLM_API_KEY").map(Secret),
+            llm_base_url: base_url("LLM_BASE_URL", "https://openrouter.ai/api/v1"),
+            llm_provider: get("LLM_PROVIDER").unwrap_or_else(|| "openrouter".into()),
+            llm_milestone_model: get("LLM_MILESTONE_MODEL")
+                .or_else(|| get("LLM_MODEL"))
+                .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
+            llm_detail_model: get("LLM_DETAIL_MODEL")
+                .or_else(|| get("LLM_MODEL"))
+                .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
+            llm_timeout: Duration::from_millis(number("LLM_TIMEOUT_MS", 120_000)?),
+            detail_concurrency: usize::try_from(number("DETAIL_CONCURRENCY", 4)?).unwrap_or(4).clamp(1, 32),
+            activity_timezone: match get("ACTIVITY_TIMEZONE") {
+                None => chrono_tz::Asia::Shanghai,
+                Some(zone) => zone.parse().map_err(|_| {
+                    Error::Config(format!("ACTIVITY_TIMEZONE {zone:?} is not an IANA zone such as Asia/Shanghai"))
+                })?,
+            },
+            embedder: match get("EMBEDDING_PROVIDER").as_deref() {
+                None if get("EMBEDDING_API_KEY").is_some() => EmbedderKind::OpenAi,
+                None | Some("local") => EmbedderKind::Local,
+                Some("openai") => EmbedderKind::OpenAi,
+                Some(other) => {
+                    return Err(Error::Config(format!("EMBEDDING_PROVIDER must be local or openai, not {other:?}")));
+                }
+            },
+            embedding_model_path: get("EMBEDDING_MODEL_PATH").map_or_else(
+                || {
+                    get("RESEARCH_BUNDLE_CACHE")
+                        .map(PathBuf::from)
+                        .or_else(|| get("HOME").map(|h| PathBuf::from(h).join(".cache/research-bundle")))
+                        .unwrap_or_else(|| PathBuf::from(".cache/research-bundle"))
+                        .join("models/e5-small-q4.bin")
+                },
+                PathBuf::from,
+            ),
+            embedding_api_key: get("EMBEDDING_API_KEY").map(Secret),
+            embedding_base_url: base_url("EMBEDDING_BASE_URL", "https://open.bigmodel.cn/api/paas/v4"),
+            embedding_provider: get("EMBEDDING_PROVIDER_NAME").unwrap_or_else(|| "zhipu".into()),
+            embedding_model: get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
+            embedding_dimensions: usize::try_from(number("EMBEDDING_DIMENSIONS", 1024)?).unwrap_or(1024).max(1),
+            vector_store: match get("VECTOR_STORE").as_deref().unwrap_or("edge") {
+                "edge" => VectorStoreKind::Edge,
+                "qdrant" => VectorStoreKind::Qdrant {
+                    url: get("QDRANT_URL")
+                        .ok_or_else(|| Error::Config("VECTOR_STORE=qdrant needs QDRANT_URL".into()))?,
+                    api_key: get("QDRANT_API_KEY").map(Secret),
+                },
+                other => return Err(Error::Config(format!("VECTOR_STORE must be edge or qdrant, not {other:?}"))),
+            },
+            edge_sharing: match get("EDGE_SHARING").as_deref().unwrap_or("shared") {
+                "shared" => EdgeSharing::Shared,
+                "exclusive" => EdgeSharing::Exclusive,
+                other => return Err(Error::Config(format!("EDGE_SHARING must be shared or exclusive, not {other:?}"))),
+            },
+            qdrant_collection: {
+                let name = get("QDRANT_COLLECTION").unwrap_or_else(|| "activities".into());
+                if !crate::core::validate::is_id(&name, 64) {
+                    return Err(Error::Config(format!(
+                        "QDRANT_COLLECTION must be 1-64 letters, digits, '-' or '_', not {name:?}"
+                    )));
+                }
+                name
+            },
+            rag_min_similarity: match get("RAG_MIN_SIMILARITY") {
+                None => None,
+                Some(v) => Some(v.parse::<f32>().ok().filter(|s| (-1.0..=1.0).contains(s)).ok_or_else(|| {
+                    Error::Config(format!("RAG_MIN_SIMILARITY must be a cosine from -1 to 1, not {v:?}"))
+                })?),
+            },
+            rag_fusion: match get("RAG_FUSION").as_deref().unwrap_or("rrf") {
+                "rrf" => Fusion::Rrf,
+                "dense" => Fusion::Dense,
+                other => return Err(Error::Config(format!("RAG_FUSION must be rrf or dense, not {other:?}"))),
+            },
+            rag_lexical_weight: match get("RAG_LEXICAL_WEIGHT") {
+                None => DEFAULT_LEXICAL_WEIGHT,
+                Some(v) => v.parse::<f32>().ok().filter(|w| (0.0..=10.0).contains(w)).ok_or_else(|| {
+                    Error::Config(format!("RAG_LEXICAL_WEIGHT must be a number from 0 to 10, not {v:?}"))
+                })?,
+            },
+            rag_embed_timeout: Duration::from_millis(number("RAG_EMBED_TIMEOUT_MS", 1500)?),
+            rag_match_reason: match get("RAG_MATCH_REASON").as_deref().unwrap_or("template") {
+                "llm" => MatchReason::Llm,
+                "template" => MatchReason::Template,
+                "off" => MatchReason::Off,
+                other => {
+                    return Err(Error::Config(format!("RAG_MATCH_REASON must be llm, template or off, not {other:?}")));
+                }
+            },
+            rag_reason_timeout: Duration::from_millis(number("RAG_REASON_TIMEOUT_MS", 1000)?),
+            llm_rag_model: get("LLM_RAG_MODEL")
+                .or_else(|| get("LLM_MODEL"))
+                .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
+            backfill_rate: u32::try_from(number("BACKFILL_RATE", 60)?).unwrap_or(u32::MAX).max(1),
+            index_embed_timeout: Duration::from_millis(number("INDEX_EMBED_TIMEOUT_MS", 20_000)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_the_embedded_no_key_setup() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.record_store, RecordStoreKind::Local);
+        assert!(c.perplexity_api_key.is_none());
+        assert_eq!(c.perplexity_base_url, "https://api.perplexity.ai");
+        assert_eq!(c.cache_ttl, Duration::from_secs(3600));
+        assert_eq!(c.retry_base, Duration::from_secs(1));
+        assert_eq!((c.search_budget, c.qdrant_timeout), (Duration::from_secs(25), Duration::from_secs(5)));
+        assert_eq!(c.data_dir, PathBuf::from("./.data"));
+        assert_eq!(c.search_providers, ["perplexity", "tavily"]);
+        assert!(c.tavily_api_key.is_none());
+        assert_eq!((c.codex_command.as_str(), c.codex_args.as_slice()), ("codex", &["--search".to_string()][..]));
+        assert_eq!(c.codex_timeout, Duration::from_secs(600));
+        assert_eq!(c.codex_retry_base, Duration::from_secs(5));
+        assert_eq!(c.research_provider, ResearchProvider::Search);
+        assert_eq!(c.activity_timezone, chrono_tz::Asia::Shanghai);
+    }
+
+    #[test]
+    fn the_embedder_is_local_without_a_key_and_openai_with_one() {
+        let c = config(&[("HOME", "/home/u")]).unwrap();
+        assert_eq!(c.embedder, EmbedderKind::Local);
+        assert_eq!(c.embedding_model_path, PathBuf::from("/home/u/.cache/research-bundle/models/e5-small-q4.bin"));
+        assert_eq!(c.rag_min_similarity, None);
+        assert_eq!(config(&[("EMBEDDING_API_KEY", "k")]).unwrap().embedder, EmbedderKind::OpenAi);
+        let c = config(&[("EMBEDDING_API_KEY", "k"), ("EMBEDDING_PROVIDER", "local")]).unwrap();
+        assert_eq!(c.embedder, EmbedderKind::Local);
+        assert_eq!(config(&[("EMBEDDING_PROVIDER", "openai")]).unwrap().embedder, EmbedderKind::OpenAi);
+        let e = config(&[("EMBEDDING_PROVIDER", "bert")]).unwrap_err();
+        assert!(e.to_string().contains("EMBEDDING_PROVIDER"));
+        let c = config(&[("EMBEDDING_MODEL_PATH", "/opt/models/e5.bin"), ("RAG_MIN_SIMILARITY", "0.7")]).unwrap();
+        assert_eq!((c.embedding_model_path, c.rag_min_similarity), (PathBuf::from("/opt/models/e5.bin"), Some(0.7)));
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let c = config(&[("PERPLEXITY_API_KEY", "pplx-very-secret")]).unwrap();
+        assert!(!format!("{c:?}").contains("very-secret"));
+        assert_eq!(c.perplexity_api_key.unwrap().expose(), "pplx-very-secret");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = config(&[("CACHE_TTL_SECS", "an hour")]).unwrap_err();
+        assert!(e.to_string().contains("CACHE_TTL_SECS"));
+        let e = config(&[("RECORD_STORE", "dynamodb")]).unwrap_err();
+        assert!(e.to_string().contains("TABLE_NAME"));
+        let e = config(&[("ACTIVITY_TIMEZONE", "Mars/Olympus")]).unwrap_err();
+        assert!(e.to_string().contains("ACTIVITY_TIMEZONE"));
+        let e = config(&[("SEARCH_PROVIDERS", "perplexity,bing")]).unwrap_err();
+        assert!(e.to_string().contains("bing"));
+    }
+}

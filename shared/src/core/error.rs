@@ -1,0 +1,76 @@
+//! The domain error, and how each kind maps to an HTTP status and a stable code.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in a request, from the caller's point of view.
+/// Vendor errors are translated at the adapter border and never reach this type raw.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// The caller sent something we cannot act on (400). `code` is stable, `message` says what.
+    #[error("{message}")]
+    Invalid { code: &'static str, message: String },
+    /// The route needs a verified caller and the request has none (401).
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The caller is verified but may not do this (403).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The route or the record does not exist (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The route exists but not for this method (405).
+    #[error("method {method} is not allowed here; allowed: {allowed}")]
+    MethodNotAllowed { method: String, allowed: &'static str },
+    /// The body is larger than we accept (413).
+    #[error("request body is larger than {limit} bytes")]
+    TooLarge { limit: usize },
+    /// A record store failed (503: ours, and usually transient).
+    #[error("record store unavailable: {0}")]
+    Store(String),
+    /// The deployment is misconfigured (500).
+    #[error("configuration error: {0}")]
+    Config(String),
+}
+
+impl Error {
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Invalid { code, message: message.into() }
+    }
+
+    /// HTTP status for this error.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Invalid { .. } => 400,
+            Self::Unauthenticated(_) => 401,
+            Self::Forbidden(_) => 403,
+            Self::NotFound(_) => 404,
+            Self::MethodNotAllowed { .. } => 405,
+            Self::TooLarge { .. } => 413,
+            Self::Store(_) => 503,
+            Self::Config(_) => 500,
+        }
+    }
+
+    /// Stable machine-readable code for the JSON error body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid { code, .. } => code,
+            Self::Unauthenticated(_) => "unauthenticated",
+            Self::Forbidden(_) => "forbidden",
+            Self::NotFound(_) => "not_found",
+            Self::MethodNotAllowed { .. } => "method_not_allowed",
+            Self::TooLarge { .. } => "payload_too_large",
+            Self::Store(_) => "store_unavailable",
+            Self::Config(_) => "misconfigured",
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Our own store's faults are worth a retry; the caller's mistakes are not.
+impl crate::core::retry::Retryable for Error {
+    fn retry_after(&self) -> Option<Option<std::time::Duration>> {
+        matches!(self, Self::Store(_)).then_some(None)
+    }
+}

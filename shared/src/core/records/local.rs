@@ -1,0 +1,152 @@
+//! The embedded record store: one SQLite file under `DATA_DIR`, in WAL mode, so several
+//! processes (functions under `cargo lambda watch`) can read and write it at once.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Record, RecordStore};
+use crate::core::error::{Error, Result};
+
+/// Records in a SQLite file.
+#[derive(Clone)]
+pub struct LocalRecords {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl LocalRecords {
+    /// Opens (creating if needed) `dir/records.sqlite3`.
+    pub fn open(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Store(format!("cannot create {}: {e}", dir.display())))?;
+        let path = dir.join("records.sqlite3");
+        let conn = Connection::open(&path).map_err(|e| store_error(&e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| store_error(&e))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             CREATE TABLE IF NOT EXISTS records (
+                 pk TEXT NOT NULL,
+                 sk TEXT NOT NULL,
+                 expires_at INTEGER,
+                 body TEXT NOT NULL,
+                 PRIMARY KEY (pk, sk)
+             ) WITHOUT ROWID;",
+        )
+        .map_err(|e| store_error(&e))?;
+        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    async fn with_conn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| Error::Store(format!("store task failed: {e}")))?
+        .map_err(|e| store_error(&e))
+    }
+}
+
+/// DynamoDB refuses empty key values (and empty query bounds); so does this store, so code
+/// that works here works there.
+fn check_keys(keys: &[&str]) -> Result<()> {
+    if keys.iter().any(|k| k.is_empty()) {
+        return Err(Error::Store("a key attribute cannot be an empty string".into()));
+    }
+    Ok(())
+}
+
+fn store_error(e: &rusqlite::Error) -> Error {
+    Error::Store(format!("sqlite: {e}"))
+}
+
+fn row_to_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
+    let body: String = row.get(3)?;
+    Ok(Record {
+        pk: row.get(0)?,
+        sk: row.get(1)?,
+        expires_at: row.get(2)?,
+        body: serde_json::from_str(&body)
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e)))?,
+    })
+}
+
+const UPSERT: &str = "INSERT INTO records (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (pk, sk) DO UPDATE SET expires_at = excluded.expires_at, body = excluded.body";
+
+#[async_trait]
+impl RecordStore for LocalRecords {
+    async fn put(&self, record: &Record) -> Result<()> {
+        self.put_all(std::slice::from_ref(record)).await
+    }
+
+    async fn put_all(&self, records: &[Record]) -> Result<()> {
+        for r in records {
+            check_keys(&[&r.pk, &r.sk])?;
+        }
+        let rows: Vec<(String, String, Option<i64>, String)> =
+            records.iter().map(|r| (r.pk.clone(), r.sk.clone(), r.expires_at, r.body.to_string())).collect();
+        self.with_conn(move |conn| {
+            let tx = conn.transaction()?;
+            {
+                let mut stmt = tx.prepare_cached(UPSERT)?;
+                for (pk, sk, expires_at, body) in &rows {
+                    stmt.execute(params![pk, sk, expires_at, body])?;
+                }
+            }
+            tx.commit()
+        })
+        .await
+    }
+
+    async fn put_new(&self, record: &Record, now: i64) -> Result<bool> {
+        check_keys(&[&record.pk, &record.sk])?;
+        let row = (record.pk.clone(), record.sk.clone(), record.expires_at, record.body.to_string());
+        self.with_conn(move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "INSERT INTO records (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (pk, sk) DO UPDATE SET expires_at = excluded.expires_at, body = excluded.body
+                 WHERE records.expires_at IS NOT NULL AND records.expires_at <= ?5",
+                )?
+                .execute(params![row.0, row.1, row.2, row.3, now])?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
+    async fn get(&self, pk: &str, sk: &str, now: i64) -> Result<Option<Record>> {
+        check_keys(&[pk, sk])?;
+        let (pk, sk) = (pk.to_owned(), sk.to_owned());
+        let record = self
+            .with_conn(move |conn| {
+                conn.prepare_cached("SELECT pk, sk, expires_at, body FROM records WHERE pk = ?1 AND sk = ?2")?
+                    .query_row(params![pk, sk], row_to_record)
+                    .optional()
+            })
+            .await?;
+        Ok(record.filter(|r| r.is_live(now)))
+    }
+
+    async fn query(&self, pk: &str, from: &str, to: &str, now: i64) -> Result<Vec<Record>> {
+        check_keys(&[pk, from, to])?;
+        let (pk, from, to) = (pk.to_owned(), from.to_owned(), to.to_owned());
+        let records = self
+            .with_conn(move |conn| {
+                conn.prepare_cached(
+                    "SELECT pk, sk, expires_at, body FROM records
+                     WHERE pk = ?1 AND sk >= ?2 AND sk <= ?3 ORDER BY sk",
+                )?
+                .query_map(params![pk, from, to], row_to_record)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .await?;
+        Ok(records.into_iter().filter(|r| r.is_live(now)).collect())
+    }
+}

@@ -1,0 +1,51 @@
+//! Records: the one storage port behind the cache, the cost ledger and the source store.
+//!
+//! A record is a JSON body under a partition key and a sort key, with an optional expiry
+//! (`expires_at`, epoch seconds; DynamoDB's TTL attribute). Both adapters treat a record whose
+//! `expires_at` is not after `now` as absent, because DynamoDB deletes expired items lazily
+//! (up to days later). Domain modules (`cache`, `ledger`, `sources`) build on this port and
+//! never on an adapter.
+
+mod dynamodb;
+mod local;
+
+pub use dynamodb::DynamoRecords;
+pub use local::LocalRecords;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::core::error::Result;
+
+/// One stored item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub pk: String,
+    pub sk: String,
+    /// Epoch seconds after which the record is gone; `None` keeps it for ever.
+    pub expires_at: Option<i64>,
+    pub body: Value,
+}
+
+impl Record {
+    /// Whether the record is still live at `now` (epoch seconds).
+    pub fn is_live(&self, now: i64) -> bool {
+        self.expires_at.is_none_or(|t| t > now)
+    }
+}
+
+/// Storage of records. Writes replace the record with the same `(pk, sk)`. Keys and query
+/// bounds must not be empty (DynamoDB's rule, enforced by both adapters).
+#[async_trait]
+pub trait RecordStore: Send + Sync {
+    /// Writes one record.
+    async fn put(&self, record: &Record) -> Result<()>;
+    /// Writes `record` only if no live record has its key (an atomic claim); true if written.
+    async fn put_new(&self, record: &Record, now: i64) -> Result<bool>;
+    /// Writes all `records`, or fails: none is silently dropped.
+    async fn put_all(&self, records: &[Record]) -> Result<()>;
+    /// The live record at `(pk, sk)`, if any.
+    async fn get(&self, pk: &str, sk: &str, now: i64) -> Result<Option<Record>>;
+    /// The live records of partition `pk` whose sort key lies in `from..=to`, ascending.
+    async fn query(&self, pk: &str, from: &str, to: &str, now: i64) -> Result<Vec<Record>>;
+}

@@ -1,0 +1,37 @@
+//! The rules every caller-given or operator-given name obeys, kept once.
+
+use crate::core::error::{Error, Result};
+
+/// Whether `value` is 1 to `max` bytes of `[A-Za-z0-9_-]`: the rule of every id and name in the
+/// bundle (agents, users, activities, pipelines, request ids, collections).
+pub fn is_id(value: &str, max: usize) -> bool {
+    !value.is_empty()
+        && value.len() <= max
+        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Validates the `agent` a caller names for cost attribution (`default` when none); lower case.
+pub fn agent_name(agent: Option<&str>, default: &str) -> Result<String> {
+    let agent = agent.unwrap_or(default);
+    if !is_id(agent, 64) {
+        return Err(Error::invalid("invalid_agent", "agent must be 1-64 characters of a-z, 0-9, '-' or '_'"));
+    }
+    Ok(agent.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_bounded_and_plain() {
+        assert!(is_id("u-1_A", 5));
+        assert!(!is_id("", 5));
+        assert!(!is_id("abcdef", 5));
+        for bad in ["a b", "a/b", "a.b", "日本", "a\u{0}"] {
+            assert!(!is_id(bad, 64), "{bad:?}");
+        }
+        assert_eq!(agent_name(Some("SEO-Writer"), "x").unwrap(), "seo-writer");
+        assert_eq!(agent_name(None, "research").unwrap(), "research");
+    }
+}

@@ -1,0 +1,265 @@
+//! The cost ledger: one record per paid call (search, LLM, embedding), cache hit, mock answer
+//! or failed upstream, kept for 400 days and queryable by time range (a partition per UTC
+//! day, sort key by time: a report reads only the days it covers, never the whole table).
+//!
+//! Writing never fails the request that paid for the call: a store error is retried, then
+//! logged with the whole record so it can be replayed from the logs.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::core::clock::Clock;
+use crate::core::error::Result;
+use crate::core::records::{Record, RecordStore};
+use crate::core::retry::{RetryPolicy, with_backoff};
+use crate::core::upstream::Usage;
+use crate::costs::pricing::PriceTable;
+
+/// How long cost records are kept.
+pub const RETENTION_DAYS: i64 = 400;
+
+/// Where `cost_usd` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostSource {
+    /// The upstream reported it.
+    Provider,
+    /// Computed from the price table.
+    PriceTable,
+    /// Not in the price table: tokens are recorded, cost is zero until priced.
+    Unpriced,
+    /// No paid call was made (cache hit, mock answer).
+    Free,
+}
+
+/// What kind of paid call a record accounts for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// A web search provider (Perplexity, Tavily, the CLI).
+    #[default]
+    Search,
+    /// A chat model.
+    Llm,
+    /// An embedding model.
+    Embedding,
+}
+
+/// How a call ended, as the ledger needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The upstream answered (and billed).
+    Live,
+    /// Answered from the cache: free; `saved_usd` says what it would have cost.
+    Cached,
+    /// Labelled mock data: free.
+    Mock,
+    /// The upstream failed after its retries: free, and counts against its availability.
+    Failed,
+}
+
+/// One accounted call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostRecord {
+    pub request_id: String,
+    pub agent: String,
+    #[serde(default)]
+    pub kind: CallKind,
+    pub provider: String,
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Billing credits of per-request upstreams (Tavily).
+    #[serde(default)]
+    pub credits: u32,
+    /// Web searches the upstream ran for the call (Perplexity `search_web` invocations).
+    #[serde(default)]
+    pub searches: u32,
+    pub cost_usd: f64,
+    pub cost_source: CostSource,
+    pub cached: bool,
+    pub mock: bool,
+    /// The upstream failed (no charge); used for availability.
+    #[serde(default)]
+    pub failed: bool,
+    /// For a cache hit: what the call would have cost.
+    #[serde(default)]
+    pub saved_usd: f64,
+    pub upstream_id: Option<String>,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// A call to account for.
+#[derive(Debug, Clone)]
+pub struct Charge<'a> {
+    pub request_id: &'a str,
+    pub agent: &'a str,
+    pub kind: CallKind,
+    pub provider: &'a str,
+    /// The model or tier billed: the price table's key under the provider.
+    pub model: &'a str,
+    pub usage: &'a Usage,
+    pub outcome: Outcome,
+    pub saved_usd: f64,
+    pub upstream_id: Option<String>,
+}
+
+/// The one path every paid call is accounted through: prices it (the upstream's own figure
+/// wins over the price table) and writes it.
+#[derive(Clone)]
+pub struct Ledger {
+    records: Arc<dyn RecordStore>,
+    prices: Arc<PriceTable>,
+    clock: Arc<dyn Clock>,
+    retry: RetryPolicy,
+}
+
+/// The record of `cost`. The sort key starts with the time (range queries) and ends with a
+/// random id: one request may make several calls within the same microsecond (concurrent
+/// detail agents), and none may overwrite another.
+fn to_record(cost: &CostRecord) -> Record {
+    let id = uuid::Uuid::new_v4();
+    // The shard: spread evenly by the random id, so one busy day is SHARDS partitions.
+    let shard = (id.as_u128() % u128::from(SHARDS)) as u32;
+    Record {
+        pk: shard_key(cost.timestamp.date_naive(), shard),
+        sk: format!(
+            "{}#{}#{}#{}",
+            cost.timestamp.to_rfc3339_opts(SecondsFormat::Micros, true),
+            cost.request_id,
+            cost.provider,
+            id.simple()
+        ),
+        expires_at: Some((cost.timestamp + Duration::days(RETENTION_DAYS)).timestamp()),
+        body: serde_json::to_value(cost).expect("a cost record serialises"),
+    }
+}
+
+/// Partitions a day's cost records are spread over (`COST#<day>#<0..SHARDS>`): at 1,000
+/// searches a second a shard takes ~63 writes a second, far below a DynamoDB partition's 1,000.
+pub const SHARDS: u32 = 16;
+
+/// Partitions read at once by [`Ledger::between`].
+const READ_CONCURRENCY: usize = 16;
+
+fn shard_key(day: NaiveDate, shard: u32) -> String {
+    format!("COST#{}#{shard}", day.format("%Y-%m-%d"))
+}
+
+/// The partition of a day from before the sharding, still read so no history is lost.
+fn legacy_day_key(day: NaiveDate) -> String {
+    format!("COST#{}", day.format("%Y-%m-%d"))
+}
+
+impl Ledger {
+    /// A ledger writing through `records`, pricing with `prices`, retrying failed writes
+    /// under `retry`.
+    pub fn new(
+        records: Arc<dyn RecordStore>,
+        prices: Arc<PriceTable>,
+        clock: Arc<dyn Clock>,
+        retry: RetryPolicy,
+    ) -> Self {
+        Self { records, prices, clock, retry }
+    }
+
+    /// The cost record of `charge`, priced and stamped now (not yet written).
+    pub fn bill(&self, c: &Charge<'_>) -> CostRecord {
+        let u = c.usage;
+        let (cost_usd, cost_source) = match c.outcome {
+            Outcome::Cached | Outcome::Mock | Outcome::Failed => (0.0, CostSource::Free),
+            Outcome::Live => match u.provider_cost_usd {
+                Some(cost) => (cost, CostSource::Provider),
+                None => match self.prices.cost(c.provider, c.model, u) {
+                    Some(cost) => (cost, CostSource::PriceTable),
+                    None => {
+                        tracing::warn!(
+                            provider = c.provider,
+                            model = c.model,
+                            "no price for this model; recorded at $0"
+                        );
+                        (0.0, CostSource::Unpriced)
+                    }
+                },
+            },
+        };
+        CostRecord {
+            request_id: c.request_id.to_owned(),
+            agent: c.agent.to_owned(),
+            kind: c.kind,
+            provider: c.provider.to_owned(),
+            model: c.model.to_owned(),
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            credits: u.credits,
+            searches: u.searches,
+            cost_usd,
+            cost_source,
+            cached: c.outcome == Outcome::Cached,
+            mock: c.outcome == Outcome::Mock,
+            failed: c.outcome == Outcome::Failed,
+            saved_usd: c.saved_usd,
+            upstream_id: c.upstream_id.clone(),
+            timestamp: self.clock.now(),
+        }
+    }
+
+    /// Bills `charge` and records it; returns the record.
+    pub async fn charge(&self, charge: &Charge<'_>) -> CostRecord {
+        let record = self.bill(charge);
+        self.record(&record).await;
+        record
+    }
+
+    /// Records `cost`. Never fails: when the retries are spent the record is logged as an error.
+    pub async fn record(&self, cost: &CostRecord) {
+        let record = to_record(cost);
+        if let Err(e) = with_backoff(self.retry, "ledger", |_| self.records.put(&record)).await {
+            tracing::error!(error = %e, cost = %record.body, "cost record not stored; replay from this log line");
+        }
+    }
+
+    /// Records many cost records at once (imports, replays from logs); all or an error.
+    pub async fn record_all(&self, costs: &[CostRecord]) -> Result<()> {
+        let records: Vec<Record> = costs.iter().map(to_record).collect();
+        with_backoff(self.retry, "ledger", |_| self.records.put_all(&records)).await
+    }
+
+    /// Cost records with `from <= timestamp <= to`, oldest first. Reads the day's shards (and
+    /// its pre-sharding partition) of each day in the period, [`READ_CONCURRENCY`] at once.
+    pub async fn between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<CostRecord>> {
+        use futures::stream::{self, StreamExt, TryStreamExt};
+        let now = self.clock.now().timestamp();
+        let (lo, hi) = (
+            from.to_rfc3339_opts(SecondsFormat::Micros, true),
+            // Sort keys are `<timestamp>#<request>#<provider>#<id>`: `~` sorts after every suffix.
+            format!("{}~", to.to_rfc3339_opts(SecondsFormat::Micros, true)),
+        );
+        let mut keys = Vec::new();
+        let mut day = from.date_naive();
+        while day <= to.date_naive() {
+            keys.push(legacy_day_key(day));
+            keys.extend((0..SHARDS).map(|shard| shard_key(day, shard)));
+            match day.succ_opt() {
+                Some(next) => day = next,
+                None => break,
+            }
+        }
+        let (lo, hi) = (&lo, &hi);
+        let pages: Vec<Vec<Record>> = stream::iter(keys)
+            .map(|pk| async move { self.records.query(&pk, lo, hi, now).await })
+            .buffered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+        let mut out: Vec<(String, CostRecord)> = pages
+            .into_iter()
+            .flatten()
+            .filter_map(|r| Some((r.sk, serde_json::from_value::<CostRecord>(r.body).ok()?)))
+            .collect();
+        // The sort key starts with the timestamp: merging the shards is a sort on it.
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out.into_iter().map(|(_, c)| c).collect())
+    }
+}

@@ -1,0 +1,128 @@
+//! Who is calling, as the HTTP API's authorizers established it.
+//!
+//! API Gateway checks a SigV4 signature (the IAM authorizer) or a JWT (the JWT authorizer)
+//! before a function runs, and puts what it verified in the request context; the handlers
+//! read it here and never trust a header, a path or a body for it. Every other way of calling
+//! a function (`cargo lambda invoke --data-file`, the demo, the tests) passes the same request
+//! context: `infra/events/*.json` show both kinds.
+
+use lambda_http::request::RequestContext;
+use lambda_http::{Request, RequestExt};
+
+use crate::core::error::{Error, Result};
+
+/// What an authorizer verified about the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// Nothing: no authorizer ran for this request.
+    Anonymous,
+    /// An IAM principal that signed the request (SigV4): the backend or an operator.
+    Backend { arn: String },
+    /// A user's JWT, with its claims as API Gateway passes them (strings).
+    User { claims: std::collections::HashMap<String, String> },
+}
+
+impl Caller {
+    /// The caller of `req`, from an HTTP API (payload 2.0) request context.
+    pub fn of(req: &Request) -> Self {
+        let Some(RequestContext::ApiGatewayV2(context)) = req.request_context_ref() else {
+            return Self::Anonymous;
+        };
+        let Some(authorizer) = &context.authorizer else { return Self::Anonymous };
+        if let Some(iam) = &authorizer.iam {
+            let arn = iam.user_arn.clone().or_else(|| iam.caller_id.clone()).unwrap_or_default();
+            if !arn.is_empty() {
+                return Self::Backend { arn };
+            }
+        }
+        match &authorizer.jwt {
+            Some(jwt) if !jwt.claims.is_empty() => Self::User { claims: jwt.claims.clone() },
+            _ => Self::Anonymous,
+        }
+    }
+}
+
+/// Refuses a request not signed by an IAM principal: 401 with no identity, 403 for a user.
+pub fn backend(req: &Request) -> Result<()> {
+    match Caller::of(req) {
+        Caller::Backend { .. } => Ok(()),
+        Caller::User { .. } => {
+            Err(Error::Forbidden("this route is for the backend (SigV4-signed requests), not users".into()))
+        }
+        Caller::Anonymous => {
+            Err(Error::Unauthenticated("this route needs a SigV4-signed request from an IAM principal".into()))
+        }
+    }
+}
+
+/// Users as the JWT authorizer verified them: `claim` (`USER_CLAIM`, default `sub`) is the
+/// user id.
+#[derive(Debug, Clone)]
+pub struct Users {
+    claim: String,
+}
+
+impl Users {
+    pub fn new(claim: impl Into<String>) -> Self {
+        Self { claim: claim.into() }
+    }
+
+    /// The verified user of `req`: 401 without a token, 403 for a token without the claim.
+    pub fn caller(&self, req: &Request) -> Result<String> {
+        match Caller::of(req) {
+            Caller::User { claims } => {
+                claims.get(&self.claim).filter(|id| !id.is_empty()).cloned().ok_or_else(|| {
+                    Error::Forbidden(format!("the token has no {:?} claim to name its user", self.claim))
+                })
+            }
+            Caller::Backend { .. } | Caller::Anonymous => {
+                Err(Error::Unauthenticated("this route needs a user's token (Authorization: Bearer <JWT>)".into()))
+            }
+        }
+    }
+
+    /// Refuses `req` unless its verified user is `user` (401 without a token, 403 another).
+    pub fn require(&self, req: &Request, user: &str) -> Result<()> {
+        if self.caller(req)? == user {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(format!("a user may act only as themselves, not as {user:?}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lambda_http::Body;
+    use serde_json::json;
+
+    use super::*;
+
+    fn with_authorizer(authorizer: serde_json::Value) -> Request {
+        let context = json!({"http": {"method": "POST", "path": "/x", "protocol": "HTTP/1.1",
+                                       "sourceIp": "192.0.2.1", "userAgent": "t"},
+                             "authorizer": authorizer, "timeEpoch": 0});
+        Request::new(Body::Empty)
+            .with_request_context(RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap()))
+    }
+
+    #[test]
+    fn the_caller_is_what_the_authorizer_verified() {
+        assert_eq!(Caller::of(&Request::new(Body::Empty)), Caller::Anonymous);
+        let signed = with_authorizer(json!({"iam": {"userArn": "arn:aws:iam::1:role/backend", "callerId": "AROA"}}));
+        assert_eq!(Caller::of(&signed), Caller::Backend { arn: "arn:aws:iam::1:role/backend".into() });
+        assert!(backend(&signed).is_ok());
+        let user = with_authorizer(json!({"jwt": {"claims": {"sub": "u-1", "username": "ann"}, "scopes": null}}));
+        assert_eq!(backend(&user).unwrap_err().status(), 403);
+        assert_eq!(backend(&Request::new(Body::Empty)).unwrap_err().status(), 401);
+
+        let users = Users::new("sub");
+        assert_eq!(users.caller(&user).unwrap(), "u-1");
+        assert!(users.require(&user, "u-1").is_ok());
+        assert_eq!(users.require(&user, "u-2").unwrap_err().status(), 403);
+        assert_eq!(users.require(&signed, "u-1").unwrap_err().status(), 401);
+        assert_eq!(users.require(&Request::new(Body::Empty), "u-1").unwrap_err().status(), 401);
+        assert_eq!(Users::new("custom:id").caller(&user).unwrap_err().status(), 403, "a token without the claim");
+        assert_eq!(Users::new("username").caller(&user).unwrap(), "ann");
+    }
+}

@@ -1,0 +1,118 @@
+//! The HTTP edge of the functions, and the only module that knows `lambda_http`: JSON
+//! responses, the one error body (`{"error": {"code", "message"}}`), methods, body limits,
+//! request ids, and who the caller is ([`auth`]).
+
+pub mod auth;
+
+use lambda_http::http::header::CONTENT_TYPE;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+
+use crate::core::error::Error;
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A JSON response.
+pub fn json(status: u16, body: &impl Serialize) -> Response<Body> {
+    raw_json(status, serde_json::to_string(body).expect("response bodies serialise"))
+}
+
+/// A response whose body is already JSON text.
+pub fn raw_json(status: u16, text: String) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "application/json; charset=utf-8")
+        .body(Body::Text(text))
+        .expect("status and header are valid")
+}
+
+/// A route's result as the response to `req`: an error becomes the JSON error response.
+pub fn respond(req: &Request, routed: Result<Response<Body>, Error>) -> Response<Body> {
+    routed.unwrap_or_else(|e| error(&e, &request_id(req)))
+}
+
+/// The path of `req` as segments: `/sources/abc/` is `["sources", "abc"]`.
+pub fn segments(req: &Request) -> Vec<&str> {
+    req.uri().path().trim_matches('/').split('/').collect()
+}
+
+/// The 404 of a request no route takes.
+pub fn no_route(req: &Request) -> Error {
+    Error::NotFound(format!("no route for {} {}", req.method(), req.uri().path().trim_end_matches('/')))
+}
+
+/// The JSON error response for `e` to request `request_id`. 5xx are logged as errors, 4xx as
+/// information, with the request id. The detail of our own faults (table ARNs, file paths,
+/// setting names) stays in the log: the caller gets a generic message naming the request id.
+pub fn error(e: &Error, request_id: &str) -> Response<Body> {
+    let status = e.status();
+    if status >= 500 {
+        tracing::error!(request_id, code = e.code(), error = %e, "request failed");
+    } else {
+        tracing::info!(request_id, code = e.code(), error = %e, "request refused");
+    }
+    let message = match e {
+        Error::Store(_) => format!("our record store is unavailable; please retry (request {request_id})"),
+        Error::Config(_) => format!("the service is misconfigured; its operator's log says how (request {request_id})"),
+        _ => e.to_string(),
+    };
+    failure(status, e.code(), &message)
+}
+
+/// The one error body, `{"error": {"code", "message"}}`, with `status`.
+pub fn failure(status: u16, code: &str, message: &str) -> Response<Body> {
+    json(status, &serde_json::json!({"error": {"code": code, "message": message}}))
+}
+
+/// Refuses a request whose method is not `method` (405).
+pub fn allow(req: &Request, method: &'static str) -> Result<(), Error> {
+    if req.method().as_str() == method {
+        Ok(())
+    } else {
+        Err(Error::MethodNotAllowed { method: req.method().to_string(), allowed: method })
+    }
+}
+
+/// The request body, refused when larger than [`MAX_BODY_BYTES`] or absent.
+pub fn body(req: &Request) -> Result<&[u8], Error> {
+    body_up_to(req, MAX_BODY_BYTES)
+}
+
+/// The request body, refused when larger than `limit` bytes or absent.
+pub fn body_up_to(req: &Request, limit: usize) -> Result<&[u8], Error> {
+    let bytes: &[u8] = req.body().as_ref();
+    if bytes.len() > limit {
+        return Err(Error::TooLarge { limit });
+    }
+    if bytes.is_empty() {
+        return Err(Error::invalid("malformed_json", "request body is empty; send a JSON object"));
+    }
+    Ok(bytes)
+}
+
+/// The Lambda request id when running in Lambda, otherwise a fresh UUID.
+pub fn request_id(req: &Request) -> String {
+    req.lambda_context_ref()
+        .map(|c| c.request_id.clone())
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+
+    #[test]
+    fn a_store_fault_keeps_its_internals_in_the_log() {
+        let e = Error::Store("arn:aws:dynamodb:eu-west-1:123456789012:table/x at /var/task/data".into());
+        let response = error(&e, "req-42");
+        assert_eq!(response.status(), 503);
+        let body = String::from_utf8_lossy(response.body().as_ref()).into_owned();
+        assert!(!body.contains("arn:aws") && !body.contains("/var/task"), "{body}");
+        assert!(body.contains("store_unavailable") && body.contains("req-42"), "{body}");
+        let bad =
+            String::from_utf8_lossy(error(&Error::invalid("x", "field y is wrong"), "r").body().as_ref()).into_owned();
+        assert!(bad.contains("field y is wrong"), "a caller's mistake is still explained: {bad}");
+    }
+}

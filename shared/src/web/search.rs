@@ -1,0 +1,480 @@
+//! The search service: one path from a validated [`Query`] to a stored, accounted answer.
+//!
+//! Order of work: no provider configured -> labelled mock; cache hit -> the cached answer
+//! (`cached: true`, no upstream call); a miss that another request is already answering
+//! (single flight: a short lease in the record store, claimed with a conditional write) ->
+//! wait up to [`FOLLOW_WAIT`] for its cached answer, then go alone; otherwise the provider,
+//! retried with backoff; its
+//! answer's citations are cleaned, and the answer is cached, its sources stored and its cost
+//! recorded before the response leaves. When every attempt fails, or nothing in the answer is
+//! usable, the caller gets labelled mock data (never a 5xx), and mock data is never cached.
+//!
+//! Time: the wait for an identical request, every attempt, retry wait and the failover end
+//! inside the service's budget (`SEARCH_BUDGET_MS`); while providers remain to fail over to,
+//! one may use the time left less a quarter of the budget for each of them. The records are
+//! written after the budget, so a call cut short is accounted too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use crate::core::clock::Clock;
+use crate::core::error::Result;
+use crate::core::records::{Record, RecordStore};
+use crate::core::retry::{RetryPolicy, within};
+use crate::core::upstream::Usage;
+use crate::costs::ledger::{CallKind, Charge, CostRecord, CostSource, Ledger, Outcome};
+use crate::web::analysis;
+use crate::web::cache;
+use crate::web::citations::{self, Rejected, Source};
+use crate::web::metrics::SearchMetrics;
+use crate::web::providers::{Answer, Breaker, SearchProvider, mock};
+use crate::web::query::{Kind, Query};
+use crate::web::sources;
+
+/// Tokens and cost of this request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageReport {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Billing credits (Tavily); omitted when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub credits: u32,
+    /// Web searches the upstream ran (Perplexity); omitted when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub searches: u32,
+    pub cost_usd: f64,
+    pub cost_source: CostSource,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The answer to one search request (the HTTP response body of the `search` routes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResponse {
+    pub request_id: String,
+    /// `search`, `competitors`, `trends` or `topic`.
+    pub method: String,
+    /// The upstream that answered, or `mock`.
+    pub provider: String,
+    pub model: String,
+    pub cached: bool,
+    pub mock: bool,
+    /// Where the data comes from: the provider's name, or `模擬資料` for mock data.
+    pub data_source: String,
+    /// Why mock data was served, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
+    pub content: String,
+    /// The cleaned citation URLs, in order (seed 000's `citations`).
+    pub citations: Vec<String>,
+    pub images: Vec<String>,
+    pub sources: Vec<Source>,
+    /// Seed 000's `## 參考資料` block.
+    pub references: String,
+    /// Inline `[n]` markers that no source backs.
+    pub unbacked_markers: Vec<u32>,
+    pub rejected_citations: Vec<Rejected>,
+    /// True when parts of the upstream response failed validation and were left out, or the
+    /// upstream stopped before finishing (`incompleteReason`).
+    pub partial: bool,
+    /// Why the upstream stopped early (e.g. `max_output_tokens`); such answers are not cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
+    pub validation_errors: Vec<String>,
+    pub usage: UsageReport,
+    /// False only if the sources could not be stored (the store was down); they are logged.
+    pub sources_stored: bool,
+    /// The structured fields of `competitors`, `trends` and `topic` (seed 000 names).
+    #[serde(flatten)]
+    pub data: Map<String, Value>,
+}
+
+/// A configured search provider and its circuit breaker.
+pub struct Provider {
+    pub adapter: Arc<dyn SearchProvider>,
+    pub breaker: Breaker,
+}
+
+/// Everything the search routes need, built once per process.
+pub struct SearchService {
+    /// The providers in failover order (`SEARCH_PROVIDERS`); empty means mock data only.
+    pub providers: Vec<Provider>,
+    pub records: Arc<dyn RecordStore>,
+    pub ledger: Ledger,
+    pub clock: Arc<dyn Clock>,
+    pub cache_ttl: Duration,
+    pub retry: RetryPolicy,
+    /// The time box of a request's upstream work (see the module doc).
+    pub budget: Duration,
+}
+
+/// How long a request waits for an identical one in flight before calling the upstream itself.
+pub const FOLLOW_WAIT: Duration = Duration::from_secs(15);
+/// How long a claim on answering a request lasts unless its holder releases it first.
+const LEASE_SECS: i64 = 60;
+
+/// What single flight decided for a cache miss.
+enum Flight {
+    /// Another request in flight answered it.
+    Answered(Box<SearchResponse>),
+    /// This request holds the claim: it asks, then releases the claim.
+    Leads,
+    /// This request asks without the claim (another one holds it, gave up, or the store failed).
+    Alone,
+}
+
+impl From<&CostRecord> for UsageReport {
+    fn from(c: &CostRecord) -> Self {
+        Self {
+            input_tokens: c.input_tokens,
+            output_tokens: c.output_tokens,
+            credits: c.credits,
+            searches: c.searches,
+            cost_usd: c.cost_usd,
+            cost_source: c.cost_source,
+        }
+    }
+}
+
+impl SearchService {
+    /// Answers `query` from the first provider that can. Never fails: when none is configured
+    /// or all fail, the answer is labelled mock data. Emits one metrics line per request.
+    #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
+    pub async fn run(&self, query: &Query, request_id: &str) -> SearchResponse {
+        let mut failed: Vec<&'static str> = Vec::new();
+        let deadline = Instant::now() + self.budget;
+        let response = self.answer(query, request_id, deadline, &mut failed).await;
+        let usage = &response.usage;
+        let metrics = SearchMetrics {
+            provider: response.provider.clone(),
+            failed_providers: failed,
+            cached: response.cached,
+            mock: response.mock,
+            citations: response.sources.len(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cost_usd: usage.cost_usd,
+        };
+        metrics.emit();
+        response
+    }
+
+    async fn answer(
+        &self,
+        query: &Query,
+        request_id: &str,
+        deadline: Instant,
+        failed: &mut Vec<&'static str>,
+    ) -> SearchResponse {
+        if self.providers.is_empty() {
+            tracing::warn!("Perplexity API Key 未設置");
+            let reason = "no_api_key: no search provider key is set (PERPLEXITY_API_KEY, TAVILY_API_KEY)";
+            return self.fallback(query, request_id, reason).await;
+        }
+        let candidates: Vec<&Provider> = self.providers.iter().filter(|p| p.adapter.supports(&query.kind)).collect();
+        if candidates.is_empty() {
+            let reason = format!("unsupported: no configured provider answers {} requests", query.kind.name());
+            return self.fallback(query, request_id, &reason).await;
+        }
+        let key = query.cache_key();
+        if let Some(hit) = cache::get::<SearchResponse>(&*self.records, &key, self.clock.now()).await {
+            tracing::info!(cache_key = %key, "使用快取的 Perplexity 結果");
+            return self.served_from_cache(query, request_id, hit).await;
+        }
+        match self.follow(&key, deadline).await {
+            Flight::Answered(hit) => {
+                tracing::info!(cache_key = %key, "an identical request in flight answered this one");
+                self.served_from_cache(query, request_id, *hit).await
+            }
+            Flight::Leads => {
+                let response = self.ask(query, request_id, &key, candidates, deadline, failed).await;
+                self.release(&key).await;
+                response
+            }
+            Flight::Alone => self.ask(query, request_id, &key, candidates, deadline, failed).await,
+        }
+    }
+
+    /// The cached answer `hit`, as this request's: free, accounted with what it saved.
+    async fn served_from_cache(&self, query: &Query, request_id: &str, mut hit: SearchResponse) -> SearchResponse {
+        hit.request_id = request_id.to_owned();
+        hit.cached = true;
+        let saved_usd = hit.usage.cost_usd;
+        let cost = self.bill(query, &hit, &Usage::default(), Outcome::Cached, saved_usd, None);
+        self.finish(&mut hit, cost).await;
+        hit
+    }
+
+    fn lease_key(key: &str) -> String {
+        format!("lease:{key}")
+    }
+
+    /// Claims answering `key`; if another request holds the claim, waits (up to
+    /// [`FOLLOW_WAIT`], and half the time left before `deadline`) for its cached answer.
+    async fn follow(&self, key: &str, deadline: Instant) -> Flight {
+        let now = self.clock.now();
+        let lease = Record {
+            pk: Self::lease_key(key),
+            sk: "lease".into(),
+            expires_at: Some(now.timestamp() + LEASE_SECS),
+            body: serde_json::json!({"claimedAt": now.timestamp()}),
+        };
+        match self.records.put_new(&lease, now.timestamp()).await {
+            Ok(true) => return Flight::Leads,
+            Ok(false) => {}
+            // A store fault leaves this request to answer alone, never to fail.
+            Err(_) => return Flight::Alone,
+        }
+        let waiting = Instant::now();
+        let until = waiting + FOLLOW_WAIT.min(deadline.saturating_duration_since(waiting) / 2);
+        while Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = self.clock.now();
+            if let Some(hit) = cache::get::<SearchResponse>(&*self.records, key, now).await {
+                return Flight::Answered(Box::new(hit));
+            }
+            if !matches!(self.records.get(&lease.pk, &lease.sk, now.timestamp()).await, Ok(Some(_))) {
+                return Flight::Alone; // released without a cached answer: ask ourselves
+            }
+        }
+        Flight::Alone
+    }
+
+    /// Ends the claim this request holds on `key` (it is answered, or it could not be).
+    async fn release(&self, key: &str) {
+        let now = self.clock.now().timestamp();
+        let ended =
+            Record { pk: Self::lease_key(key), sk: "lease".into(), expires_at: Some(now), body: serde_json::json!({}) };
+        if let Err(e) = self.records.put(&ended).await {
+            tracing::warn!(error = %e, "single-flight claim not released; it expires by itself");
+        }
+    }
+
+    /// Asks the candidate providers in order by `deadline`; labelled mock data when none answers.
+    async fn ask(
+        &self,
+        query: &Query,
+        request_id: &str,
+        key: &str,
+        candidates: Vec<&Provider>,
+        deadline: Instant,
+        failed: &mut Vec<&'static str>,
+    ) -> SearchResponse {
+        let mut failures = Vec::new();
+        let count = candidates.len();
+        for (i, provider) in candidates.into_iter().enumerate() {
+            let name = provider.adapter.name();
+            if !provider.breaker.allows(self.clock.now()) {
+                tracing::info!(provider = name, "circuit open; skipping provider");
+                failures.push(format!("{name}: skipped (circuit open after repeated failures)"));
+                continue;
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(provider = name, "no time left in the budget; skipping provider");
+                failures.push(format!("{name}: skipped (the {} ms budget is spent)", self.budget.as_millis()));
+                continue;
+            }
+            // Keep a quarter of the budget for each provider still to fail over to.
+            let kept = (self.budget / 4).saturating_mul((count - i - 1) as u32);
+            let until = deadline.checked_sub(kept).filter(|t| *t > Instant::now()).unwrap_or(deadline);
+            let (failure, against_upstream) =
+                match within(self.retry, until, name, |_| provider.adapter.answer(query)).await {
+                    Ok(answer) => match self.answered(query, request_id, name, answer, key).await {
+                        Some(response) => {
+                            provider.breaker.success();
+                            return response;
+                        }
+                        None => ("unusable_response: nothing in the answer matched the schema".to_owned(), true),
+                    },
+                    Err(e) => {
+                        // Free as far as we know (a call cut short may be billed; its record
+                        // says failed), and it counts against the provider's availability.
+                        let charge = Charge {
+                            request_id,
+                            agent: &query.agent,
+                            kind: CallKind::Search,
+                            provider: name,
+                            model: "",
+                            usage: &Usage::default(),
+                            outcome: Outcome::Failed,
+                            saved_usd: 0.0,
+                            upstream_id: None,
+                        };
+                        self.ledger.charge(&charge).await;
+                        (e.to_string(), e.counts_against_upstream())
+                    }
+                };
+            tracing::error!(provider = name, error = %failure, "provider failed; trying the next");
+            // A refusal of this request (HTTP 400) is no sign of the provider's health.
+            if against_upstream && provider.breaker.failure(self.clock.now()) {
+                tracing::warn!(provider = name, "circuit opened: provider skipped during its cool-down");
+            }
+            failed.push(name);
+            failures.push(format!("{name}: {failure}"));
+        }
+        self.fallback(query, request_id, &format!("upstream_failed: {}", failures.join("; "))).await
+    }
+
+    /// Accounts for a live answer and, if it is usable, cleans, caches and stores it.
+    async fn answered(
+        &self,
+        query: &Query,
+        request_id: &str,
+        provider: &str,
+        answer: Answer,
+        key: &str,
+    ) -> Option<SearchResponse> {
+        let usage = answer.usage.clone();
+        let upstream_id = answer.upstream_id.clone();
+        let (mut response, usable) = self.build(query, request_id, provider, answer);
+        let cost = self.bill(query, &response, &usage, Outcome::Live, 0.0, upstream_id);
+        if !usable {
+            // Paid for, but nothing usable: account for it all the same.
+            self.ledger.record(&cost).await;
+            return None;
+        }
+        response.usage = UsageReport::from(&cost);
+        if response.incomplete_reason.is_some() {
+            // Cut short: served as it is, but the next request asks again.
+            self.finish(&mut response, cost).await;
+            return Some(response);
+        }
+        let cached = response.clone();
+        let store = cache::put(&*self.records, key, &cached, self.clock.now(), self.cache_ttl);
+        tokio::join!(store, self.finish(&mut response, cost));
+        Some(response)
+    }
+
+    /// The stored sources of `request_id`; `None` if no such request was answered.
+    pub async fn sources(&self, request_id: &str) -> Result<Option<Vec<Source>>> {
+        sources::list(&*self.records, request_id, self.clock.now()).await
+    }
+
+    async fn fallback(&self, query: &Query, request_id: &str, reason: &str) -> SearchResponse {
+        let (mut response, _) = self.build(query, request_id, "mock", mock::answer(query));
+        response.mock = true;
+        response.data_source = mock::DATA_SOURCE.to_owned();
+        response.fallback_reason = Some(reason.to_owned());
+        let cost = self.bill(query, &response, &Usage::default(), Outcome::Mock, 0.0, None);
+        self.finish(&mut response, cost).await;
+        response
+    }
+
+    /// Reports `cost` as this request's usage, stores the sources and records the cost.
+    async fn finish(&self, response: &mut SearchResponse, cost: CostRecord) {
+        response.usage = UsageReport::from(&cost);
+        let store = sources::keep(&*self.records, &response.request_id, &response.sources, self.clock.now());
+        let (stored, ()) = tokio::join!(store, self.ledger.record(&cost));
+        response.sources_stored = stored;
+    }
+
+    /// The cost record of `response` (its request, provider and model) for `usage`.
+    fn bill(
+        &self,
+        query: &Query,
+        response: &SearchResponse,
+        usage: &Usage,
+        outcome: Outcome,
+        saved_usd: f64,
+        upstream_id: Option<String>,
+    ) -> CostRecord {
+        self.ledger.bill(&Charge {
+            request_id: &response.request_id,
+            agent: &query.agent,
+            kind: CallKind::Search,
+            provider: &response.provider,
+            model: &response.model,
+            usage,
+            outcome,
+            saved_usd,
+            upstream_id,
+        })
+    }
+
+    /// Builds the response from an answer, and says whether it is usable: a structured method
+    /// needs at least one field that validated.
+    fn build(&self, query: &Query, request_id: &str, provider: &str, answer: Answer) -> (SearchResponse, bool) {
+        let structured = analysis::extract(&query.kind, &answer.content);
+        let usable = query.kind == Kind::Search || structured.fields.is_some();
+        if !usable {
+            tracing::warn!(errors = ?structured.errors, "structured answer failed validation entirely");
+        }
+        let data = structured.fields.unwrap_or_default();
+        let found = citations::extract(
+            &answer.content,
+            &answer.citations,
+            &answer.search_results,
+            &answer.annotations,
+            self.clock.now(),
+        );
+        if !found.rejected.is_empty() {
+            tracing::warn!(rejected = ?found.rejected, "citations refused");
+        }
+        let mut validation_errors = answer.schema_errors;
+        validation_errors.extend(structured.errors);
+        if !validation_errors.is_empty() {
+            tracing::warn!(errors = ?validation_errors, "upstream response partly failed validation; kept what parsed");
+        }
+        let cited: Vec<String> = found.sources.iter().map(|s| s.url.clone()).collect();
+        let mut sources = found.sources;
+        let named = field_sources(&data, &sources, self.clock.now());
+        sources.extend(named);
+        let response = SearchResponse {
+            request_id: request_id.to_owned(),
+            method: query.kind.name().to_owned(),
+            provider: provider.to_owned(),
+            model: answer.model,
+            cached: false,
+            mock: false,
+            data_source: provider.to_owned(),
+            fallback_reason: None,
+            citations: cited,
+            references: citations::references_markdown(&sources),
+            content: answer.content,
+            images: answer.images,
+            sources,
+            unbacked_markers: found.unbacked_markers,
+            rejected_citations: found.rejected,
+            partial: !validation_errors.is_empty() || answer.incomplete.is_some(),
+            incomplete_reason: answer.incomplete,
+            validation_errors,
+            // Set from the cost record when the request is billed.
+            usage: UsageReport {
+                input_tokens: 0,
+                output_tokens: 0,
+                credits: 0,
+                searches: 0,
+                cost_usd: 0.0,
+                cost_source: CostSource::Free,
+            },
+            sources_stored: false,
+            data,
+        };
+        (response, usable)
+    }
+}
+
+/// The sources the structured fields name (`statistics[].source` of a topic, `results[].source`
+/// of research) that are valid public URLs and not already cited: listed (and stored) after the
+/// citations, so every source an answer relies on is kept.
+fn field_sources(data: &Map<String, Value>, cited: &[Source], at: chrono::DateTime<chrono::Utc>) -> Vec<Source> {
+    let items = ["statistics", "results"].into_iter().filter_map(|field| data.get(field)?.as_array()).flatten();
+    let mut out: Vec<Source> = Vec::new();
+    for item in items {
+        let Some(Ok(url)) = item.get("source").and_then(Value::as_str).map(citations::normalise) else { continue };
+        if cited.iter().chain(&out).any(|s| s.url == url) {
+            continue;
+        }
+        let title = ["title", "stat"].iter().find_map(|k| item.get(*k)?.as_str()).map(str::to_owned);
+        out.push(Source { url, title, accessed_at: at });
+    }
+    out
+}

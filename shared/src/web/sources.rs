@@ -1,0 +1,78 @@
+//! The source store: every citation a response carries, kept under its request id with no
+//! expiry (seed 000: 引用來源必須 100% 儲存). A request with no sources still leaves a header
+//! record, so "no sources" and "unknown request" stay distinguishable.
+//!
+//! Never half-stored: the sources are written first and the header, which holds their count,
+//! last; a list without its header is absent, and a list whose rows do not match its header's
+//! count is reported as a fault, never served short.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::core::error::{Error, Result};
+use crate::core::records::{Record, RecordStore};
+use crate::core::retry::{STORE_RETRY, with_backoff};
+use crate::web::citations::Source;
+
+const HEADER: &str = "#header";
+
+fn partition(request_id: &str) -> String {
+    format!("SOURCES#{request_id}")
+}
+
+/// Stores `sources` of `request_id`: all of them, then the header (all or an error).
+pub async fn store(records: &dyn RecordStore, request_id: &str, sources: &[Source], at: DateTime<Utc>) -> Result<()> {
+    let pk = partition(request_id);
+    let rows: Vec<Record> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Record {
+            pk: pk.clone(),
+            sk: format!("{:05}", i + 1),
+            expires_at: None,
+            body: serde_json::to_value(s).expect("a source serialises"),
+        })
+        .collect();
+    if !rows.is_empty() {
+        records.put_all(&rows).await?;
+    }
+    let header = Record {
+        pk,
+        sk: HEADER.into(),
+        expires_at: None,
+        body: json!({"count": sources.len(), "storedAt": crate::core::time::format(&at)}),
+    };
+    records.put(&header).await
+}
+
+/// [`store`] with retries; whether the sources are stored. When they could not be, they are
+/// logged in full with the request id, for replay: never dropped.
+pub async fn keep(records: &dyn RecordStore, request_id: &str, sources: &[Source], at: DateTime<Utc>) -> bool {
+    match with_backoff(STORE_RETRY, "sources", |_| store(records, request_id, sources, at)).await {
+        Ok(()) => true,
+        Err(e) => {
+            let sources = serde_json::to_string(sources).unwrap_or_default();
+            tracing::error!(error = %e, %request_id, %sources, "sources not stored; logged here for replay");
+            false
+        }
+    }
+}
+
+/// The sources stored for `request_id`, in citation order; `None` if the request is unknown
+/// (or its sources never finished storing).
+pub async fn list(records: &dyn RecordStore, request_id: &str, now: DateTime<Utc>) -> Result<Option<Vec<Source>>> {
+    let rows = records.query(&partition(request_id), "#", "99999", now.timestamp()).await?;
+    let Some(header) = rows.iter().find(|r| r.sk == HEADER) else {
+        return Ok(None);
+    };
+    let count = header.body.get("count").and_then(serde_json::Value::as_u64).unwrap_or(0) as usize;
+    let sources: Vec<Source> =
+        rows.into_iter().filter(|r| r.sk != HEADER).filter_map(|r| serde_json::from_value(r.body).ok()).collect();
+    if sources.len() != count {
+        return Err(Error::Store(format!(
+            "the sources of request {request_id} are incomplete: {} of {count} readable",
+            sources.len()
+        )));
+    }
+    Ok(Some(sources))
+}

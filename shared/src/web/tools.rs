@@ -1,0 +1,176 @@
+//! Tools for AI assistants using function calling (seed 002): their OpenAI-style definitions
+//! and their execution. A tool is listed only when it can run: `search_web` needs a Tavily key,
+//! and without one the assistant simply has no search (nothing errors).
+//!
+//! A tool's result is what the model consumes: a JSON *string*. Failures are strings too
+//! (`{"error": ..., "message": ...}`), so the model can tell the user and carry on.
+//! `search_web` results are cached like searches (`tavily:search_web:<sha256 of the query>`,
+//! `CACHE_TTL_SECS`): a repeat costs nothing and is accounted as a cache hit. The result URLs
+//! are stored as the request's sources (`GET /sources/{requestId}`), and the call ends inside
+//! the search budget.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::core::clock::Clock;
+use crate::core::records::RecordStore;
+use crate::core::upstream::Usage;
+use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
+use crate::web::cache;
+use crate::web::citations::{self, Source};
+use crate::web::providers::tavily::{Tavily, WebResult};
+use crate::web::sources;
+
+pub const SEARCH_WEB: &str = "search_web";
+/// Served by the `rag-search` function (`POST /tools/explore_nearby`); listed here with the rest.
+pub const EXPLORE_NEARBY: &str = "explore_nearby";
+
+/// The OpenAI function definition of `explore_nearby` (seed 004 Requirements 8, 13).
+pub fn explore_nearby_definition() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": EXPLORE_NEARBY,
+            "description": "Find bookable activities near a place (active, in the future, places left), ranked by how well they fit what the user wants. Each result says why it matches (matchReason).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "semanticQuery": {"type": "string", "description": "What the user wants, in their words (e.g. 轻松的小局, 适合社恐的活动). Omit to list the nearest."},
+                    "lat": {"type": "number", "description": "Latitude of the user's place."},
+                    "lng": {"type": "number", "description": "Longitude of the user's place."},
+                    "radiusInKm": {"type": "number", "description": "Search radius in km (up to 500)."},
+                    "type": {"type": "string", "description": "Only activities of this type (e.g. 桌游)."},
+                    "limit": {"type": "integer", "description": "How many results (1-50, default 10)."}
+                },
+                "required": ["lat", "lng", "radiusInKm"],
+            },
+        },
+    })
+}
+
+/// The tools and what they need.
+pub struct Tools {
+    pub tavily: Option<Arc<Tavily>>,
+    pub ledger: Ledger,
+    pub records: Arc<dyn RecordStore>,
+    pub clock: Arc<dyn Clock>,
+    pub cache_ttl: Duration,
+    /// The time box of the Tavily call (`SEARCH_BUDGET_MS`).
+    pub budget: Duration,
+}
+
+/// What `search_web` answered: the model-facing JSON string, and whether its result URLs are
+/// stored as the request's sources (false only when the store failed; they are logged).
+pub struct WebAnswer {
+    pub result: String,
+    pub sources_stored: bool,
+}
+
+/// A cached `search_web` answer: the model-facing string and what it cost.
+#[derive(Serialize, Deserialize)]
+struct CachedWeb {
+    results: String,
+    cost_usd: f64,
+}
+
+/// The cache key of `search_web` for `query` (trimmed, inner whitespace collapsed).
+fn web_cache_key(query: &str) -> String {
+    let canonical = query.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("tavily:search_web:{}", hex::encode(Sha256::digest(canonical.as_bytes())))
+}
+
+impl Tools {
+    /// The definitions of the tools available now (`{"type": "function", "function": {name,
+    /// description, parameters}}`).
+    pub fn definitions(&self) -> Vec<Value> {
+        let mut tools = vec![explore_nearby_definition()];
+        if self.tavily.is_some() {
+            tools.push(json!({
+                "type": "function",
+                "function": {
+                    "name": SEARCH_WEB,
+                    "description": "Search the web for current information (news, recent facts, recommendations). Returns up to 3 results with title, url and content.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"query": {"type": "string", "description": "What to search for, in the user's language."}},
+                        "required": ["query"],
+                    },
+                },
+            }));
+        }
+        tools
+    }
+
+    /// Whether tool `name` is available.
+    pub fn has(&self, name: &str) -> bool {
+        name == SEARCH_WEB && self.tavily.is_some()
+    }
+
+    /// Runs `search_web` for `query`. Every call is accounted, its sources stored.
+    pub async fn search_web(&self, query: &str, agent: &str, request_id: &str) -> WebAnswer {
+        let Some(tavily) = &self.tavily else {
+            return self.kept(request_id, error_string("search_unavailable", "web search is not configured")).await;
+        };
+        let charge = |usage, outcome, saved_usd| Charge {
+            request_id,
+            agent,
+            kind: CallKind::Search,
+            provider: "tavily",
+            model: "basic",
+            usage,
+            outcome,
+            saved_usd,
+            upstream_id: None,
+        };
+        let key = web_cache_key(query);
+        if let Some(hit) = cache::get::<CachedWeb>(&*self.records, &key, self.clock.now()).await {
+            self.ledger.charge(&charge(&Usage::default(), Outcome::Cached, hit.cost_usd)).await;
+            return self.kept(request_id, hit.results).await;
+        }
+        let answer = tokio::time::timeout(self.budget, tavily.search_web(query))
+            .await
+            .unwrap_or(Err(crate::core::upstream::ProviderError::OutOfTime));
+        match answer {
+            Ok((results, usage)) => {
+                let cost = self.ledger.charge(&charge(&usage, Outcome::Live, 0.0)).await;
+                // Only valid, public http(s) URLs reach the model.
+                let results: Vec<WebResult> = results
+                    .into_iter()
+                    .filter_map(|r| citations::normalise(&r.url).ok().map(|url| WebResult { url, ..r }))
+                    .collect();
+                let results = serde_json::to_string(&results).expect("results serialise");
+                let cached = CachedWeb { results, cost_usd: cost.cost_usd };
+                cache::put(&*self.records, &key, &cached, self.clock.now(), self.cache_ttl).await;
+                self.kept(request_id, cached.results).await
+            }
+            Err(e) => {
+                // Accounted as failed: free as far as we know, and against Tavily's availability.
+                self.ledger.charge(&charge(&Usage::default(), Outcome::Failed, 0.0)).await;
+                tracing::warn!(error = %e, "search_web failed");
+                let message = format!("web search is temporarily unavailable: {e}");
+                self.kept(request_id, error_string("search_failed", &message)).await
+            }
+        }
+    }
+
+    /// `result` as the answer of `request_id`, its result URLs (none for an error) stored.
+    async fn kept(&self, request_id: &str, result: String) -> WebAnswer {
+        let now = self.clock.now();
+        let found: Vec<Source> = serde_json::from_str::<Vec<WebResult>>(&result)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| Source { url: r.url, title: Some(r.title), accessed_at: now })
+            .collect();
+        let sources_stored = sources::keep(&*self.records, request_id, &found, now).await;
+        WebAnswer { result, sources_stored }
+    }
+}
+
+/// A tool failure as the model reads it: `{"error": code, "message"}`.
+pub fn error_string(code: &str, message: &str) -> String {
+    json!({"error": code, "message": message}).to_string()
+}
