@@ -69,7 +69,7 @@ async fn a_dry_run_changes_nothing() {
     let s = run(&app, &job(Some(source(dir.path(), 10, &[])), true, false, 4)).await;
     assert!(s.dry_run && s.migration.len() == 6, "{s:?}");
     assert_eq!((s.imported, s.total, s.processed, s.errors), (10, 10, 0, 1), "one broken line: {s:?}");
-    assert!(!app.indexer.index.exists().await.unwrap());
+    assert!(!app.indexer.index().exists().await.unwrap());
     assert_eq!(server.calls(), 0);
 }
 
@@ -89,7 +89,7 @@ async fn imports_embed_in_batches_and_force_reembeds_all() {
     let s = run(&app, &job(None, false, true, 4)).await;
     assert_eq!((s.total, s.processed), (10, 10), "{s:?}");
     assert_eq!(server.inputs(), 20);
-    assert_eq!(app.indexer.index.count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 10);
+    assert_eq!(app.indexer.index().count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 10);
 }
 
 // Given points indexed pending and a sweep whose batch with 故障 keeps failing, then that
@@ -189,7 +189,7 @@ async fn an_s3_source_is_imported_like_a_file() {
     let e = backfill::cli(&app, &job(Some("s3://imports/missing.jsonl".into()), false, false, 100)).await.unwrap_err();
     assert_eq!(e.status(), 400);
     assert!(e.to_string().contains("s3://imports/missing.jsonl"), "{e}");
-    assert_eq!(app.indexer.index.count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 5);
+    assert_eq!(app.indexer.index().count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 5);
 }
 
 // Given three activities indexed pending, when a forced backfill has read them and waits on a
@@ -228,7 +228,7 @@ async fn writes_during_a_forced_backfill_survive_it(index: Vec<(&'static str, St
     assert_eq!(summary.total, 3, "the sweep had read all three before the writes: {summary:?}");
 
     let ids = ["a", "b", "c"].map(shared::activities::index::point_id);
-    let after = h.indexer.index.get(&ids, true).await.unwrap();
+    let after = h.indexer.index().get(&ids, true).await.unwrap();
     let a = shared::activities::indexing::activity_of(&after[0].payload).unwrap();
     assert_eq!(a.title, "白噪音读书局·改期", "the PUT survived");
     assert!(after[0].dense.is_none() && after[0].payload["embedding"] == "pending", "{:?}", after[0].payload);

@@ -52,7 +52,7 @@ async fn writers_in_other_processes_and_searches_here_interleave() {
     for w in &mut writers {
         assert!(w.wait().unwrap().success());
     }
-    let index = h.rag.retrieval.index.clone();
+    let index = h.rag.retrieval.index().clone();
     let ids: Vec<_> = (0..100).flat_map(|i| [point_id(&format!("w1-{i}")), point_id(&format!("w2-{i}"))]).collect();
     assert_eq!(index.get(&ids, false).await.unwrap().len(), 200);
     assert_eq!(index.count(&HardFilter::bookable(chrono::Utc::now())).await.unwrap(), 200);
@@ -68,7 +68,7 @@ async fn acknowledged_writes_survive_a_killed_writer() {
     let acked = acks(&mut writer, Some(20));
     writer.kill().unwrap();
     writer.wait().unwrap();
-    let index = h.rag.retrieval.index.clone();
+    let index = h.rag.retrieval.index().clone();
     let ids: Vec<_> = acked.iter().map(|id| point_id(id)).collect();
     assert_eq!(index.get(&ids, false).await.unwrap().len(), 20, "acknowledged: {acked:?}");
     let mut after = worker(h.dir.path(), "after", 3);

@@ -90,7 +90,7 @@ async fn a_collection_answers_only_with_the_model_that_built_it() {
     assert_eq!((status, r["error"]["code"].as_str()), (500, Some("misconfigured")), "{r}");
     assert!(!r.to_string().contains("QDRANT_COLLECTION"), "the caller is not told the settings: {r}");
     // What the operator's log says (the same error, logged with the request id).
-    let message = h.rag.retrieval.index.ensure().await.unwrap_err().to_string();
+    let message = h.rag.retrieval.index().ensure().await.unwrap_err().to_string();
     for needle in ["local-multilingual-e5-small-384", "zhipu-embedding-3-9", "QDRANT_COLLECTION", "backfill"] {
         assert!(message.contains(needle), "{needle} in {message}");
     }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::core::clock::{Clock, SystemClock};
+use crate::core::clock::Clock;
 use crate::core::config::{Config, RecordStoreKind};
 use crate::core::error::{Error, Result};
 use crate::core::records::{DynamoRecords, LocalRecords, RecordStore};
@@ -14,14 +14,11 @@ use crate::costs::pricing::PriceTable;
 use crate::llm::ChatModel;
 use crate::llm::mock::MockLlm;
 use crate::llm::openai::OpenAiCompatible;
-use crate::pipeline::codex::CodexCli;
-use crate::pipeline::research_node::ResearchNode;
 use crate::timeline::Timeline;
 use crate::web::providers::perplexity::Perplexity;
 use crate::web::providers::tavily::Tavily;
 use crate::web::providers::{Breaker, SearchProvider};
 use crate::web::search::{Provider, SearchService};
-use crate::web::tools::Tools;
 
 /// The record store `config` selects.
 pub async fn records(config: &Config) -> Result<Arc<dyn RecordStore>> {
@@ -81,47 +78,6 @@ pub fn providers(config: &Config, tavily: Option<Arc<Tavily>>) -> Result<Vec<Pro
     Ok(out)
 }
 
-/// Everything the `search` function serves: searches, tools and the research node.
-pub struct SearchFunction {
-    pub search: Arc<SearchService>,
-    pub tools: Tools,
-    pub research: ResearchNode,
-    /// Who a caller may bill (`AGENTS`).
-    pub agents: Vec<String>,
-}
-
-/// The `search` function's services over `records` and `clock`, configured by `config`.
-pub fn search_function(
-    config: &Config,
-    records: Arc<dyn RecordStore>,
-    clock: Arc<dyn Clock>,
-) -> Result<SearchFunction> {
-    let tavily = tavily(config)?;
-    let search = Arc::new(search_service(config, Arc::clone(&records), Arc::clone(&clock), tavily.clone())?);
-    let tools = Tools {
-        tavily,
-        ledger: search.ledger.clone(),
-        records: Arc::clone(&search.records),
-        clock: Arc::clone(&search.clock),
-        cache_ttl: search.cache_ttl,
-        budget: search.budget,
-    };
-    let research = ResearchNode {
-        search: Arc::clone(&search),
-        codex: CodexCli {
-            command: config.codex_command.clone(),
-            args: config.codex_args.clone(),
-            separator: config.codex_prompt_separator.clone(),
-            timeout: config.codex_timeout,
-            retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
-        },
-        provider: config.research_provider,
-        records,
-        clock,
-    };
-    Ok(SearchFunction { search, tools, research, agents: config.agents.clone() })
-}
-
 /// The search service (provider chain, cache, ledger) over `records` and `clock`.
 pub fn search_service(
     config: &Config,
@@ -138,13 +94,6 @@ pub fn search_service(
         retry: RetryPolicy::new(config.retry_base),
         budget: config.search_budget,
     })
-}
-
-/// The `search` function's services as the environment configures them.
-pub async fn search_function_from_env() -> Result<SearchFunction> {
-    let config = Config::from_env()?;
-    let records = records(&config).await?;
-    search_function(&config, records, Arc::new(SystemClock))
 }
 
 /// The chat model: OpenAI-compatible with `LLM_API_KEY`, else the labelled mock.
@@ -243,6 +192,21 @@ pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::activities::index:
     })
 }
 
+/// The embedding service of activity writes or searches, timed by `timeout`.
+#[cfg(feature = "vector-index")]
+fn embedding(
+    config: &Config,
+    ledger: Ledger,
+    timeout: std::time::Duration,
+) -> Result<crate::activities::embedder::EmbeddingService> {
+    Ok(crate::activities::embedder::EmbeddingService::new(
+        embedder(config)?,
+        ledger,
+        RetryPolicy::new(config.retry_base),
+        timeout,
+    ))
+}
+
 /// The activity write path over `index`, `records` and `clock`.
 #[cfg(feature = "vector-index")]
 pub fn indexer(
@@ -251,16 +215,8 @@ pub fn indexer(
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
 ) -> Result<crate::activities::indexing::Indexer> {
-    Ok(crate::activities::indexing::Indexer {
-        index,
-        embedder: embedder(config)?,
-        ledger: ledger(config, records, Arc::clone(&clock))?,
-        bm25: Arc::new(crate::activities::index::bm25::Bm25::new()),
-        zone: config.activity_timezone,
-        retry: RetryPolicy::new(config.retry_base),
-        embed_timeout: config.index_embed_timeout,
-        clock,
-    })
+    let embedding = embedding(config, ledger(config, records, Arc::clone(&clock))?, config.index_embed_timeout)?;
+    Ok(crate::activities::indexing::Indexer::new(index, embedding, config.activity_timezone, clock))
 }
 
 /// Activity retrieval over `index`, `records` and `clock`.
@@ -271,27 +227,27 @@ pub fn retrieval(
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
 ) -> Result<crate::activities::retrieval::Retrieval> {
-    Ok(crate::activities::retrieval::Retrieval {
-        index,
-        embedder: embedder(config)?,
-        ledger: ledger(config, Arc::clone(&records), Arc::clone(&clock))?,
-        bm25: Arc::new(crate::activities::index::bm25::Bm25::new()),
-        interests: crate::activities::interests::Interests { records, clock: Arc::clone(&clock) },
-        clock,
-        retry: RetryPolicy::new(config.retry_base),
-        embed_timeout: config.rag_embed_timeout,
+    use crate::activities::retrieval::{Ranking, Reasons, Retrieval};
+    use crate::core::config::MatchReason;
+    let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?;
+    let embedding = embedding(config, ledger.clone(), config.rag_embed_timeout)?;
+    let reasons = match config.rag_match_reason {
+        MatchReason::Off => Reasons::Off,
+        MatchReason::Template => Reasons::Template,
+        MatchReason::Llm => Reasons::Llm {
+            llm: llm(config)?,
+            model: config.llm_rag_model.clone(),
+            timeout: config.rag_reason_timeout,
+            ledger,
+            retry: RetryPolicy::new(config.retry_base),
+        },
+    };
+    let ranking = Ranking {
         min_similarity: config.rag_min_similarity,
         fusion: config.rag_fusion,
         lexical_weight: config.rag_lexical_weight,
-        reasons: match config.rag_match_reason {
-            crate::core::config::MatchReason::Off => crate::activities::retrieval::Reasons::Off,
-            crate::core::config::MatchReason::Template => crate::activities::retrieval::Reasons::Template,
-            crate::core::config::MatchReason::Llm => crate::activities::retrieval::Reasons::Llm {
-                llm: llm(config)?,
-                model: config.llm_rag_model.clone(),
-                timeout: config.rag_reason_timeout,
-            },
-        },
         zone: config.activity_timezone,
-    })
+    };
+    let interests = crate::activities::interests::Interests::new(records, Arc::clone(&clock));
+    Ok(Retrieval::new(index, embedding, interests, reasons, ranking, clock))
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use lambda_http::{Body, Request};
+use search::SearchFunction;
 use serde_json::Value;
-use shared::compose::SearchFunction;
 use shared::core::clock::{Clock, ManualClock};
 use shared::core::config::Config;
 use shared::core::records::{DynamoRecords, LocalRecords, RecordStore};
@@ -153,7 +153,7 @@ impl Harness {
         })
         .expect("test config");
         let clock = Arc::new(ManualClock::new(Utc::now()));
-        let app = shared::compose::search_function(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>)
+        let app = SearchFunction::new(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>)
             .expect("search function");
         Self { app, clock, records, upstream, tavily, _guard: guard }
     }

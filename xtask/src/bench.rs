@@ -228,7 +228,7 @@ async fn handler_cache_hit() -> Result {
         _ => None,
     })?;
     let records = Arc::new(LocalRecords::open(dir.path())?);
-    let service = shared::compose::search_function(&config, records, Arc::new(SystemClock))?;
+    let service = search::SearchFunction::new(&config, records, Arc::new(SystemClock))?;
     let request = |body: serde_json::Value| {
         lambda_http::http::Request::builder()
             .method("POST")

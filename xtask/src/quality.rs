@@ -22,7 +22,7 @@ use shared::core::config::Fusion;
 use shared::core::records::LocalRecords;
 
 use shared::activities::indexing::Indexer;
-use shared::activities::retrieval::{Retrieval, SearchRequest};
+use shared::activities::retrieval::{Ranking, Retrieval, SearchRequest};
 use shared::core::clock::{Clock, ManualClock};
 use shared::core::config::Config;
 use shared::core::records::RecordStore;
@@ -95,7 +95,7 @@ pub async fn prepare(dir: &Path, config: &Config, records: Arc<dyn RecordStore>)
 async fn write(indexer: &Indexer, activities: &[Value]) -> Result<()> {
     for batch in activities.chunks(shared::activities::indexing::MAX_BATCH) {
         let parsed = Indexer::parse(Value::Array(batch.to_vec()))?;
-        let report = indexer.write(&parsed, indexer.clock.now(), false, "quality-index").await?;
+        let report = indexer.write(&parsed, indexer.now(), false, "quality-index").await?;
         if let Some(reason) = report.pending_reason {
             return Err(Error::Config(format!("the dev set could not be embedded: {reason}")));
         }
@@ -184,16 +184,12 @@ pub async fn run() -> crate::Result {
         set.display(),
         started.elapsed().as_secs_f64()
     );
-    let variant = |name: String, change: &dyn Fn(&mut Retrieval)| {
-        let mut r = tuned.clone();
-        change(&mut r);
-        (name, r)
-    };
+    let ranking = tuned.ranking();
     let variants = [
-        variant("lexical only (BM25)".into(), &|r| r.embedder = Err("lexical baseline".into())),
-        variant("dense only".into(), &|r| r.fusion = Fusion::Dense),
-        variant("RRF 50/50".into(), &|r| r.lexical_weight = 1.0),
-        variant(format!("configured (RRF, lexical weight {})", tuned.lexical_weight), &|_| {}),
+        ("lexical only (BM25)".to_owned(), tuned.clone().without_embedder("lexical baseline")),
+        ("dense only".into(), tuned.clone().ranked_by(Ranking { fusion: Fusion::Dense, ..ranking })),
+        ("RRF 50/50".into(), tuned.clone().ranked_by(Ranking { lexical_weight: 1.0, ..ranking })),
+        (format!("configured (RRF, lexical weight {})", ranking.lexical_weight), tuned.clone()),
     ];
     println!(
         "{:<40} {:<10} {:<5} {:>3} {:>8} {:>9} {:>6}",
@@ -258,9 +254,7 @@ mod tests {
         });
         assert_eq!(queries.len(), 45);
         let configured = evaluate(&retrieval, &queries).await.unwrap();
-        let mut lexical = retrieval.clone();
-        lexical.embedder = Err("lexical baseline".into());
-        let lexical = evaluate(&lexical, &queries).await.unwrap();
+        let lexical = evaluate(&retrieval.clone().without_embedder("lexical baseline"), &queries).await.unwrap();
         for split in ["dev", "test"] {
             let (c, l) = (get(&configured, "intent", split), get(&lexical, "intent", split));
             eprintln!("intent/{split}: configured {c:?}, lexical {l:?}");

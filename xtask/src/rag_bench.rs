@@ -19,12 +19,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use shared::activities::activity::Activity;
-use shared::activities::embedder::{Embedder, Input};
+use shared::activities::embedder::{Embedder, EmbeddingService, Input};
 use shared::activities::index::bm25::Bm25;
 use shared::activities::index::edge::EdgeIndex;
 use shared::activities::index::{DenseSpace, HardFilter, Near, Point, VectorIndex, point_id};
 use shared::activities::indexing::payload;
-use shared::activities::retrieval::{Retrieval, SearchRequest};
+use shared::activities::retrieval::{Ranking, Reasons, Retrieval, SearchRequest};
 use shared::core::clock::{Clock, ManualClock};
 use shared::core::config::{Config, EdgeSharing, Fusion};
 use shared::core::records::LocalRecords;
@@ -264,21 +264,17 @@ fn retrieval(
     let records = Arc::new(LocalRecords::open(dir)?);
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
     let config = Config::from_lookup(|_| None)?;
-    Ok(Retrieval {
-        index,
-        embedder: Ok(table),
-        ledger: shared::compose::ledger(&config, records.clone(), clock.clone())?,
-        interests: shared::activities::interests::Interests { records, clock: clock.clone() },
-        bm25: Arc::new(Bm25::new()),
-        clock,
-        retry: RetryPolicy::new(Duration::from_millis(10)),
-        embed_timeout: Duration::from_secs(5),
+    let ledger = shared::compose::ledger(&config, records.clone(), clock.clone())?;
+    let embedding =
+        EmbeddingService::new(Ok(table), ledger, RetryPolicy::new(Duration::from_millis(10)), Duration::from_secs(5));
+    let ranking = Ranking {
         min_similarity: Some(0.5),
         fusion: Fusion::Rrf,
         lexical_weight: shared::core::config::DEFAULT_LEXICAL_WEIGHT,
-        reasons: shared::activities::retrieval::Reasons::Off,
         zone: chrono_tz::Asia::Shanghai,
-    })
+    };
+    let interests = shared::activities::interests::Interests::new(records, clock.clone());
+    Ok(Retrieval::new(index, embedding, interests, Reasons::Off, ranking, clock))
 }
 
 /// Writes `points` in batches of [`BATCH`]; how long it took.

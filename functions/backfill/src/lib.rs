@@ -29,8 +29,8 @@ pub struct App {
 pub async fn from_env() -> Result<App> {
     let config = Config::from_env()?;
     let records = compose::records(&config).await?;
-    let mut indexer = compose::indexer(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))?;
-    indexer.embed_timeout = indexer.embed_timeout.max(BATCH_TIMEOUT);
+    let indexer = compose::indexer(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))?
+        .embedding_at_least(BATCH_TIMEOUT);
     Ok(App { indexer, rate: config.backfill_rate, objects: None })
 }
 

@@ -92,7 +92,7 @@ async fn route(app: &Indexer, req: &Request) -> Result<Response<Body>> {
                 Ok(written(&app.upsert(&[activity], &request_id).await?))
             }
             "DELETE" => {
-                if app.delete(id, app.clock.now()).await? {
+                if app.delete(id, app.now()).await? {
                     Ok(http::json(200, &json!({"id": id, "deleted": true})))
                 } else {
                     Err(Error::NotFound(format!("activity {id:?} is not indexed")))
@@ -125,7 +125,7 @@ async fn event(app: &Indexer, req: &Request, request_id: &str) -> Result<Respons
         Some(t) => {
             t.parse().map_err(|e| Error::invalid("malformed_event", format!("time: {t:?} is not RFC 3339: {e}")))?
         }
-        None => app.clock.now(),
+        None => app.now(),
     };
     match detail_type {
         "ActivityCreated" | "ActivityUpdated" => {

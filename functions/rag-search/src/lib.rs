@@ -57,7 +57,7 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
             http::allow(req, "POST")?;
             users.require(req, user)?;
             let body = shared::core::json::json_object(http::body(req)?)?;
-            Ok(http::json(200, &app.interests.feedback(&*app.index, user, &body).await?))
+            Ok(http::json(200, &app.feedback(user, &body).await?))
         }
         ["users", user, "preferences"] => {
             http::allow(req, "PUT")?;
@@ -86,7 +86,7 @@ async fn explore_nearby(app: &Retrieval, req: &Request) -> Result<Response<Body>
     let text = match SearchRequest::from_tool_arguments(&args) {
         Err(e) => tools::error_string("invalid_arguments", &e.to_string()),
         Ok(request) => match app.search(&request, &http::request_id(req)).await {
-            Ok(response) => response.tool_text(app.zone),
+            Ok(response) => response.tool_text(app.ranking().zone),
             Err(e) => {
                 tracing::error!(error = %e, "explore_nearby failed");
                 tools::error_string("explore_failed", "activity search is temporarily unavailable")

@@ -9,12 +9,66 @@
 //! `{"error": {"code", "message"}}` with a 4xx for the caller's mistakes; search upstream
 //! faults never surface as 5xx (labelled mock data instead).
 
+use std::sync::Arc;
+
 use lambda_http::{Body, Request, Response};
-use shared::compose::SearchFunction;
-use shared::http;
-use shared::pipeline::research_node::NodeRequest;
+use shared::core::clock::{Clock, SystemClock};
+use shared::core::config::Config;
+use shared::core::records::RecordStore;
+use shared::core::retry::RetryPolicy;
+use shared::pipeline::codex::CodexCli;
+use shared::pipeline::research_node::{NodeRequest, ResearchNode};
 use shared::web::query::Query;
-use shared::{Error, Result};
+use shared::web::search::SearchService;
+use shared::web::tools::Tools;
+use shared::{Error, Result, compose, http};
+
+/// Everything this function serves: searches, tools and the research node.
+pub struct SearchFunction {
+    pub search: Arc<SearchService>,
+    pub tools: Tools,
+    pub research: ResearchNode,
+    /// Who a caller may bill (`AGENTS`).
+    pub agents: Vec<String>,
+}
+
+impl SearchFunction {
+    /// The services over `records` and `clock`, configured by `config`.
+    pub fn new(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Self> {
+        let tavily = compose::tavily(config)?;
+        let search =
+            Arc::new(compose::search_service(config, Arc::clone(&records), Arc::clone(&clock), tavily.clone())?);
+        let tools = Tools {
+            tavily,
+            ledger: search.ledger.clone(),
+            records: Arc::clone(&search.records),
+            clock: Arc::clone(&search.clock),
+            cache_ttl: search.cache_ttl,
+            budget: search.budget,
+        };
+        let research = ResearchNode {
+            search: Arc::clone(&search),
+            codex: CodexCli {
+                command: config.codex_command.clone(),
+                args: config.codex_args.clone(),
+                separator: config.codex_prompt_separator.clone(),
+                timeout: config.codex_timeout,
+                retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
+            },
+            provider: config.research_provider,
+            records,
+            clock,
+        };
+        Ok(Self { search, tools, research, agents: config.agents.clone() })
+    }
+
+    /// The services as the environment configures them.
+    pub async fn from_env() -> Result<Self> {
+        let config = Config::from_env()?;
+        let records = compose::records(&config).await?;
+        Self::new(&config, records, Arc::new(SystemClock))
+    }
+}
 
 /// Handles one HTTP request. Never fails: errors become JSON error responses.
 pub async fn handle(app: &SearchFunction, req: Request) -> Response<Body> {

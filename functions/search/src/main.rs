@@ -7,7 +7,7 @@ use lambda_http::{Error, Request, run, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
-    let app = shared::compose::search_function_from_env().await?;
+    let app = search::SearchFunction::from_env().await?;
     run(service_fn(|req: Request| {
         let app = &app;
         async move { Ok::<_, Infallible>(search::handle(app, req).await) }

@@ -147,7 +147,7 @@ pub async fn run(
     mut progress: impl FnMut(&Summary),
 ) -> Result<Summary> {
     let mut summary = Summary { dry_run: job.dry_run, ..Summary::default() };
-    let index = &indexer.index;
+    let index = indexer.index();
     let existed = index.exists().await?;
     if !existed {
         summary.migration.push("collection with vectors dense (cosine) and sparse (BM25, idf)".to_owned());
@@ -192,11 +192,7 @@ pub async fn run(
         } else {
             for batch in activities.chunks(job.batch_size) {
                 tokio::time::sleep(pace()).await;
-                account(
-                    &mut summary,
-                    indexer.write(batch, indexer.clock.now(), job.force, "backfill").await,
-                    batch.len(),
-                );
+                account(&mut summary, indexer.write(batch, indexer.now(), job.force, "backfill").await, batch.len());
                 log(&summary);
                 progress(&summary);
             }

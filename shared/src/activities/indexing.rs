@@ -23,13 +23,11 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::activities::activity::{Activity, text_hash};
-use crate::activities::embedder::{self, Input};
+use crate::activities::embedder::{EmbeddingService, Input};
 use crate::activities::index::bm25::Bm25;
 use crate::activities::index::{DenseUpdate, Point, Stored, VectorIndex, point_id, tombstone, version_of};
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
-use crate::core::retry::RetryPolicy;
-use crate::costs::ledger::Ledger;
 
 /// Largest batch one request may index.
 pub const MAX_BATCH: usize = 100;
@@ -111,20 +109,38 @@ pub fn activity_of(payload: &Map<String, Value>) -> Result<Activity> {
     serde_json::from_value(Value::Object(map)).map_err(|e| Error::Store(format!("stored activity is unreadable: {e}")))
 }
 
+/// The activity write path: validation, enrichment, embedding, versioned writes, deletions.
 pub struct Indexer {
-    pub index: Arc<dyn VectorIndex>,
-    pub embedder: embedder::Configured,
-    pub ledger: Ledger,
-    pub bm25: Arc<Bm25>,
-    pub zone: Tz,
-    pub retry: RetryPolicy,
-    /// Longest the embedder may take (retries included) before points are written pending.
-    pub embed_timeout: Duration,
+    index: Arc<dyn VectorIndex>,
+    embedding: EmbeddingService,
+    bm25: Bm25,
+    zone: Tz,
     /// The time of a request: the version of writes that carry no `updatedAt`.
-    pub clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Indexer {
+    /// Writes into `index`, embedding with `embedding`; times of day in `zone`.
+    pub fn new(index: Arc<dyn VectorIndex>, embedding: EmbeddingService, zone: Tz, clock: Arc<dyn Clock>) -> Self {
+        Self { index, embedding, bm25: Bm25::new(), zone, clock }
+    }
+
+    /// The same write path with an embedding time box of at least `timeout`.
+    pub fn embedding_at_least(mut self, timeout: Duration) -> Self {
+        self.embedding = self.embedding.lasting_at_least(timeout);
+        self
+    }
+
+    /// The vector index written to.
+    pub fn index(&self) -> &Arc<dyn VectorIndex> {
+        &self.index
+    }
+
+    /// Now, by the write path's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
     /// Validated activities from a request body: one object, or an array of at most
     /// [`MAX_BATCH`] with distinct ids. The error names the item and the field.
     pub fn parse(body: Value) -> Result<Vec<Activity>> {
@@ -262,17 +278,7 @@ impl Indexer {
 
     /// Passage vectors of `texts` within the write's time box (each call accounted), or why not.
     async fn embed(&self, texts: &[String], request_id: &str) -> std::result::Result<Vec<Vec<f32>>, String> {
-        embedder::embed_within(
-            &self.embedder,
-            &self.ledger,
-            self.retry,
-            self.embed_timeout,
-            AGENT,
-            request_id,
-            texts,
-            Input::Passage,
-        )
-        .await
+        self.embedding.vectors(AGENT, request_id, texts, Input::Passage).await
     }
 
     /// Deletes an activity as of `at` (its `updatedAt` when deleted, else the request's or

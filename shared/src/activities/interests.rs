@@ -53,11 +53,16 @@ pub enum Source {
 
 #[derive(Clone)]
 pub struct Interests {
-    pub records: Arc<dyn RecordStore>,
-    pub clock: Arc<dyn Clock>,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Interests {
+    /// A user's interests kept in `records`.
+    pub fn new(records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { records, clock }
+    }
+
     /// Records a participation and refreshes the kept vectors. The activity must be indexed.
     pub async fn feedback(&self, index: &dyn VectorIndex, user: &str, body: &Map<String, Value>) -> Result<Value> {
         check_user_id(user)?;

@@ -5,7 +5,7 @@
 //! (bundled multilingual-e5-small, any OpenAI-compatible API).
 
 pub mod activity;
-#[cfg(feature = "vector-index")]
+#[cfg(feature = "backfill")]
 pub mod backfill;
 pub mod embedder;
 #[cfg(feature = "vector-index")]

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::activities::activity::Activity;
-use crate::activities::embedder::{self, Input};
+use crate::activities::embedder::{EmbeddingService, Input};
 use crate::activities::index::bm25::Bm25;
 use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
 use crate::activities::indexing::{AGENT, activity_of};
@@ -258,7 +258,27 @@ pub struct SearchResponse {
 pub enum Reasons {
     Off,
     Template,
-    Llm { llm: Arc<dyn ChatModel>, model: String, timeout: Duration },
+    /// One call to `model` per search, at most `timeout` (and what is left of the 3 s), retried
+    /// under `retry`, accounted in `ledger`.
+    Llm {
+        llm: Arc<dyn ChatModel>,
+        model: String,
+        timeout: Duration,
+        ledger: Ledger,
+        retry: RetryPolicy,
+    },
+}
+
+/// How retrieval ranks (`RAG_*`, `ACTIVITY_TIMEZONE`).
+#[derive(Debug, Clone, Copy)]
+pub struct Ranking {
+    /// Cosine floor of a dense match (`RAG_MIN_SIMILARITY`); `None`: the embedder's own.
+    pub min_similarity: Option<f32>,
+    pub fusion: Fusion,
+    /// Weight of the lexical list in the fusion (`RAG_LEXICAL_WEIGHT`; the dense list's is 1).
+    pub lexical_weight: f32,
+    /// Zone of times in queries and template reasons.
+    pub zone: Tz,
 }
 
 impl SearchResponse {
@@ -287,28 +307,60 @@ impl SearchResponse {
     }
 }
 
+/// Activity retrieval (seed 004): hard filter, hybrid ranking, personalisation, match reasons;
+/// and what users tell it (feedback, preferences).
 #[derive(Clone)]
 pub struct Retrieval {
-    pub index: Arc<dyn VectorIndex>,
-    pub embedder: embedder::Configured,
-    pub ledger: Ledger,
-    pub bm25: Arc<Bm25>,
-    pub clock: Arc<dyn Clock>,
-    pub retry: RetryPolicy,
-    /// Time box of the query embedding (retries included), within seed 004's 3 s.
-    pub embed_timeout: Duration,
-    /// Cosine floor of a dense match (`RAG_MIN_SIMILARITY`); `None`: the embedder's own.
-    pub min_similarity: Option<f32>,
-    pub fusion: Fusion,
-    /// Weight of the lexical list in the fusion (`RAG_LEXICAL_WEIGHT`; the dense list's is 1).
-    pub lexical_weight: f32,
-    pub reasons: Reasons,
-    pub interests: Interests,
-    /// Zone of the time in template reasons (`ACTIVITY_TIMEZONE`).
-    pub zone: Tz,
+    index: Arc<dyn VectorIndex>,
+    embedding: EmbeddingService,
+    bm25: Arc<Bm25>,
+    interests: Interests,
+    reasons: Reasons,
+    ranking: Ranking,
+    clock: Arc<dyn Clock>,
 }
 
 impl Retrieval {
+    /// Retrieval over `index`, embedding queries with `embedding`, personalised by `interests`.
+    pub fn new(
+        index: Arc<dyn VectorIndex>,
+        embedding: EmbeddingService,
+        interests: Interests,
+        reasons: Reasons,
+        ranking: Ranking,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self { index, embedding, bm25: Arc::new(Bm25::new()), interests, reasons, ranking, clock }
+    }
+
+    /// How this retrieval ranks.
+    pub fn ranking(&self) -> Ranking {
+        self.ranking
+    }
+
+    /// The same retrieval ranking by `ranking`.
+    pub fn ranked_by(mut self, ranking: Ranking) -> Self {
+        self.ranking = ranking;
+        self
+    }
+
+    /// The same retrieval without an embedder, for `reason`: lexical ranking only.
+    pub fn without_embedder(mut self, reason: &str) -> Self {
+        self.embedding = self.embedding.without(reason);
+        self
+    }
+
+    /// The vector index searched.
+    pub fn index(&self) -> &Arc<dyn VectorIndex> {
+        &self.index
+    }
+
+    /// Records that `user` took part in an activity (`{activityId, satisfied}`) and refreshes
+    /// the user's kept vectors.
+    pub async fn feedback(&self, user: &str, body: &Map<String, Value>) -> Result<Value> {
+        self.interests.feedback(&*self.index, user, body).await
+    }
+
     /// Runs `req`. Index faults are errors; embedder faults degrade to lexical ranking.
     pub async fn search(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
         let started = Instant::now();
@@ -403,20 +455,19 @@ impl Retrieval {
         let (strategy, fused) = match &vector {
             None => (Strategy::Lexical, self.index.search_sparse(&sparse, filter, CHANNEL_DEPTH).await?),
             Some(v) => {
-                let floor =
-                    self.min_similarity.or(self.embedder.as_ref().ok().map(|e| e.min_similarity())).unwrap_or(0.5);
-                match self.fusion {
+                let floor = self.ranking.min_similarity.or(self.embedding.min_similarity()).unwrap_or(0.5);
+                match self.ranking.fusion {
                     Fusion::Dense => (Strategy::Dense, self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?),
                     Fusion::Rrf => {
                         let (dense, lexical) = self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
-                        (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.lexical_weight)]))
+                        (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.ranking.lexical_weight)]))
                     }
                 }
             }
         };
         // Personalising or a time in the query may lift a candidate from below the cut: rank a
         // deeper list then.
-        let wanted = Wanted::parse(query, self.clock.now(), self.zone);
+        let wanted = Wanted::parse(query, self.clock.now(), self.ranking.zone);
         let rerank = !kept.is_empty() || !wanted.is_empty();
         let depth = if rerank { (req.limit * PERSONAL_DEPTH).min(CHANNEL_DEPTH) } else { req.limit };
         let top: Vec<Hit> = fused.into_iter().take(depth).collect();
@@ -436,7 +487,7 @@ impl Retrieval {
                 Some(m) => (boost(hit.score, m), Some(1.0 + MAX_BOOST * m.clamp(0.0, 1.0))),
                 None => (hit.score, None),
             };
-            let score = score * (1.0 + TIME_BOOST * wanted.fit(activity.start_at, self.zone));
+            let score = score * (1.0 + TIME_BOOST * wanted.fit(activity.start_at, self.ranking.zone));
             ranked.push(Ranked { activity, similarity, score, distance_km, max_sim, boost, match_reason: None });
         }
         if rerank {
@@ -474,25 +525,17 @@ impl Retrieval {
         let mut from_model = match &self.reasons {
             Reasons::Off => return,
             Reasons::Template => Default::default(),
-            Reasons::Llm { llm, model, timeout } => {
+            Reasons::Llm { llm, model, timeout, ledger, retry } => {
                 // What is left of seed 004's 3 s, less a margin for the answer to go out.
                 let left = BUDGET.saturating_sub(started.elapsed() + BUDGET_MARGIN);
-                reasons::from_llm(
-                    &**llm,
-                    model,
-                    &self.ledger,
-                    self.retry,
-                    (*timeout).min(left),
-                    query,
-                    &facts,
-                    request_id,
-                )
-                .await
+                reasons::from_llm(&**llm, model, ledger, *retry, (*timeout).min(left), query, &facts, request_id).await
             }
         };
         let written: Vec<String> = facts
             .iter()
-            .map(|f| from_model.remove(&f.activity.id).unwrap_or_else(|| reasons::template(query, f, self.zone)))
+            .map(|f| {
+                from_model.remove(&f.activity.id).unwrap_or_else(|| reasons::template(query, f, self.ranking.zone))
+            })
             .collect();
         for (r, reason) in results.iter_mut().zip(written) {
             r.match_reason = Some(reason);
@@ -502,8 +545,7 @@ impl Retrieval {
     /// Query-side vectors of `inputs` (a query, stated preferences) within the time box, or why
     /// there are none.
     async fn embed(&self, inputs: &[String], request_id: &str) -> std::result::Result<Vec<Vec<f32>>, String> {
-        let (ledger, retry, timeout) = (&self.ledger, self.retry, self.embed_timeout);
-        embedder::embed_within(&self.embedder, ledger, retry, timeout, AGENT, request_id, inputs, Input::Query).await
+        self.embedding.vectors(AGENT, request_id, inputs, Input::Query).await
     }
 }
 

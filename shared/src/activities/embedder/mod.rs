@@ -3,7 +3,7 @@
 //! Two adapters: [`e5::LocalEmbedder`] (multilingual-e5-small in process, the default without a
 //! key, `EMBEDDING_PROVIDER=local`) and [`openai::OpenAiEmbedder`] (any OpenAI-compatible
 //! `/embeddings`, `EMBEDDING_PROVIDER=openai`). Adapters make one attempt per call;
-//! [`embed_within`] is the one path callers use: retries inside a time box, and every call
+//! [`EmbeddingService`] is the one service callers use: retries inside a time box, and every call
 //! accounted in the ledger (kind `embedding`).
 //!
 //! Each model writes its own named dense vector ([`Embedder::vector_name`]), so switching
@@ -103,27 +103,57 @@ pub async fn embed(
 /// lexically and write points pending, saying why.
 pub type Configured = Result<Arc<dyn Embedder>, String>;
 
-/// [`embed`] within `timeout` (retries included), for callers that degrade without vectors:
-/// the error is the reason to report (`no embedder …`, `embedder failed: …`, `embedder took
-/// longer than N ms`).
-#[allow(clippy::too_many_arguments)]
-pub async fn embed_within(
-    embedder: &Configured,
-    ledger: &Ledger,
+/// The one embedding service: the configured embedder (or why there is none), its retries
+/// inside a time box, every call accounted to the ledger. Indexing, retrieval, preferences and
+/// the backfill embed through it.
+#[derive(Clone)]
+pub struct EmbeddingService {
+    embedder: Configured,
+    ledger: Ledger,
     retry: RetryPolicy,
     timeout: Duration,
-    agent: &str,
-    request_id: &str,
-    inputs: &[String],
-    input: Input,
-) -> Result<Vec<Vec<f32>>, String> {
-    let embedder = embedder.as_deref().map_err(Clone::clone)?;
-    let deadline = Instant::now() + timeout;
-    match embed(embedder, ledger, retry, Some(deadline), agent, request_id, inputs, input).await {
-        Ok(vectors) if vectors.len() == inputs.len() => Ok(vectors),
-        Ok(vectors) => Err(format!("embedder failed: {} vectors for {} inputs", vectors.len(), inputs.len())),
-        Err(ProviderError::OutOfTime) => Err(format!("embedder took longer than {} ms", timeout.as_millis())),
-        Err(e) => Err(format!("embedder failed: {e}")),
+}
+
+impl EmbeddingService {
+    /// `embedder` retried under `retry`, all within `timeout`, accounted in `ledger`.
+    pub fn new(embedder: Configured, ledger: Ledger, retry: RetryPolicy, timeout: Duration) -> Self {
+        Self { embedder, ledger, retry, timeout }
+    }
+
+    /// The same service with a time box of at least `timeout` (the backfill's large batches).
+    pub fn lasting_at_least(mut self, timeout: Duration) -> Self {
+        self.timeout = self.timeout.max(timeout);
+        self
+    }
+
+    /// The same service without an embedder, for `reason` (lexical ranking, pending writes).
+    pub fn without(mut self, reason: &str) -> Self {
+        self.embedder = Err(reason.to_owned());
+        self
+    }
+
+    /// The cosine floor of the model's dense matches; `None` without an embedder.
+    pub fn min_similarity(&self) -> Option<f32> {
+        self.embedder.as_ref().ok().map(|e| e.min_similarity())
+    }
+
+    /// Vectors of `inputs` for `agent`, or the reason to report when there are none
+    /// (`no embedder …`, `embedder failed: …`, `embedder took longer than N ms`).
+    pub async fn vectors(
+        &self,
+        agent: &str,
+        request_id: &str,
+        inputs: &[String],
+        input: Input,
+    ) -> Result<Vec<Vec<f32>>, String> {
+        let embedder = self.embedder.as_deref().map_err(Clone::clone)?;
+        let deadline = Instant::now() + self.timeout;
+        match embed(embedder, &self.ledger, self.retry, Some(deadline), agent, request_id, inputs, input).await {
+            Ok(vectors) if vectors.len() == inputs.len() => Ok(vectors),
+            Ok(vectors) => Err(format!("embedder failed: {} vectors for {} inputs", vectors.len(), inputs.len())),
+            Err(ProviderError::OutOfTime) => Err(format!("embedder took longer than {} ms", self.timeout.as_millis())),
+            Err(e) => Err(format!("embedder failed: {e}")),
+        }
     }
 }
 
