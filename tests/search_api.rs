@@ -234,12 +234,7 @@ async fn server_errors_are_retried_with_backoff(kind: StoreKind) {
 async fn rate_limits_honour_retry_after(kind: StoreKind) {
     for (header, value) in [("retry-after", "1"), ("x-ratelimit-reset", "1")] {
         let h = Harness::new(kind).await;
-        let limited = perplexity::Refusal {
-            status: 429,
-            kind: "request_rate_limit_exceeded",
-            message: "Rate limit exceeded".into(),
-            param: None,
-        };
+        let limited = perplexity::Refusal::rate_limited();
         Mock::given(method("POST"))
             .respond_with(limited.response().insert_header(header, value).insert_header("x-ratelimit-remaining", "0"))
             .up_to_n_times(1)

@@ -98,12 +98,7 @@ async fn a_hung_only_provider_ends_in_labelled_mock_data_inside_the_budget(kind:
 async fn a_retry_after_past_the_budget_ends_the_retries_at_once(kind: StoreKind) {
     let env = env("1500");
     let h = Harness::with(kind, Setup { perplexity: true, env: &env, ..Setup::default() }).await;
-    let limited = perplexity::Refusal {
-        status: 429,
-        kind: "request_rate_limit_exceeded",
-        message: "Rate limit exceeded".into(),
-        param: None,
-    };
+    let limited = perplexity::Refusal::rate_limited();
     Mock::given(method("POST"))
         .respond_with(limited.response().insert_header("retry-after", "2"))
         .mount(h.upstream())

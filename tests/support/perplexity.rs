@@ -48,6 +48,11 @@ pub struct Refusal {
 }
 
 impl Refusal {
+    /// The API's 429.
+    pub fn rate_limited() -> Self {
+        Self { status: 429, kind: "request_rate_limit_exceeded", message: "Rate limit exceeded".into(), param: None }
+    }
+
     fn bad(kind: &'static str, message: impl Into<String>, param: &str) -> Self {
         Self { status: 400, kind, message: message.into(), param: Some(param.to_owned()) }
     }

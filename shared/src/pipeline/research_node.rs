@@ -23,7 +23,7 @@ use crate::pipeline::codex::{CliError, CodexCli};
 use crate::pipeline::topics;
 use crate::web::analysis::Finding;
 use crate::web::citations::Source;
-use crate::web::query::{Kind, Model, Query};
+use crate::web::query::{Kind, Query};
 use crate::web::search::SearchService;
 use crate::web::sources;
 
@@ -421,17 +421,7 @@ impl ResearchNode {
                 (data, how, "codex".to_owned(), false, None)
             }
             ResearchProvider::Search => {
-                let query = Query {
-                    kind: Kind::Research { topic_count: c.topic_count },
-                    text: prompt,
-                    region: None,
-                    model: Model::Sonar,
-                    recency: None,
-                    domains: Vec::new(),
-                    published_after: None,
-                    published_before: None,
-                    agent: "research".into(),
-                };
+                let query = Query::plain(Kind::Research { topic_count: c.topic_count }, prompt, "research");
                 let answer = self.search.run(&query, request_id).await;
                 let (data, how) = parse_output(&Value::Object(answer.data).to_string(), &query_label);
                 (data, how, answer.provider, answer.mock, Some(answer.sources_stored))

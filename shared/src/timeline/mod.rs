@@ -23,7 +23,7 @@ use crate::costs::ledger::Ledger;
 use crate::llm::agent::{self, AgentSpec, Tools};
 use crate::llm::{ChatModel, ToolSpec};
 use crate::web::citations::{self, Source};
-use crate::web::query::{Kind, Model, Query};
+use crate::web::query::{Kind, Query};
 use crate::web::search::SearchService;
 
 /// Languages with progress messages (seed 003's table).
@@ -246,17 +246,8 @@ impl Tools for SearchTool {
         if name != "search" || text.is_empty() {
             return "No results found.".into();
         }
-        let query = Query {
-            kind: Kind::Search,
-            text: text.chars().take(crate::web::query::MAX_QUERY_CHARS).collect(),
-            region: None,
-            model: Model::Sonar,
-            recency: None,
-            domains: Vec::new(),
-            published_after: None,
-            published_before: None,
-            agent: self.agent.into(),
-        };
+        let text = text.chars().take(crate::web::query::MAX_QUERY_CHARS).collect();
+        let query = Query::plain(Kind::Search, text, self.agent);
         let request_id = format!("{}_{}", self.run, self.calls.fetch_add(1, Ordering::Relaxed) + 1);
         let answer = self.search.run(&query, &request_id).await;
         let mut parts = Vec::new();

@@ -135,6 +135,22 @@ pub struct Query {
 }
 
 impl Query {
+    /// A query our own code asks (research, the timeline's search tool): `text` as given, no
+    /// filters, the default model, billed to `agent`.
+    pub fn plain(kind: Kind, text: String, agent: &str) -> Self {
+        Self {
+            kind,
+            text,
+            region: None,
+            model: Model::Sonar,
+            recency: None,
+            domains: Vec::new(),
+            published_after: None,
+            published_before: None,
+            agent: agent.to_owned(),
+        }
+    }
+
     /// The cache key: `perplexity:search:<sha256 of the canonical request>`.
     pub fn cache_key(&self) -> String {
         let canonical = serde_json::to_vec(self).expect("a query always serialises");
