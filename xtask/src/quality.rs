@@ -22,7 +22,8 @@ use shared::core::config::Fusion;
 use shared::core::records::LocalRecords;
 
 use shared::activities::indexing::Indexer;
-use shared::activities::retrieval::{Ranking, Retrieval, SearchRequest};
+use shared::activities::request::SearchRequest;
+use shared::activities::retrieval::{Ranking, Retrieval};
 use shared::core::clock::{Clock, ManualClock};
 use shared::core::config::Config;
 use shared::core::records::RecordStore;

@@ -17,7 +17,8 @@
 use std::sync::Arc;
 
 use lambda_http::{Body, Request, Response};
-use shared::activities::retrieval::{Retrieval, SearchRequest};
+use shared::activities::request::SearchRequest;
+use shared::activities::retrieval::Retrieval;
 use shared::core::clock::SystemClock;
 use shared::core::config::Config;
 use shared::http::auth::Users;

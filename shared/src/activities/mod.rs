@@ -19,5 +19,7 @@ pub mod ranking;
 #[cfg(feature = "vector-index")]
 pub mod reasons;
 #[cfg(feature = "vector-index")]
+pub mod request;
+#[cfg(feature = "vector-index")]
 pub mod retrieval;
 pub mod when;

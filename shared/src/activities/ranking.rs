@@ -77,4 +77,28 @@ mod tests {
         assert!((boost(0.5, 7.0) - 0.6).abs() < 1e-6, "at most 20 %");
         assert_eq!(boost(0.5, -0.4), 0.5, "never lowered");
     }
+
+    #[test]
+    fn rrf_rewards_agreement_between_channels() {
+        let [a, b, c] = [Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3)];
+        let dense = [Hit { id: a, score: 0.9 }, Hit { id: b, score: 0.8 }];
+        let lexical = [Hit { id: b, score: 7.0 }, Hit { id: c, score: 5.0 }];
+        let fused: Vec<Uuid> = rrf(&[(&dense, 1.0), (&lexical, 1.0)]).into_iter().map(|h| h.id).collect();
+        assert_eq!(fused, [b, a, c]);
+        // A light lexical list adds to agreement but cannot outrank the dense leader alone.
+        let fused: Vec<Uuid> = rrf(&[(&dense, 1.0), (&lexical, 0.3)]).into_iter().map(|h| h.id).collect();
+        assert_eq!(fused, [b, a, c]);
+        let lexical_first = [Hit { id: c, score: 9.0 }];
+        let fused: Vec<Uuid> = rrf(&[(&dense, 1.0), (&lexical_first, 0.3)]).into_iter().map(|h| h.id).collect();
+        assert_eq!(fused, [a, b, c]);
+    }
+
+    #[test]
+    fn distances_and_cosines_are_right() {
+        // People's Square to the Bund, Shanghai: about 1.6 km.
+        let d = distance_km(31.2304, 121.4737, 31.2400, 121.4900);
+        assert!((1.5..1.9).contains(&d), "{d}");
+        assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
+    }
 }
