@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use integration::embedding::EmbeddingServer;
-use integration::rag::{DIMS, RagHarness, activity, borrowed, now, respond};
+use integration::rag::{DIMS, RagHarness, activity, borrowed, now};
+use integration::respond;
 use serde_json::{Value, json};
 use shared::costs::ledger::CallKind;
 

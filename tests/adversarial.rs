@@ -8,8 +8,9 @@
 //! never a flag and a runaway CLI is killed with its helpers (`research_node`), store faults
 //! answer without internals (`shared::http`).
 
-use integration::rag::{RagHarness, activity, request, respond};
+use integration::rag::{RagHarness, activity};
 use integration::{Harness, StoreKind, as_backend, as_user, with_authorizer};
+use integration::{request, respond};
 use lambda_http::Request;
 use serde_json::{Value, json};
 
@@ -138,7 +139,7 @@ async fn users_act_only_as_themselves() {
 #[tokio::test]
 async fn the_cost_report_is_for_operators_and_survives_the_calendars_edge() {
     let h = Harness::without_key(StoreKind::Local).await;
-    let app = cost_report::App { ledger: h.app.search.ledger.clone(), clock: h.clock.clone() };
+    let app = cost_report::App { ledger: h.app.search.ledger().clone(), clock: h.clock.clone() };
     let get = |query: &str| {
         let uri = format!("https://api.example.com/cost-report?{query}");
         let req = lambda_http::http::Request::builder().method("GET").uri(uri).body(lambda_http::Body::Empty).unwrap();

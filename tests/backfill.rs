@@ -13,7 +13,6 @@ use integration::rag::{DIMS, activity};
 use serde_json::json;
 use shared::activities::backfill::{Job, Summary};
 use shared::activities::index::HardFilter;
-use shared::core::config::Config;
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, ResponseTemplate};
 
@@ -28,7 +27,7 @@ fn app(dir: &std::path::Path, embedding: Option<&EmbeddingServer>) -> App {
         vars.push(("EMBEDDING_API_KEY", "embedding-test-key".into()));
         vars.push(("EMBEDDING_BASE_URL", server.uri()));
     }
-    let config = Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())).unwrap();
+    let config = integration::config(&vars);
     let records = Arc::new(shared::core::records::LocalRecords::open(dir).unwrap());
     let index = shared::compose::vector_index(&config).unwrap();
     let clock = Arc::new(shared::core::clock::ManualClock::new(integration::rag::now()));

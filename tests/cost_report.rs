@@ -41,7 +41,7 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
         .mount(h.tavily())
         .await;
     let day0 = h.clock.now();
-    let ledger = h.app.search.ledger.clone();
+    let ledger = h.app.search.ledger().clone();
     assert_eq!(h.post("/search", json!({"query": "coffee"})).await.1["cached"], false);
     assert_eq!(h.post("/search", json!({"query": "coffee"})).await.1["cached"], true);
     let llm = Usage { input_tokens: 2000, output_tokens: 1500, provider_cost_usd: Some(0.0044), ..Usage::default() };
@@ -238,7 +238,7 @@ async fn the_scheduled_digest_reports_yesterday(kind: StoreKind) {
 // oldest first.
 async fn a_days_costs_are_sharded_and_read_back_whole(kind: StoreKind) {
     let h = Harness::new(kind).await;
-    let ledger = &h.app.search.ledger;
+    let ledger = h.app.search.ledger();
     let start = h.clock.now();
     let mut costs = Vec::new();
     for i in 0..64 {

@@ -9,7 +9,6 @@ use integration::{StoreKind, on_both_stores, store};
 use serde_json::json;
 use shared::activities::embedder::{Input, embed};
 use shared::core::clock::{Clock, ManualClock};
-use shared::core::config::Config;
 use shared::core::retry::RetryPolicy;
 use shared::costs::ledger::CallKind;
 use wiremock::matchers::{body_partial_json, header, method, path};
@@ -29,13 +28,8 @@ async fn setup(
 ) -> (Arc<dyn shared::activities::embedder::Embedder>, shared::costs::ledger::Ledger, integration::StoreGuard) {
     let (records, guard) = store(kind).await;
     let uri = server.uri();
-    let config = Config::from_lookup(|k| match k {
-        "EMBEDDING_API_KEY" => Some(KEY.into()),
-        "EMBEDDING_BASE_URL" => Some(uri.clone()),
-        "EMBEDDING_DIMENSIONS" => Some("8".into()),
-        _ => None,
-    })
-    .unwrap();
+    let config =
+        integration::config(&[("EMBEDDING_API_KEY", KEY), ("EMBEDDING_BASE_URL", &uri), ("EMBEDDING_DIMENSIONS", "8")]);
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc::now()));
     let ledger = shared::compose::ledger(&config, records, clock).unwrap();
     (shared::compose::embedder(&config).unwrap().expect("an embedder with a key"), ledger, guard)

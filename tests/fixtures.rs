@@ -60,7 +60,7 @@ async fn the_sources_and_malformed_fixtures_get_json_errors() {
 async fn the_cost_report_fixture_answers_in_text() {
     let h = Harness::without_key(StoreKind::Local).await;
     h.post("/search", serde_json::json!({"query": "coffee"})).await;
-    let app = cost_report::App { ledger: h.app.search.ledger.clone(), clock: h.clock.clone() };
+    let app = cost_report::App { ledger: h.app.search.ledger().clone(), clock: h.clock.clone() };
     let path = format!("{}/../infra/events/cost-report.json", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let response = cost_report::handle(&app, req).await;
@@ -72,7 +72,7 @@ async fn the_cost_report_fixture_answers_in_text() {
 #[tokio::test]
 async fn the_research_create_fixture_opens_a_session() {
     let (records, _guard) = integration::store(StoreKind::Local).await;
-    let config = shared::core::config::Config::from_lookup(|_| None).unwrap();
+    let config = integration::config::<&str, &str>(&[]);
     let clock: std::sync::Arc<dyn shared::core::clock::Clock> = std::sync::Arc::new(shared::core::clock::SystemClock);
     let timeline = shared::compose::timeline(&config, records.clone(), clock.clone()).unwrap();
     let app = research::App { timeline: std::sync::Arc::new(timeline), records, clock };

@@ -28,10 +28,7 @@ fn one_of_each() -> Vec<Value> {
 
 /// Fails loudly without the model the harness will use (its default path, from the cache).
 fn model_present() {
-    let config = shared::core::config::Config::from_lookup(|k| {
-        matches!(k, "HOME" | "RESEARCH_BUNDLE_CACHE").then(|| std::env::var(k).ok()).flatten()
-    })
-    .unwrap();
+    let config = integration::config(&integration::model_location());
     let path = config.embedding_model_path;
     assert!(path.exists(), "MISSING: the bundled model at {}; run `bash infra/fetch-model.sh`", path.display());
 }

@@ -21,7 +21,6 @@ use integration::{StoreGuard, StoreKind, on_both_stores, store};
 use lambda_http::Body;
 use serde_json::{Value, json};
 use shared::core::clock::{Clock, ManualClock};
-use shared::core::config::Config;
 
 /// A fake OpenAI-compatible chat server for the two agents.
 #[derive(Default)]
@@ -137,15 +136,14 @@ async fn app_searching(
     let (records, guard) = store(kind).await;
     let llm = llm.map(str::to_owned);
     let search = search.map(str::to_owned);
-    let config = Config::from_lookup(|k| match k {
-        "LLM_API_KEY" if llm.is_some() => Some("llm-test-key".into()),
-        "LLM_BASE_URL" => llm.clone(),
-        "PERPLEXITY_API_KEY" if search.is_some() => Some("pplx-test-key".into()),
-        "PERPLEXITY_BASE_URL" => search.clone(),
-        "RETRY_BASE_MS" => Some("5".into()),
-        _ => None,
-    })
-    .unwrap();
+    let mut vars = vec![("RETRY_BASE_MS", "5".to_owned())];
+    if let Some(uri) = llm {
+        vars.extend([("LLM_API_KEY", "llm-test-key".into()), ("LLM_BASE_URL", uri)]);
+    }
+    if let Some(uri) = search {
+        vars.extend([("PERPLEXITY_API_KEY", "pplx-test-key".into()), ("PERPLEXITY_BASE_URL", uri)]);
+    }
+    let config = integration::config(&vars);
     let clock = Arc::new(ManualClock::new(Utc::now()));
     let timeline =
         shared::compose::timeline(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>).unwrap();
@@ -276,8 +274,12 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
     assert_eq!(got.last().unwrap(), &("complete".to_owned(), json!({"total_nodes": 8})));
     // Every model request is a cost record: 1 for the skeleton, 2 per node (search, answer).
     let now = app.clock.now();
-    let costs =
-        app.timeline.ledger.between(now - chrono::Duration::hours(1), now + chrono::Duration::hours(1)).await.unwrap();
+    let costs = app
+        .timeline
+        .ledger()
+        .between(now - chrono::Duration::hours(1), now + chrono::Duration::hours(1))
+        .await
+        .unwrap();
     let llm = |agent: &str| {
         costs.iter().filter(|c| c.kind == shared::costs::ledger::CallKind::Llm && c.agent == agent).count()
     };

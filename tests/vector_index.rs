@@ -10,7 +10,6 @@ use shared::activities::activity::Activity;
 use shared::activities::index::bm25::Bm25;
 use shared::activities::index::{HardFilter, Near, Order, Point, VectorIndex, point_id};
 use shared::activities::indexing::{activity_of, payload};
-use shared::core::config::Config;
 
 const DIMS: usize = 9;
 
@@ -246,16 +245,9 @@ struct Fresh {
 
 /// Opens `collection` through the composition root, as the functions do.
 fn open(vars: Vec<(&'static str, String)>, dims: usize) -> Arc<dyn VectorIndex> {
-    let config = Config::from_lookup(|k| {
-        if k == "EMBEDDING_DIMENSIONS" {
-            return Some(dims.to_string());
-        }
-        if k == "EMBEDDING_PROVIDER" {
-            return Some("openai".into());
-        }
-        vars.iter().find(|(name, _)| *name == k).map(|(_, v)| v.clone())
-    })
-    .unwrap();
+    let mut vars = vars;
+    vars.extend([("EMBEDDING_DIMENSIONS", dims.to_string()), ("EMBEDDING_PROVIDER", "openai".into())]);
+    let config = integration::config(&vars);
     shared::compose::vector_index(&config).unwrap()
 }
 

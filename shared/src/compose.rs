@@ -85,15 +85,15 @@ pub fn search_service(
     clock: Arc<dyn Clock>,
     tavily: Option<Arc<Tavily>>,
 ) -> Result<SearchService> {
-    Ok(SearchService {
-        providers: providers(config, tavily)?,
-        ledger: ledger(config, Arc::clone(&records), Arc::clone(&clock))?,
-        records,
+    Ok(SearchService::new(
+        providers(config, tavily)?,
+        Arc::clone(&records),
+        ledger(config, records, Arc::clone(&clock))?,
         clock,
-        cache_ttl: config.cache_ttl,
-        retry: RetryPolicy::new(config.retry_base),
-        budget: config.search_budget,
-    })
+        config.cache_ttl,
+        RetryPolicy::new(config.retry_base),
+        config.search_budget,
+    ))
 }
 
 /// The chat model: OpenAI-compatible with `LLM_API_KEY`, else the labelled mock.
@@ -113,15 +113,14 @@ pub fn llm(config: &Config) -> Result<Arc<dyn ChatModel>> {
 /// The timeline research over `records` and `clock`, configured by `config`.
 pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Timeline> {
     let search = Arc::new(search_service(config, records, clock, tavily(config)?)?);
-    Ok(Timeline {
-        llm: llm(config)?,
-        ledger: search.ledger.clone(),
+    Ok(Timeline::new(
+        llm(config)?,
         search,
-        milestone_model: config.llm_milestone_model.clone(),
-        detail_model: config.llm_detail_model.clone(),
-        concurrency: config.detail_concurrency,
-        retry: RetryPolicy::new(config.retry_base),
-    })
+        config.llm_milestone_model.clone(),
+        config.llm_detail_model.clone(),
+        config.detail_concurrency,
+        RetryPolicy::new(config.retry_base),
+    ))
 }
 
 /// The embedder `EMBEDDING_PROVIDER` selects, or why there is none (the OpenAI adapter without

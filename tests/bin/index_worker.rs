@@ -10,7 +10,6 @@ use std::sync::Arc;
 use serde_json::json;
 use shared::activities::activity::Activity;
 use shared::core::clock::SystemClock;
-use shared::core::config::Config;
 use shared::core::records::LocalRecords;
 
 #[tokio::main(flavor = "current_thread")]
@@ -21,14 +20,12 @@ async fn main() {
         std::process::exit(2);
     };
     let count: usize = count.parse().expect("count is a number");
-    let config = Config::from_lookup(|k| match k {
-        "DATA_DIR" => Some(data_dir.clone()),
-        "EMBEDDING_DIMENSIONS" => Some("9".into()),
-        // The harness's space: the API embedder's vector, no key (points stay pending).
-        "EMBEDDING_PROVIDER" => Some("openai".into()),
-        _ => None,
-    })
-    .expect("config");
+    // The harness's space: the API embedder's vector, no key (points stay pending).
+    let config = integration::config(&[
+        ("DATA_DIR", data_dir.as_str()),
+        ("EMBEDDING_DIMENSIONS", "9"),
+        ("EMBEDDING_PROVIDER", "openai"),
+    ]);
     let records = Arc::new(LocalRecords::open(&config.data_dir).expect("records"));
     let index = shared::compose::vector_index(&config).expect("index");
     let indexer = shared::compose::indexer(&config, index, records, Arc::new(SystemClock)).expect("indexer");

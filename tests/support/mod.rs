@@ -57,6 +57,36 @@ pub enum StoreKind {
     DynamoDb,
 }
 
+/// The configuration `vars` make (a later entry wins over an earlier one), nothing else from
+/// the environment: the one config builder of every test binary.
+pub fn config<K: AsRef<str>, V: AsRef<str>>(vars: &[(K, V)]) -> Config {
+    Config::from_lookup(|key| vars.iter().rev().find(|(k, _)| k.as_ref() == key).map(|(_, v)| v.as_ref().to_owned()))
+        .expect("test config")
+}
+
+/// Where the bundled model is (`infra/fetch-model.sh` puts it under the cache): the variables
+/// that locate it, from this process's environment.
+pub fn model_location() -> Vec<(&'static str, String)> {
+    ["HOME", "RESEARCH_BUNDLE_CACHE"].into_iter().filter_map(|k| std::env::var(k).ok().map(|v| (k, v))).collect()
+}
+
+/// An API Gateway request to the handler.
+pub fn request(method: &str, path: &str, body: &str) -> Request {
+    let mut req = Request::new(Body::from(body.to_owned()));
+    *req.method_mut() = method.parse().unwrap();
+    *req.uri_mut() = format!("https://api.example.com{path}").parse().unwrap();
+    req
+}
+
+/// Status and JSON body of a response.
+pub fn respond(response: lambda_http::Response<Body>) -> (u16, Value) {
+    let body = match response.body() {
+        Body::Text(t) => t.clone(),
+        other => String::from_utf8_lossy(other.as_ref()).into_owned(),
+    };
+    (response.status().as_u16(), serde_json::from_str(&body).unwrap_or_else(|_| serde_json::json!({"raw": body})))
+}
+
 /// Keeps a test's store alive (the temp dir of the local store).
 pub struct StoreGuard(#[allow(dead_code)] Option<tempfile::TempDir>);
 
@@ -137,21 +167,15 @@ impl Harness {
             store(kind).await
         };
         let (pplx_uri, tavily_uri) = (upstream.as_ref().map(MockServer::uri), tavily.as_ref().map(MockServer::uri));
-        let config = Config::from_lookup(|key| {
-            if let Some((_, v)) = setup.env.iter().find(|(k, _)| *k == key) {
-                return Some((*v).to_owned());
-            }
-            match key {
-                "PERPLEXITY_API_KEY" if setup.perplexity => Some(TEST_KEY.into()),
-                "PERPLEXITY_BASE_URL" => pplx_uri.clone(),
-                "TAVILY_API_KEY" if setup.tavily => Some(TAVILY_KEY.into()),
-                "TAVILY_BASE_URL" => tavily_uri.clone(),
-                "RETRY_BASE_MS" => Some("5".into()),
-                "UPSTREAM_TIMEOUT_MS" => Some("400".into()),
-                _ => None,
-            }
-        })
-        .expect("test config");
+        let mut vars: Vec<(&str, String)> = vec![("RETRY_BASE_MS", "5".into()), ("UPSTREAM_TIMEOUT_MS", "400".into())];
+        if let Some(uri) = &pplx_uri {
+            vars.extend([("PERPLEXITY_API_KEY", TEST_KEY.into()), ("PERPLEXITY_BASE_URL", uri.clone())]);
+        }
+        if let Some(uri) = &tavily_uri {
+            vars.extend([("TAVILY_API_KEY", TAVILY_KEY.into()), ("TAVILY_BASE_URL", uri.clone())]);
+        }
+        vars.extend(setup.env.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        let config = config(&vars);
         let clock = Arc::new(ManualClock::new(Utc::now()));
         let app = SearchFunction::new(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>)
             .expect("search function");
@@ -189,12 +213,8 @@ impl Harness {
         request_id: Option<&str>,
     ) -> (u16, lambda_http::http::HeaderMap, Value) {
         use lambda_http::RequestExt;
-        let mut req: Request = lambda_http::http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_owned()))
-            .expect("request");
+        let mut req = request(method, path, body);
+        req.headers_mut().insert("content-type", "application/json".parse().expect("a header value"));
         if let Some(id) = request_id {
             let mut context = lambda_http::Context::default();
             context.request_id = id.to_owned();
@@ -232,7 +252,7 @@ impl Harness {
         let now = self.clock.now();
         self.app
             .search
-            .ledger
+            .ledger()
             .between(now - chrono::Duration::days(1), now + chrono::Duration::seconds(1))
             .await
             .expect("read ledger")

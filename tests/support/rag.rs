@@ -2,11 +2,11 @@
 //! Qdrant Edge directory (opened separately by each, as two processes would), a SQLite record
 //! store for cost records, a movable clock, and optionally the fake embedding server.
 
+use crate::{request, respond};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use lambda_http::{Body, Request};
 use serde_json::{Value, json};
 use shared::activities::indexing::Indexer;
 use shared::core::clock::{Clock, ManualClock};
@@ -60,14 +60,9 @@ impl RagHarness {
             vars.push(("EMBEDDING_API_KEY".into(), "embedding-test-key".into()));
             vars.push(("EMBEDDING_BASE_URL".into(), server.uri()));
         }
-        // Where the bundled model is (infra/fetch-model.sh puts it under the cache).
-        for key in ["HOME", "RESEARCH_BUNDLE_CACHE"] {
-            if let Ok(v) = std::env::var(key) {
-                vars.push((key.into(), v));
-            }
-        }
+        vars.extend(crate::model_location().into_iter().map(|(k, v)| (k.to_owned(), v)));
         vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let config = Config::from_lookup(|k| vars.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone())).unwrap();
+        let config = crate::config(&vars);
         let records: Arc<dyn RecordStore> = Arc::new(LocalRecords::open(dir.path()).unwrap());
         let clock = Arc::new(ManualClock::new(now()));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
@@ -172,23 +167,6 @@ macro_rules! on_edge_and_server {
 /// `env` borrowed, as [`RagHarness::new`] takes it.
 pub fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
-}
-
-/// An API Gateway request to the handler.
-pub fn request(method: &str, path: &str, body: &str) -> Request {
-    let mut req = Request::new(Body::from(body.to_owned()));
-    *req.method_mut() = method.parse().unwrap();
-    *req.uri_mut() = format!("https://api.example.com{path}").parse().unwrap();
-    req
-}
-
-/// Status and JSON body of a response.
-pub fn respond(response: lambda_http::Response<Body>) -> (u16, Value) {
-    let body = match response.body() {
-        Body::Text(t) => t.clone(),
-        other => String::from_utf8_lossy(other.as_ref()).into_owned(),
-    };
-    (response.status().as_u16(), serde_json::from_str(&body).unwrap_or_else(|_| json!({"raw": body})))
 }
 
 /// An activity in Shanghai's Jing'an district starting `hours` after [`now`], 2 of 8 places taken.

@@ -39,27 +39,15 @@ impl SearchFunction {
         let tavily = compose::tavily(config)?;
         let search =
             Arc::new(compose::search_service(config, Arc::clone(&records), Arc::clone(&clock), tavily.clone())?);
-        let tools = Tools {
-            tavily,
-            ledger: search.ledger.clone(),
-            records: Arc::clone(&search.records),
-            clock: Arc::clone(&search.clock),
-            cache_ttl: search.cache_ttl,
-            budget: search.budget,
+        let tools = search.tools(tavily);
+        let codex = CodexCli {
+            command: config.codex_command.clone(),
+            args: config.codex_args.clone(),
+            separator: config.codex_prompt_separator.clone(),
+            timeout: config.codex_timeout,
+            retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
         };
-        let research = ResearchNode {
-            search: Arc::clone(&search),
-            codex: CodexCli {
-                command: config.codex_command.clone(),
-                args: config.codex_args.clone(),
-                separator: config.codex_prompt_separator.clone(),
-                timeout: config.codex_timeout,
-                retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
-            },
-            provider: config.research_provider,
-            records,
-            clock,
-        };
+        let research = ResearchNode::new(Arc::clone(&search), codex, config.research_provider, records, clock);
         Ok(Self { search, tools, research, agents: config.agents.clone() })
     }
 

@@ -56,14 +56,26 @@ pub struct NodeOutput {
 
 /// The research node with its provider.
 pub struct ResearchNode {
-    pub search: Arc<SearchService>,
-    pub codex: CodexCli,
-    pub provider: ResearchProvider,
-    pub records: Arc<dyn RecordStore>,
-    pub clock: Arc<dyn Clock>,
+    search: Arc<SearchService>,
+    codex: CodexCli,
+    provider: ResearchProvider,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
 }
 
 impl ResearchNode {
+    /// The node asking `provider` (the `search` chain or the `codex` CLI); topic history in
+    /// `records`.
+    pub fn new(
+        search: Arc<SearchService>,
+        codex: CodexCli,
+        provider: ResearchProvider,
+        records: Arc<dyn RecordStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self { search, codex, provider, records, clock }
+    }
+
     /// Runs the node. A CLI that is missing or keeps failing stops the pipeline with an error.
     pub async fn run(&self, req: &NodeRequest, request_id: &str) -> std::result::Result<NodeOutput, NodeError> {
         let started = Instant::now();

@@ -264,16 +264,35 @@ impl Tools for SearchTool {
 
 /// Everything a timeline run needs, built once per process.
 pub struct Timeline {
-    pub llm: Arc<dyn ChatModel>,
-    pub search: Arc<SearchService>,
-    pub ledger: Ledger,
-    pub milestone_model: String,
-    pub detail_model: String,
-    pub concurrency: usize,
-    pub retry: RetryPolicy,
+    llm: Arc<dyn ChatModel>,
+    search: Arc<SearchService>,
+    ledger: Ledger,
+    milestone_model: String,
+    detail_model: String,
+    concurrency: usize,
+    retry: RetryPolicy,
 }
 
 impl Timeline {
+    /// Runs on `llm` (`milestone_model` for the timeline, `detail_model` for up to
+    /// `concurrency` node details at once), searching with `search`, accounting in its ledger.
+    pub fn new(
+        llm: Arc<dyn ChatModel>,
+        search: Arc<SearchService>,
+        milestone_model: String,
+        detail_model: String,
+        concurrency: usize,
+        retry: RetryPolicy,
+    ) -> Self {
+        let ledger = search.ledger().clone();
+        Self { llm, search, ledger, milestone_model, detail_model, concurrency, retry }
+    }
+
+    /// The ledger every call of a run is accounted in.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
     /// Runs the research of `proposal`, sending each event to `events` as it happens.
     /// Returns early if the receiver is gone.
     pub async fn run(&self, proposal: &Proposal, session_id: &str, events: &mpsc::Sender<Event>) {

@@ -31,9 +31,11 @@ use crate::web::analysis;
 use crate::web::cache;
 use crate::web::citations::{self, Rejected, Source};
 use crate::web::metrics::SearchMetrics;
+use crate::web::providers::tavily::Tavily;
 use crate::web::providers::{Answer, Breaker, SearchProvider, mock};
 use crate::web::query::{Kind, Query};
 use crate::web::sources;
+use crate::web::tools::Tools;
 
 /// Tokens and cost of this request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,14 +108,14 @@ pub struct Provider {
 /// Everything the search routes need, built once per process.
 pub struct SearchService {
     /// The providers in failover order (`SEARCH_PROVIDERS`); empty means mock data only.
-    pub providers: Vec<Provider>,
-    pub records: Arc<dyn RecordStore>,
-    pub ledger: Ledger,
-    pub clock: Arc<dyn Clock>,
-    pub cache_ttl: Duration,
-    pub retry: RetryPolicy,
+    providers: Vec<Provider>,
+    records: Arc<dyn RecordStore>,
+    ledger: Ledger,
+    clock: Arc<dyn Clock>,
+    cache_ttl: Duration,
+    retry: RetryPolicy,
     /// The time box of a request's upstream work (see the module doc).
-    pub budget: Duration,
+    budget: Duration,
 }
 
 /// How long a request waits for an identical one in flight before calling the upstream itself.
@@ -145,6 +147,37 @@ impl From<&CostRecord> for UsageReport {
 }
 
 impl SearchService {
+    /// `providers` in failover order (none: labelled mock data), caching in `records` for
+    /// `cache_ttl`, retrying under `retry`, each request's upstream work inside `budget`.
+    pub fn new(
+        providers: Vec<Provider>,
+        records: Arc<dyn RecordStore>,
+        ledger: Ledger,
+        clock: Arc<dyn Clock>,
+        cache_ttl: Duration,
+        retry: RetryPolicy,
+        budget: Duration,
+    ) -> Self {
+        Self { providers, records, ledger, clock, cache_ttl, retry, budget }
+    }
+
+    /// The ledger every call of this service is accounted in.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The assistants' tools over this service's store, ledger, cache and budget.
+    pub fn tools(&self, tavily: Option<Arc<Tavily>>) -> Tools {
+        Tools::new(
+            tavily,
+            self.ledger.clone(),
+            Arc::clone(&self.records),
+            Arc::clone(&self.clock),
+            self.cache_ttl,
+            self.budget,
+        )
+    }
+
     /// Answers `query` from the first provider that can. Never fails: when none is configured
     /// or all fail, the answer is labelled mock data. Emits one metrics line per request.
     #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]

@@ -54,13 +54,13 @@ pub fn explore_nearby_definition() -> Value {
 
 /// The tools and what they need.
 pub struct Tools {
-    pub tavily: Option<Arc<Tavily>>,
-    pub ledger: Ledger,
-    pub records: Arc<dyn RecordStore>,
-    pub clock: Arc<dyn Clock>,
-    pub cache_ttl: Duration,
+    tavily: Option<Arc<Tavily>>,
+    ledger: Ledger,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
+    cache_ttl: Duration,
     /// The time box of the Tavily call (`SEARCH_BUDGET_MS`).
-    pub budget: Duration,
+    budget: Duration,
 }
 
 /// What `search_web` answered: the model-facing JSON string, and whether its result URLs are
@@ -84,6 +84,19 @@ fn web_cache_key(query: &str) -> String {
 }
 
 impl Tools {
+    /// `search_web` on `tavily` (none: no web search), cached in `records` for `cache_ttl`,
+    /// each call inside `budget` and accounted in `ledger`.
+    pub fn new(
+        tavily: Option<Arc<Tavily>>,
+        ledger: Ledger,
+        records: Arc<dyn RecordStore>,
+        clock: Arc<dyn Clock>,
+        cache_ttl: Duration,
+        budget: Duration,
+    ) -> Self {
+        Self { tavily, ledger, records, clock, cache_ttl, budget }
+    }
+
     /// The definitions of the tools available now (`{"type": "function", "function": {name,
     /// description, parameters}}`).
     pub fn definitions(&self) -> Vec<Value> {
