@@ -25,6 +25,18 @@ use crate::core::error::{Error, Result};
 pub const DEFAULT_BATCH: usize = 100;
 pub const MAX_BATCH: usize = 1000;
 
+/// A direct invocation's payload.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct JobBody {
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    force: bool,
+    batch_size: Option<usize>,
+    source: Option<String>,
+}
+
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -44,24 +56,23 @@ impl Job {
         if event.get("detail-type").is_some() {
             return Ok(job);
         }
-        let Some(map) = event.as_object() else { return Err(invalid("the payload must be a JSON object")) };
-        crate::core::json::only_known(map, &["dryRun", "force", "batchSize", "source"])?;
-        if let Some(v) = map.get("dryRun") {
-            job.dry_run = v.as_bool().ok_or_else(|| invalid("dryRun must be true or false"))?;
+        if !event.is_object() {
+            return Err(invalid("the payload must be a JSON object"));
         }
-        if let Some(v) = map.get("force") {
-            job.force = v.as_bool().ok_or_else(|| invalid("force must be true or false"))?;
+        let body: JobBody = crate::core::json::typed(event, "invalid_job")?;
+        job.dry_run = body.dry_run;
+        job.force = body.force;
+        if let Some(n) = body.batch_size {
+            if !(1..=MAX_BATCH).contains(&n) {
+                return Err(invalid("batchSize must be a whole number from 1 to 1000"));
+            }
+            job.batch_size = n;
         }
-        if let Some(v) = map.get("batchSize") {
-            job.batch_size = v
-                .as_u64()
-                .filter(|n| (1..=MAX_BATCH as u64).contains(n))
-                .ok_or_else(|| invalid("batchSize must be a whole number from 1 to 1000"))?
-                as usize;
-        }
-        if let Some(v) = map.get("source") {
-            job.source =
-                Some(v.as_str().filter(|s| !s.is_empty()).ok_or_else(|| invalid("source must be a path"))?.to_owned());
+        if let Some(source) = body.source {
+            if source.is_empty() {
+                return Err(invalid("source must be a path"));
+            }
+            job.source = Some(source);
         }
         Ok(job)
     }

@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::activities::index::{VectorIndex, point_id};
@@ -66,16 +67,12 @@ impl Interests {
     /// Records a participation and refreshes the kept vectors. The activity must be indexed.
     pub async fn feedback(&self, index: &dyn VectorIndex, user: &str, body: &Map<String, Value>) -> Result<Value> {
         check_user_id(user)?;
-        crate::core::json::only_known(body, &["activityId", "satisfied"])?;
-        let activity_id = body
-            .get("activityId")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty() && s.len() <= 128)
-            .ok_or_else(|| Error::invalid("invalid_feedback", "activityId must be a non-empty string"))?;
-        let satisfied = body
-            .get("satisfied")
-            .and_then(Value::as_bool)
-            .ok_or_else(|| Error::invalid("invalid_feedback", "satisfied must be true or false"))?;
+        let Feedback { activity_id, satisfied } =
+            crate::core::json::typed(&Value::Object(body.clone()), "invalid_feedback")?;
+        if activity_id.is_empty() || activity_id.len() > 128 {
+            return Err(Error::invalid("invalid_feedback", "activityId must be 1-128 characters"));
+        }
+        let activity_id = activity_id.as_str();
         if index.get(&[point_id(activity_id)], false).await?.iter().all(|s| s.is_tombstone()) {
             return Err(Error::NotFound(format!("activity {activity_id:?} is not indexed")));
         }
@@ -143,32 +140,50 @@ impl Interests {
     }
 }
 
+/// `POST /users/{userId}/feedback`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Feedback {
+    activity_id: String,
+    satisfied: bool,
+}
+
+/// `PUT /users/{userId}/preferences`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Preferences {
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+    #[serde(default)]
+    vibes: Option<Vec<String>>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
 /// Validated preferences (`{tags?: [..], vibes?: [..], text?}`) and the text to embed.
 pub fn preferences(body: &Map<String, Value>) -> Result<(Value, String)> {
-    crate::core::json::only_known(body, &["tags", "vibes", "text"])?;
-    let list = |key: &str| -> Result<Vec<String>> {
-        match body.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) if items.len() <= 20 => items
-                .iter()
-                .map(|i| {
-                    i.as_str()
-                        .filter(|s| !s.trim().is_empty() && s.chars().count() <= 30)
-                        .map(|s| s.trim().to_owned())
-                        .ok_or_else(|| {
-                            Error::invalid("invalid_preferences", format!("{key}: strings of 1 to 30 characters"))
-                        })
-                })
-                .collect(),
-            Some(_) => Err(Error::invalid("invalid_preferences", format!("{key}: a list of at most 20 strings"))),
+    let stated: Preferences = crate::core::json::typed(&Value::Object(body.clone()), "invalid_preferences")?;
+    let list = |key: &str, items: Option<Vec<String>>| -> Result<Vec<String>> {
+        let items = items.unwrap_or_default();
+        if items.len() > 20 {
+            return Err(Error::invalid("invalid_preferences", format!("{key}: a list of at most 20 strings")));
         }
+        items
+            .into_iter()
+            .map(|s| {
+                let s = s.trim();
+                if s.is_empty() || s.chars().count() > 30 {
+                    return Err(Error::invalid("invalid_preferences", format!("{key}: strings of 1 to 30 characters")));
+                }
+                Ok(s.to_owned())
+            })
+            .collect()
     };
-    let (tags, vibes) = (list("tags")?, list("vibes")?);
-    let text = match body.get("text") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(t)) if t.chars().count() <= 500 => t.trim().to_owned(),
-        Some(_) => return Err(Error::invalid("invalid_preferences", "text: a string of at most 500 characters")),
-    };
+    let (tags, vibes) = (list("tags", stated.tags)?, list("vibes", stated.vibes)?);
+    let text = stated.text.unwrap_or_default().trim().to_owned();
+    if text.chars().count() > 500 {
+        return Err(Error::invalid("invalid_preferences", "text: a string of at most 500 characters"));
+    }
     if tags.is_empty() && vibes.is_empty() && text.is_empty() {
         return Err(Error::invalid("invalid_preferences", "give at least one of tags, vibes, text"));
     }

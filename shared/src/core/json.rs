@@ -1,6 +1,7 @@
 //! JSON as it arrives: request bodies (an object, no unknown fields) and model output (the
 //! object a model meant, wherever it put it).
 
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::core::error::Error;
@@ -12,6 +13,17 @@ pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
         Ok(_) => Err(Error::invalid("malformed_json", "request body must be a JSON object")),
         Err(e) => Err(Error::invalid("malformed_json", format!("request body is not valid JSON: {e}"))),
     }
+}
+
+/// `value` as the typed body `T` (a `#[serde(deny_unknown_fields)]` struct): an unknown field
+/// is a 400 `unknown_field`, any other mismatch a 400 `code`; both name the field's path.
+pub fn typed<T: DeserializeOwned>(value: &Value, code: &'static str) -> Result<T, Error> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().to_string();
+        let code = if message.starts_with("unknown field") { "unknown_field" } else { code };
+        Error::invalid(code, if path == "." { message } else { format!("{path}: {message}") })
+    })
 }
 
 /// Refuses a field of `object` that is not in `known` (so a typo is an error, not ignored).
@@ -38,4 +50,33 @@ pub fn parse_json_object(content: &str) -> Option<Value> {
         let (start, end) = (trimmed.find('{')?, trimmed.rfind('}')?);
         serde_json::from_str(trimmed.get(start..=end)?).ok()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Body {
+        activity_id: String,
+        #[serde(default)]
+        tags: Vec<String>,
+    }
+
+    #[test]
+    fn a_typed_body_names_the_path_of_what_is_wrong() {
+        let ok: Body = typed(&json!({"activityId": "a", "tags": ["x"]}), "invalid_body").unwrap();
+        assert_eq!((ok.activity_id.as_str(), ok.tags.len()), ("a", 1));
+        let e = typed::<Body>(&json!({"activityId": "a", "tag": []}), "invalid_body").unwrap_err();
+        assert_eq!(e.code(), "unknown_field");
+        assert!(e.to_string().contains("`tag`"), "{e}");
+        let e = typed::<Body>(&json!({"activityId": "a", "tags": ["x", 3]}), "invalid_body").unwrap_err();
+        assert_eq!(e.code(), "invalid_body");
+        assert!(e.to_string().starts_with("tags[1]: invalid type"), "{e}");
+        let e = typed::<Body>(&json!({}), "invalid_body").unwrap_err();
+        assert!(e.to_string().contains("missing field `activityId`"), "{e}");
+    }
 }
