@@ -5,7 +5,7 @@
 //! `标签`, `时间`, `地点`, `氛围`). Time is said in the activity's timezone
 //! (`ACTIVITY_TIMEZONE`, Asia/Shanghai by default) as 周一…周日 and a part of the day:
 //! 早上 05:00–11:59, 下午 12:00–17:59, 晚上 18:00–22:59, 深夜 23:00–04:59. The vibe is inferred
-//! by [`implied_vibe`] from a rule table (below), not by a model.
+//! by [`Activity::implied_vibe`] from a rule table ([`crate::activities::vibes`]), not by a model.
 //!
 //! This module stores nothing and calls nothing; indexing and retrieval build on it.
 
@@ -14,6 +14,7 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::activities::vibes::{self, without_left_behind};
 use crate::core::error::{Error, Result};
 
 pub const MAX_TITLE_CHARS: usize = 100;
@@ -138,6 +139,16 @@ impl Activity {
         without_left_behind(&self.enriched_text(zone))
     }
 
+    /// The vibes the activity implies ([`vibes::implied_vibe`]).
+    pub fn implied_vibe(&self) -> String {
+        vibes::implied_vibe(&self.words(), self.max_participants)
+    }
+
+    /// What the vibe rules read: type, tags, title and description.
+    fn words(&self) -> String {
+        format!("{} {} {} {}", self.kind, self.tags.join(" "), self.title, self.description)
+    }
+
     /// Seed 004's enriched text, with time in `zone`, plus who it suits (`适合`, when the rules
     /// say).
     pub fn enriched_text(&self, zone: Tz) -> String {
@@ -151,9 +162,9 @@ impl Activity {
             day_of_week(local.weekday()),
             time_of_day(local.hour()),
             self.location_name,
-            implied_vibe(self)
+            self.implied_vibe()
         );
-        let who = suits(self);
+        let who = vibes::suits(&self.words(), self.max_participants);
         if !who.is_empty() {
             text.push_str("\n适合: ");
             text.push_str(&who);
@@ -185,185 +196,6 @@ pub fn time_of_day(hour: u32) -> &'static str {
     }
 }
 
-/// The rule table: a vibe, and words in the type, tags, title or description that imply it.
-/// The vibes say what a person would come for (energy, mood, the kind of fun), in the words
-/// people ask with, so that fuzzy intents ("压力大想发呆", "玩水") meet activities that never
-/// use those words, in both the lexical and the dense channel.
-pub const VIBE_RULES: &[(&str, &[&str])] = &[
-    (
-        "热闹",
-        &[
-            "派对",
-            "聚会",
-            "酒吧",
-            "啤酒",
-            "大排档",
-            "蹦迪",
-            "音乐节",
-            "狂欢",
-            "KTV",
-            "K歌",
-            "剧本杀",
-            "狼人杀",
-            "桌游",
-            "夜市",
-            "演唱会",
-            "livehouse",
-            "嗨",
-            "人声鼎沸",
-            "热烈",
-            "激烈",
-            "DJ",
-            "打碟",
-        ],
-    ),
-    (
-        "安静",
-        &[
-            "读书",
-            "阅读",
-            "冥想",
-            "白噪音",
-            "茶",
-            "书法",
-            "手工",
-            "瑜伽",
-            "发呆",
-            "画画",
-            "图书馆",
-            "插花",
-            "陶艺",
-            "安静",
-            "静谧",
-            "放空",
-            "不用说话",
-            "小声",
-            "慢慢",
-            "专注",
-            "静心",
-        ],
-    ),
-    (
-        "放松减压",
-        &[
-            "放空",
-            "发呆",
-            "冥想",
-            "减压",
-            "疗愈",
-            "治愈",
-            "按摩",
-            "温泉",
-            "泡汤",
-            "白噪音",
-            "颂钵",
-            "呼吸",
-            "睡着",
-            "晒太阳",
-            "慢节奏",
-            "慢悠悠",
-            "放松",
-            "释放压力",
-            "撸猫",
-            "静心",
-            "拉伸",
-        ],
-    ),
-    ("商务", &["商务", "创业", "融资", "路演", "行业", "峰会", "职场", "投资", "论坛", "人脉", "对接"]),
-    (
-        "运动",
-        &[
-            "跑步",
-            "徒步",
-            "骑行",
-            "羽毛球",
-            "篮球",
-            "足球",
-            "健身",
-            "攀岩",
-            "冲浪",
-            "游泳",
-            "滑板",
-            "飞盘",
-            "登山",
-            "网球",
-            "搏击",
-            "拳击",
-            "燃脂",
-            "瑜伽",
-            "街舞",
-            "桨板",
-            "浮潜",
-        ],
-    ),
-    (
-        "出汗燃脂",
-        &[
-            "跑步",
-            "夜跑",
-            "健身",
-            "燃脂",
-            "搏击",
-            "拳击",
-            "飞盘",
-            "攀岩",
-            "羽毛球",
-            "篮球",
-            "足球",
-            "街舞",
-            "跳绳",
-            "大汗",
-            "出汗",
-            "体力",
-            "大卡",
-        ],
-    ),
-    (
-        "玩水",
-        &["冲浪", "游泳", "泳池", "浪池", "桨板", "皮划艇", "漂流", "潜水", "浮潜", "水上", "戏水", "落水", "温泉"],
-    ),
-    (
-        "刺激",
-        &["刺激", "激流", "尖叫", "惊吓", "挑战", "极限", "过山车", "蹦极", "攀岩", "冲浪", "漂流", "密室", "鬼屋"],
-    ),
-    (
-        "户外",
-        &["露营", "徒步", "野餐", "登山", "公园", "海边", "户外", "骑行", "湿地", "湖", "山", "草坪", "草地", "郊"],
-    ),
-    ("亲近自然", &["自然", "森林", "竹林", "茶园", "湿地", "观鸟", "观星", "昆虫", "植物", "爬山", "露营", "湖"]),
-    ("文艺", &["展览", "画展", "电影", "话剧", "音乐会", "摄影", "诗歌", "艺术", "文艺", "剧场", "建筑", "策展"]),
-    ("音乐", &["音乐", "乐队", "爵士", "唱歌", "K歌", "合唱", "弹唱", "吉他", "尤克里里", "DJ", "livehouse", "电子乐"]),
-    ("动脑", &["推理", "解谜", "逻辑", "围棋", "象棋", "数独", "策略", "密室", "剧本杀", "狼人杀", "桌游", "烧脑"]),
-    ("搞笑", &["脱口秀", "喜剧", "相声", "笑声", "段子", "爆笑"]),
-    ("美食", &["美食", "火锅", "烧烤", "大排档", "品鉴", "咖啡", "烘焙", "料理", "辣", "小龙虾", "小吃", "早午餐"]),
-    ("辣", &["辣", "川菜", "火锅", "麻辣", "湘菜", "小龙虾"]),
-    ("下厨", &["做饭", "烹饪", "烘焙", "料理", "厨艺", "大厨", "蛋糕"]),
-    ("微醺", &["酒", "精酿", "鸡尾酒", "威士忌", "葡萄酒", "小酌", "微醺", "品酒", "清吧"]),
-    ("手作创作", &["手作", "手工", "陶艺", "插花", "画画", "油画", "绘画", "编织", "木工", "烘焙", "摄影", "弹唱"]),
-    ("学习成长", &["课", "教学", "学会", "入门", "讲解", "练习", "工作坊", "分享", "指导", "实操", "速成"]),
-    ("职场", &["职场", "工作", "办公", "效率", "汇报", "沟通", "创业", "融资", "产品经理", "AI"]),
-    ("语言交流", &["英语", "日语", "口语", "会话", "语言交换", "外语", "法语", "韩语"]),
-    ("亲子", &["亲子", "孩子", "儿童", "宝宝", "家庭", "小朋友", "少儿", "绘本"]),
-    ("萌宠", &["猫", "狗", "宠物", "铲屎", "萌宠", "动物"]),
-    ("公益", &["志愿", "公益", "救助", "捐赠", "义卖", "环保"]),
-    ("约会", &["约会", "情侣", "浪漫", "烛光", "夜景", "微醺", "观星", "单身"]),
-    ("交友", &["交友", "相亲", "破冰", "新朋友", "单身", "认识", "社交", "人脉", "同好"]),
-    ("夜生活", &["夜宵", "深夜", "凌晨", "酒吧", "夜店", "蹦迪", "夜市", "小酒馆", "livehouse", "灯光秀", "夜景"]),
-];
-
-/// Who an activity suits: a phrase, and words that imply it (same text as the vibes).
-pub const SUITS_RULES: &[(&str, &[&str])] = &[
-    ("一个人来也自在", &["一个人", "独处", "各自", "不用说话", "不用和别人", "一人一", "专注"]),
-    ("社恐友好", &["社恐友好", "不用说话", "不用主动社交", "不用和别人搭话", "各看各", "安静", "小声"]),
-    ("新手", &["新手", "零基础", "入门", "初学", "初体验", "不限", "不需要基础", "从零", "教练"]),
-    ("带孩子的家庭", &["亲子", "孩子", "儿童", "小朋友", "少儿", "宝宝", "家长"]),
-    ("想认识新朋友的人", &["交友", "新朋友", "认识", "破冰", "社交", "同行", "单身", "人挤人"]),
-    ("压力大想放空的人", &["放空", "发呆", "减压", "疗愈", "治愈", "释放压力", "慢下来", "静心", "什么都不用想"]),
-    ("情侣约会", &["约会", "情侣", "浪漫", "烛光", "微醺", "夜景", "观星"]),
-    ("爱动脑的人", &["推理", "解谜", "逻辑", "烧脑", "动脑", "策略"]),
-    ("想释放一下的人", &["燥", "嗨", "尖叫", "喊哑", "蹦迪", "跳到", "释放", "pogo", "满头大汗"]),
-];
-
 /// The version of the rules that turn an activity into indexed text (enrichment, vibes,
 /// [`without_left_behind`]): bump it when they change, so stored vectors are made again on the
 /// next write or backfill instead of mixing old and new text.
@@ -376,65 +208,6 @@ pub fn text_hash(indexed_text: &str) -> String {
     h.update(TEXT_RULES.to_le_bytes());
     h.update(indexed_text.as_bytes());
     hex::encode(h.finalize())
-}
-
-/// Verbs of leaving something behind: their object is what an activity moves people away from.
-pub const LEAVING: &[&str] = &["突破", "克服", "告别", "摆脱", "战胜", "远离", "改掉", "治好", "戒掉"];
-
-/// Where such an object ends: its clause or noun phrase (`的`) ends, or the line does.
-fn ends_object(c: char) -> bool {
-    matches!(c, '的' | '，' | '。' | '、' | '；' | '！' | '？' | ',' | '.' | ';' | '!' | '?') || c.is_whitespace()
-}
-
-/// `text` without the objects of [`LEAVING`] verbs (up to [`ends_object`], at most 12
-/// characters); the verbs stay. What an activity helps people leave behind is not what it
-/// offers: "适合想突破社恐的人" (an improv class) becomes "适合想突破的人", so it no longer
-/// matches "适合社恐的活动" on 社恐, in either channel; "远离城市喧嚣" no longer matches 喧嚣.
-pub fn without_left_behind(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some((at, verb)) = LEAVING.iter().filter_map(|v| rest.find(v).map(|i| (i, *v))).min() {
-        let after = &rest[at + verb.len()..];
-        let end = match after.char_indices().take(12).find(|(_, c)| ends_object(*c)) {
-            Some((i, _)) => i,
-            None => after.char_indices().nth(12).map_or(after.len(), |(i, _)| i),
-        };
-        out.push_str(&rest[..at + verb.len()]);
-        rest = &after[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The vibes an activity implies (rule table order), then its scale: 小局 (≤ 6 places),
-/// 大型 (≥ 30). With no rule matched, 轻松.
-pub fn implied_vibe(a: &Activity) -> String {
-    let mut vibes = matching(a, VIBE_RULES);
-    if vibes.is_empty() {
-        vibes.push("轻松");
-    }
-    match a.max_participants {
-        0..=6 => vibes.push("小局"),
-        30.. => vibes.push("大型"),
-        _ => {}
-    }
-    vibes.join("、")
-}
-
-/// Who the activity suits ([`SUITS_RULES`]; a small group adds 不想人多的人), `、`-joined;
-/// empty when nothing says.
-pub fn suits(a: &Activity) -> String {
-    let mut who = matching(a, SUITS_RULES);
-    if a.max_participants <= 6 {
-        who.push("不想人多的人");
-    }
-    who.join("、")
-}
-
-/// The names of `rules` whose words occur in the activity's type, tags, title or description.
-fn matching(a: &Activity, rules: &[(&'static str, &[&str])]) -> Vec<&'static str> {
-    let text = format!("{} {} {} {}", a.kind, a.tags.join(" "), a.title, a.description).to_lowercase();
-    rules.iter().filter(|(_, words)| words.iter().any(|w| text.contains(&w.to_lowercase()))).map(|(n, _)| *n).collect()
 }
 
 #[cfg(test)]
@@ -513,7 +286,7 @@ mod tests {
             (activity("亲子陶艺体验", "手作", "带孩子一起捏陶土，老师全程指导。", 8), "安静、手作创作、学习成长、亲子"),
             (activity("随便走走", "其他", "没有安排，见面再说。", 10), "轻松"),
         ];
-        let got: Vec<(String, String)> = cases.iter().map(|(a, _)| (a.title.clone(), implied_vibe(a))).collect();
+        let got: Vec<(String, String)> = cases.iter().map(|(a, _)| (a.title.clone(), a.implied_vibe())).collect();
         let want: Vec<(String, String)> = cases.iter().map(|(a, e)| (a.title.clone(), e.to_string())).collect();
         assert_eq!(got, want);
     }

@@ -22,4 +22,5 @@ pub mod reasons;
 pub mod request;
 #[cfg(feature = "vector-index")]
 pub mod retrieval;
+pub mod vibes;
 pub mod when;

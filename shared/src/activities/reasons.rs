@@ -36,7 +36,7 @@ fn cjk(text: &str) -> bool {
 
 /// The activity's features that the query names: vibes, tags, type, words of the title.
 fn matched(query: &str, a: &Activity) -> Vec<String> {
-    let vibe = activity::implied_vibe(a);
+    let vibe = a.implied_vibe();
     let mut features: Vec<String> = vibe.split('、').map(str::to_owned).collect();
     features.extend(a.tags.iter().cloned());
     features.push(a.kind.clone());
