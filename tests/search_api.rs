@@ -571,7 +571,10 @@ async fn bad_input_gets_a_named_4xx_and_changes_nothing(kind: StoreKind) {
 // Given 20 identical requests at once, then one upstream call answers them all (single
 // flight): the others wait for its cached answer and are free cache hits.
 async fn concurrent_identical_misses_make_one_upstream_call(kind: StoreKind) {
-    let h = Harness::new(kind).await;
+    // A client timeout well above the answer's 300 ms: on a loaded machine the harness's 400 ms
+    // can cut the leader's call, and its retry is a second call that single flight is not about.
+    let env = [("UPSTREAM_TIMEOUT_MS", "3000")];
+    let h = Harness::with(kind, Setup { perplexity: true, env: &env, ..Setup::default() }).await;
     Mock::given(method("POST"))
         .respond_with(ok(plain_answer()).set_delay(Duration::from_millis(300)))
         .mount(h.upstream())
