@@ -126,7 +126,9 @@ impl Tools {
     /// Runs `search_web` for `query`. Every call is accounted, its sources stored.
     pub async fn search_web(&self, query: &str, agent: &str, request_id: &str) -> WebAnswer {
         let Some(tavily) = &self.tavily else {
-            return self.kept(request_id, error_string("search_unavailable", "web search is not configured")).await;
+            return self
+                .kept(request_id, error_string("search_unavailable", "web search is not configured"), &[])
+                .await;
         };
         let charge = |usage, outcome, saved_usd| Charge {
             request_id,
@@ -142,7 +144,9 @@ impl Tools {
         let key = web_cache_key(query);
         if let Some(hit) = cache::get::<CachedWeb>(&*self.records, &key, self.clock.now()).await {
             self.ledger.charge(&charge(&Usage::default(), Outcome::Cached, hit.cost_usd)).await;
-            return self.kept(request_id, hit.results).await;
+            // The cache keeps the model-facing string only; its results are read back from it.
+            let found: Vec<WebResult> = serde_json::from_str(&hit.results).unwrap_or_default();
+            return self.kept(request_id, hit.results, &found).await;
         }
         let answer = tokio::time::timeout(self.budget, tavily.search_web(query))
             .await
@@ -155,28 +159,27 @@ impl Tools {
                     .into_iter()
                     .filter_map(|r| citations::normalise(&r.url).ok().map(|url| WebResult { url, ..r }))
                     .collect();
-                let results = serde_json::to_string(&results).expect("results serialise");
-                let cached = CachedWeb { results, cost_usd: cost.cost_usd };
+                let text = serde_json::to_string(&results).expect("results serialise");
+                let cached = CachedWeb { results: text, cost_usd: cost.cost_usd };
                 cache::put(&*self.records, &key, &cached, self.clock.now(), self.cache_ttl).await;
-                self.kept(request_id, cached.results).await
+                self.kept(request_id, cached.results, &results).await
             }
             Err(e) => {
                 // Accounted as failed: free as far as we know, and against Tavily's availability.
                 self.ledger.charge(&charge(&Usage::default(), Outcome::Failed, 0.0)).await;
                 tracing::warn!(error = %e, "search_web failed");
                 let message = format!("web search is temporarily unavailable: {e}");
-                self.kept(request_id, error_string("search_failed", &message)).await
+                self.kept(request_id, error_string("search_failed", &message), &[]).await
             }
         }
     }
 
-    /// `result` as the answer of `request_id`, its result URLs (none for an error) stored.
-    async fn kept(&self, request_id: &str, result: String) -> WebAnswer {
+    /// `result` as the answer of `request_id`, with the URLs of `found` stored as its sources.
+    async fn kept(&self, request_id: &str, result: String, found: &[WebResult]) -> WebAnswer {
         let now = self.clock.now();
-        let found: Vec<Source> = serde_json::from_str::<Vec<WebResult>>(&result)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| Source { url: r.url, title: Some(r.title), accessed_at: now })
+        let found: Vec<Source> = found
+            .iter()
+            .map(|r| Source { url: r.url.clone(), title: Some(r.title.clone()), accessed_at: now })
             .collect();
         let sources_stored = sources::keep(&*self.records, request_id, &found, now).await;
         WebAnswer { result, sources_stored }
