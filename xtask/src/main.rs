@@ -25,9 +25,13 @@ type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 #[tokio::main]
 async fn main() -> Result {
-    match std::env::args().nth(1).as_deref() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
         Some("demo") => demo::run().await,
-        Some("quality") => quality::run().await,
+        Some("quality") => match args.get(1).map(String::as_str) {
+            Some("lab") => quality::run_lab(args.iter().any(|a| a == "--tune")),
+            _ => quality::run().await,
+        },
         Some("bench") if cfg!(debug_assertions) => {
             // Figures from unoptimised code mean nothing: run again, optimised.
             let status = cargo()
