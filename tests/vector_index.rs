@@ -29,12 +29,11 @@ fn activity(id: &str, title: &str, description: &str, hours: i64) -> Activity {
 }
 
 fn point(a: &Activity, embedded: bool) -> Point {
-    let text = a.enriched_text(chrono_tz::Asia::Shanghai);
     Point {
         id: point_id(&a.id),
         payload: payload(a, chrono_tz::Asia::Shanghai, embedded),
-        dense: embedded.then(|| concept_vector(&text, DIMS)),
-        sparse: Bm25::new().document(&text),
+        dense: embedded.then(|| concept_vector(&a.dense_text(), DIMS)),
+        sparse: Bm25::new().document(&a.lexical_text(chrono_tz::Asia::Shanghai)),
     }
 }
 
@@ -182,7 +181,7 @@ async fn writes_never_go_back_in_time(index: Arc<dyn VectorIndex>) {
     assert!(got[0].is_tombstone() && got[0].dense.is_none(), "{:?}", got[0].payload);
     assert_eq!(got[0].version(), Some(version(3)));
     assert_eq!(index.count(&HardFilter::bookable(now())).await.unwrap(), 0, "no filter finds a tombstone");
-    let q = concept_vector(&a.enriched_text(chrono_tz::Asia::Shanghai), DIMS);
+    let q = concept_vector(&a.dense_text(), DIMS);
     assert!(index.search_dense(&q, &HardFilter::bookable(now()), 10, 0.0).await.unwrap().is_empty());
 
     index.upsert(vec![versioned(&a, 4, true)]).await.unwrap();

@@ -113,12 +113,10 @@ pub fn run() -> Result {
         tokens as f64 / n as f64
     );
 
-    // Passages as the indexer embeds them (the enriched text), batched.
+    // Passages as the indexer embeds them, batched.
     let passages: Vec<String> = activities
         .iter()
-        .map(|a| {
-            Ok(shared::activities::activity::Activity::from_json(a.clone())?.enriched_text(config.activity_timezone))
-        })
+        .map(|a| Ok(shared::activities::activity::Activity::from_json(a.clone())?.dense_text()))
         .collect::<Result<_>>()?;
     let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
     let tokens: usize = refs.iter().map(|p| model.token_ids(p, false).len()).sum();

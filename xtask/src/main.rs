@@ -3,8 +3,10 @@
 //! - `demo`: runs the `search` function binary as Lambda runs it (a local Runtime API), on the
 //!   embedded default: no keys, no cloud, SQLite under `DATA_DIR`, labelled mock data; then
 //!   against a labelled sample upstream on 127.0.0.1 to show caching and stored citations.
-//! - `quality`: the intent dev set (`benches/intent/`) through retrieval with the bundled
-//!   embedder, offline: nDCG@10, Recall@20, MRR per query kind, against lexical only.
+//! - `quality [--tune]`: both quality sets (`benches/intent/`, `benches/asks/`) through
+//!   retrieval with the bundled embedder, offline: nDCG@10, Recall@20, MRR per set, query kind
+//!   and split, beside BM25 and e5 alone; `quality lab [--tune]`: the ranking experiments in
+//!   memory. `--tune` hides the test splits (what a change may be tuned on).
 //! - `bench [search|report|rag|backfill|embed]`: prints citation extraction on 1 MB, a cache-hit request through
 //!   the handler and the cold start of the release binary, each beside a baseline measured in
 //!   the same run; the cost report over 100k records on SQLite and DynamoDB Local; and activity
@@ -29,8 +31,8 @@ async fn main() -> Result {
     match args.first().map(String::as_str) {
         Some("demo") => demo::run().await,
         Some("quality") => match args.get(1).map(String::as_str) {
-            Some("lab") => quality::run_lab(args.iter().any(|a| a == "--tune")),
-            _ => quality::run().await,
+            Some("lab") => quality::methods::run(args.iter().any(|a| a == "--tune")),
+            _ => quality::run(args.iter().any(|a| a == "--tune")).await,
         },
         Some("bench") if cfg!(debug_assertions) => {
             // Figures from unoptimised code mean nothing: run again, optimised.

@@ -111,7 +111,7 @@ async fn sharing_figures(sharing: EdgeSharing, pause: Duration) -> crate::Result
     let mut points = Vec::new();
     for line in std::fs::read_to_string(crate::root().join("infra/sample/activities.jsonl"))?.lines() {
         let activity = Activity::from_json(serde_json::from_str(line)?)?;
-        let text = activity.indexed_text(chrono_tz::Asia::Shanghai);
+        let text = activity.lexical_text(chrono_tz::Asia::Shanghai);
         points.push(Point {
             id: point_id(&activity.id),
             payload: payload(&activity, chrono_tz::Asia::Shanghai, true),
@@ -201,7 +201,7 @@ fn corpus(n: usize, dims: usize, now: DateTime<Utc>, rng: &mut Rng) -> crate::Re
         let activity = Activity::from_json(a)?;
         let topic = rng.below(TOPICS);
         let dense = near_topic(rng, &topics[topic], 0.08);
-        let text = activity.indexed_text(chrono_tz::Asia::Shanghai);
+        let text = activity.lexical_text(chrono_tz::Asia::Shanghai);
         points.push(Point {
             id: point_id(&activity.id),
             payload: payload(&activity, chrono_tz::Asia::Shanghai, true),

@@ -1,11 +1,12 @@
-//! Activities (seed 004): the input model, its validation, and the enriched text an embedder
-//! reads.
+//! Activities (seed 004): the input model, its validation, and the texts the index is made of.
 //!
-//! The enriched text follows seed 004 Requirement 2 line for line (`标题`, `描述`, `类型`,
-//! `标签`, `时间`, `地点`, `氛围`). Time is said in the activity's timezone
-//! (`ACTIVITY_TIMEZONE`, Asia/Shanghai by default) as 周一…周日 and a part of the day:
-//! 早上 05:00–11:59, 下午 12:00–17:59, 晚上 18:00–22:59, 深夜 23:00–04:59. The vibe is inferred
-//! by [`Activity::implied_vibe`] from a rule table ([`crate::activities::vibes`]), not by a model.
+//! The embedder reads the activity's own words ([`Activity::dense_text`]); BM25 reads seed 004
+//! Requirement 2's lines (`标题`, `描述`, `类型`, `标签`, `时间`, `地点`;
+//! [`Activity::lexical_text`]), time said in the activity's timezone (`ACTIVITY_TIMEZONE`,
+//! Asia/Shanghai by default) as 周一…周日 and a part of the day: 早上 05:00–11:59, 下午
+//! 12:00–17:59, 晚上 18:00–22:59, 深夜 23:00–04:59. Seed 004's `氛围` line (a vibe inferred by
+//! a rule table, [`crate::activities::vibes`]) is measured out of the index: it is said in
+//! match reasons only.
 //!
 //! This module stores nothing and calls nothing; indexing and retrieval build on it.
 
@@ -124,37 +125,32 @@ impl Activity {
         self.max_participants - self.current_participants
     }
 
-    /// Hash of what the embedding is made of: every line of the [`indexed_text`] in `zone`
-    /// (title, description, type, tags, time, place, vibe) and the [`TEXT_RULES`] version. An
-    /// update that keeps it needs no new embedding; any other needs one.
+    /// Hash of what the vectors are made of: the [`dense_text`], the [`lexical_text`] in `zone`
+    /// (title, description, type, tags, time, place) and the [`TEXT_RULES`] version. An update
+    /// that keeps it needs no new embedding; any other needs one.
     ///
-    /// [`indexed_text`]: Activity::indexed_text
+    /// [`dense_text`]: Activity::dense_text
+    /// [`lexical_text`]: Activity::lexical_text
     pub fn content_hash(&self, zone: Tz) -> String {
-        text_hash(&self.indexed_text(zone))
+        text_hash(&self.dense_text(), &self.lexical_text(zone))
     }
 
-    /// What the BM25 and the dense vector are made of: the enriched text without what the
-    /// activity says it helps people leave behind ([`without_left_behind`]).
-    pub fn indexed_text(&self, zone: Tz) -> String {
-        without_left_behind(&self.enriched_text(zone))
+    /// What the embedder reads: the activity's own words (title, description, type, tags),
+    /// without what it helps people leave behind ([`without_left_behind`]). No time, place or
+    /// inferred vibe: on the quality sets built apart from tuning (`cargo xtask quality`), those
+    /// lines pulled intent queries toward activities that merely share them.
+    pub fn dense_text(&self) -> String {
+        without_left_behind(&format!("{}\n{}\n{}\n{}", self.title, self.description, self.kind, self.tags.join(", ")))
     }
 
-    /// The vibes the activity implies ([`vibes::implied_vibe`]).
-    pub fn implied_vibe(&self) -> String {
-        vibes::implied_vibe(&self.words(), self.max_participants)
-    }
-
-    /// What the vibe rules read: type, tags, title and description.
-    fn words(&self) -> String {
-        format!("{} {} {} {}", self.kind, self.tags.join(" "), self.title, self.description)
-    }
-
-    /// Seed 004's enriched text, with time in `zone`, plus who it suits (`适合`, when the rules
-    /// say).
-    pub fn enriched_text(&self, zone: Tz) -> String {
+    /// What BM25 reads: seed 004's lines (`标题`, `描述`, `类型`, `标签`, `时间`, `地点`) with
+    /// time in `zone`, without what the activity helps people leave behind. The vibe line
+    /// (`氛围`) is not indexed: a rule table's words matched decoys ("安静不了的…") and
+    /// missed what it was not written for.
+    pub fn lexical_text(&self, zone: Tz) -> String {
         let local = self.start_at.with_timezone(&zone);
-        let mut text = format!(
-            "标题: {}\n描述: {}\n类型: {}\n标签: {}\n时间: {} {}\n地点: {}\n氛围: {}",
+        without_left_behind(&format!(
+            "标题: {}\n描述: {}\n类型: {}\n标签: {}\n时间: {} {}\n地点: {}",
             self.title,
             self.description,
             self.kind,
@@ -162,14 +158,15 @@ impl Activity {
             day_of_week(local.weekday()),
             time_of_day(local.hour()),
             self.location_name,
-            self.implied_vibe()
-        );
-        let who = vibes::suits(&self.words(), self.max_participants);
-        if !who.is_empty() {
-            text.push_str("\n适合: ");
-            text.push_str(&who);
-        }
-        text
+        ))
+    }
+
+    /// The vibes the activity implies ([`vibes::implied_vibe`]): said in match reasons.
+    pub fn implied_vibe(&self) -> String {
+        vibes::implied_vibe(
+            &format!("{} {} {} {}", self.kind, self.tags.join(" "), self.title, self.description),
+            self.max_participants,
+        )
     }
 }
 
@@ -196,17 +193,20 @@ pub fn time_of_day(hour: u32) -> &'static str {
     }
 }
 
-/// The version of the rules that turn an activity into indexed text (enrichment, vibes,
+/// The version of the rules that turn an activity into indexed text (which fields, which lines,
 /// [`without_left_behind`]): bump it when they change, so stored vectors are made again on the
 /// next write or backfill instead of mixing old and new text.
-pub const TEXT_RULES: u32 = 2;
+pub const TEXT_RULES: u32 = 3;
 
-/// The content hash of an [`Activity::indexed_text`] (with the [`TEXT_RULES`] version), for a
-/// caller that already has the text.
-pub fn text_hash(indexed_text: &str) -> String {
+/// The content hash of an activity's dense and lexical texts (with the [`TEXT_RULES`]
+/// version), for a caller that already has them.
+pub fn text_hash(dense: &str, lexical: &str) -> String {
     let mut h = Sha256::new();
     h.update(TEXT_RULES.to_le_bytes());
-    h.update(indexed_text.as_bytes());
+    for text in [dense, lexical] {
+        h.update((text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    }
     hex::encode(h.finalize())
 }
 
@@ -223,15 +223,16 @@ mod tests {
         assert_eq!(without_left_behind("社恐友好，不用说话"), "社恐友好，不用说话");
         assert_eq!(without_left_behind("摆脱一二三四五六七八九十十一十二十三"), "摆脱十二十三");
         let improv = activity("即兴戏剧工作坊", "演出", "通过即兴游戏打开自己，适合想突破社恐的人。", 13);
-        let text = improv.indexed_text(chrono_tz::Asia::Shanghai);
-        assert!(!text.contains("社恐") && text.contains("适合想突破的人"), "{text}");
+        for text in [improv.dense_text(), improv.lexical_text(chrono_tz::Asia::Shanghai)] {
+            assert!(!text.contains("社恐") && text.contains("适合想突破的人"), "{text}");
+        }
     }
 
     #[cfg(feature = "vector-index")]
     #[test]
     fn a_left_behind_word_gives_no_lexical_match() {
         let improv = activity("即兴戏剧工作坊", "演出", "通过即兴游戏打开自己，适合想突破社恐的人。", 13);
-        let text = improv.indexed_text(chrono_tz::Asia::Shanghai);
+        let text = improv.lexical_text(chrono_tz::Asia::Shanghai);
         let bm25 = crate::activities::index::bm25::Bm25::new();
         let query = bm25.query("社恐");
         let quiet = bm25.document("描述: 社恐友好的安静读书局");
@@ -257,18 +258,16 @@ mod tests {
     }
 
     #[test]
-    fn enriched_text_is_seed_004s_seven_lines_in_the_activity_timezone_and_who_it_suits() {
+    fn the_embedder_reads_the_activitys_words_and_bm25_seed_004s_lines_in_its_timezone() {
         let mut a = activity("白噪音读书局", "读书会", "雨声白噪音里安静看书，放空发呆也可以。", 6);
         a.tags = vec!["读书".into(), "放松".into()];
+        assert_eq!(a.dense_text(), "白噪音读书局\n雨声白噪音里安静看书，放空发呆也可以。\n读书会\n读书, 放松");
         assert_eq!(
-            a.enriched_text(chrono_tz::Asia::Shanghai),
-            "标题: 白噪音读书局\n描述: 雨声白噪音里安静看书，放空发呆也可以。\n类型: 读书会\n标签: 读书, 放松\n时间: 周五 晚上\n地点: 静安区愚园路\n氛围: 安静、放松减压、小局\n适合: 社恐友好、压力大想放空的人、不想人多的人"
+            a.lexical_text(chrono_tz::Asia::Shanghai),
+            "标题: 白噪音读书局\n描述: 雨声白噪音里安静看书，放空发呆也可以。\n类型: 读书会\n标签: 读书, 放松\n时间: 周五 晚上\n地点: 静安区愚园路"
         );
-        // Nothing said about who it suits: no such line.
-        let plain = activity("随便走走", "其他", "没有安排，见面再说。", 10);
-        assert!(!plain.enriched_text(chrono_tz::Asia::Shanghai).contains("适合"));
         // The same instant is Friday early afternoon in London.
-        assert!(a.enriched_text(chrono_tz::Europe::London).contains("时间: 周五 下午"));
+        assert!(a.lexical_text(chrono_tz::Europe::London).contains("时间: 周五 下午"));
     }
 
     #[test]
@@ -326,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn every_line_of_the_embedded_text_and_nothing_else_changes_the_content_hash() {
+    fn every_line_of_the_indexed_texts_and_nothing_else_changes_the_content_hash() {
         let zone = chrono_tz::Asia::Shanghai;
         let a = activity("读书局", "读书会", "安静看书", 6);
         let mut b = a.clone();
@@ -344,8 +343,7 @@ mod tests {
         for change in changes {
             let mut b = a.clone();
             change(&mut b);
-            assert_ne!(a.indexed_text(zone), b.indexed_text(zone));
-            assert_ne!(a.content_hash(zone), b.content_hash(zone), "{}", b.indexed_text(zone));
+            assert_ne!(a.content_hash(zone), b.content_hash(zone), "{}", b.lexical_text(zone));
         }
     }
 }

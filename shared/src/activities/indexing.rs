@@ -186,8 +186,9 @@ impl Indexer {
             activities.iter().map(|a| Activity { updated_at: Some(a.updated_at.unwrap_or(at)), ..a.clone() }).collect();
         let ids: Vec<_> = activities.iter().map(|a| point_id(&a.id)).collect();
         let mut stored: HashMap<_, _> = self.index.get(&ids, true).await?.into_iter().map(|s| (s.id, s)).collect();
-        let texts: Vec<String> = activities.iter().map(|a| a.indexed_text(self.zone)).collect();
-        let hashes: Vec<String> = texts.iter().map(|t| text_hash(t)).collect();
+        let texts: Vec<(String, String)> =
+            activities.iter().map(|a| (a.dense_text(), a.lexical_text(self.zone))).collect();
+        let hashes: Vec<String> = texts.iter().map(|(dense, lexical)| text_hash(dense, lexical)).collect();
         let (mut stale, mut kept, mut dense) = (Vec::new(), Vec::new(), Vec::new());
         for ((a, id), hash) in activities.iter().zip(&ids).zip(&hashes) {
             let previous = stored.remove(id);
@@ -205,7 +206,7 @@ impl Indexer {
         let wanted: Vec<usize> = (0..activities.len()).filter(|&i| !kept[i]).collect();
         let mut pending_reason = None;
         if !wanted.is_empty() {
-            let inputs: Vec<String> = wanted.iter().map(|&i| texts[i].clone()).collect();
+            let inputs: Vec<String> = wanted.iter().map(|&i| texts[i].0.clone()).collect();
             match self.embed(&inputs, request_id).await {
                 Ok(vectors) => {
                     for (&i, v) in wanted.iter().zip(vectors) {
@@ -237,7 +238,7 @@ impl Indexer {
             points.push(Point {
                 id,
                 payload: payload_with(a, hash, vector.is_some()),
-                sparse: self.bm25.document(text),
+                sparse: self.bm25.document(&text.1),
                 dense: vector,
             });
         }
@@ -259,7 +260,7 @@ impl Indexer {
                 Err(e) => tracing::warn!(error = %e, "unreadable point skipped"),
             }
         }
-        let texts: Vec<String> = read.iter().map(|(_, a, _)| a.indexed_text(self.zone)).collect();
+        let texts: Vec<String> = read.iter().map(|(_, a, _)| a.dense_text()).collect();
         let (embedding, pending_reason) = match self.embed(&texts, request_id).await {
             Ok(vectors) => {
                 let updates = read

@@ -1,13 +1,13 @@
 //! The vibe vocabulary, as data: what a person would come to an activity for (energy, mood, the
-//! kind of fun) and who it suits, in the words people ask with, implied by the words of the
-//! activity itself; and what an activity helps people leave behind, which is not what it offers.
-//! The enriched text of an activity (`Activity::indexed_text`) carries them, so fuzzy intents
-//! meet activities that never use those words, in both the lexical and the dense channel.
+//! kind of fun), implied by the words of the activity itself, said in template match reasons;
+//! and what an activity helps people leave behind, which is not what it offers (taken out of
+//! both indexed texts).
+//!
+//! The vibes are not indexed: written from the project's own examples, they lifted its own
+//! intent set and did not carry over to sets built apart from it (issue 19, `cargo xtask
+//! quality`): words such as 安静 match decoys ("安静不了的电音之夜").
 
 /// The rule table: a vibe, and words in the type, tags, title or description that imply it.
-/// The vibes say what a person would come for (energy, mood, the kind of fun), in the words
-/// people ask with, so that fuzzy intents ("压力大想发呆", "玩水") meet activities that never
-/// use those words, in both the lexical and the dense channel.
 pub const VIBE_RULES: &[(&str, &[&str])] = &[
     (
         "热闹",
@@ -170,19 +170,6 @@ pub const VIBE_RULES: &[(&str, &[&str])] = &[
     ("夜生活", &["夜宵", "深夜", "凌晨", "酒吧", "夜店", "蹦迪", "夜市", "小酒馆", "livehouse", "灯光秀", "夜景"]),
 ];
 
-/// Who an activity suits: a phrase, and words that imply it (same text as the vibes).
-pub const SUITS_RULES: &[(&str, &[&str])] = &[
-    ("一个人来也自在", &["一个人", "独处", "各自", "不用说话", "不用和别人", "一人一", "专注"]),
-    ("社恐友好", &["社恐友好", "不用说话", "不用主动社交", "不用和别人搭话", "各看各", "安静", "小声"]),
-    ("新手", &["新手", "零基础", "入门", "初学", "初体验", "不限", "不需要基础", "从零", "教练"]),
-    ("带孩子的家庭", &["亲子", "孩子", "儿童", "小朋友", "少儿", "宝宝", "家长"]),
-    ("想认识新朋友的人", &["交友", "新朋友", "认识", "破冰", "社交", "同行", "单身", "人挤人"]),
-    ("压力大想放空的人", &["放空", "发呆", "减压", "疗愈", "治愈", "释放压力", "慢下来", "静心", "什么都不用想"]),
-    ("情侣约会", &["约会", "情侣", "浪漫", "烛光", "微醺", "夜景", "观星"]),
-    ("爱动脑的人", &["推理", "解谜", "逻辑", "烧脑", "动脑", "策略"]),
-    ("想释放一下的人", &["燥", "嗨", "尖叫", "喊哑", "蹦迪", "跳到", "释放", "pogo", "满头大汗"]),
-];
-
 /// Verbs of leaving something behind: their object is what an activity moves people away from.
 pub const LEAVING: &[&str] = &["突破", "克服", "告别", "摆脱", "战胜", "远离", "改掉", "治好", "戒掉"];
 
@@ -225,16 +212,6 @@ pub fn implied_vibe(words: &str, places: u32) -> String {
         _ => {}
     }
     vibes.join("、")
-}
-
-/// Who an activity with `words` and `places` suits ([`SUITS_RULES`]; a small group adds
-/// 不想人多的人), `、`-joined; empty when nothing says.
-pub fn suits(words: &str, places: u32) -> String {
-    let mut who = matching(words, SUITS_RULES);
-    if places <= 6 {
-        who.push("不想人多的人");
-    }
-    who.join("、")
 }
 
 /// The names of `rules` whose words occur in `words`.

@@ -16,6 +16,11 @@ use super::{DevQuery, Scores};
 const ZONE: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
 const RRF_K: f32 = 60.0;
 
+/// A view's BM25 term weights per document, and its IDF per term.
+type Sparse = (Vec<HashMap<u32, f32>>, HashMap<u32, f32>);
+/// A document view: a name and how an activity is written in it.
+type View = (&'static str, fn(&Activity) -> String);
+
 /// A quality set with every view of it embedded.
 pub struct Lab {
     pub activities: Vec<Activity>,
@@ -23,7 +28,7 @@ pub struct Lab {
     now: DateTime<Utc>,
     model: std::sync::Arc<e5::E5Model>,
     /// Sparse document vectors per document view, and the view's IDF.
-    sparse: HashMap<&'static str, (Vec<HashMap<u32, f32>>, HashMap<u32, f32>)>,
+    sparse: HashMap<&'static str, Sparse>,
     /// Dense document vectors per view.
     dense: HashMap<&'static str, Vec<Vec<f32>>>,
     bm25: Bm25,
@@ -42,20 +47,6 @@ pub fn clauses(a: &Activity) -> Vec<String> {
         .filter(|c| c.chars().count() >= 2)
         .map(str::to_owned)
         .collect()
-}
-
-/// The plain document: seed 004's lines without the vibe vocabulary (氛围, 适合).
-pub fn plain_text(a: &Activity) -> String {
-    a.enriched_text(ZONE)
-        .lines()
-        .filter(|l| !l.starts_with("氛围") && !l.starts_with("适合"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The activity's own words only: title, description, type, tags.
-pub fn own_words(a: &Activity) -> String {
-    format!("{}\n{}\n{}\n{}", a.title, a.description, a.kind, a.tags.join(", "))
 }
 
 fn threads() -> usize {
@@ -81,10 +72,10 @@ impl Lab {
             facet_q: Vec::new(),
             facet_p: Vec::new(),
         };
-        let views: [(&'static str, fn(&Activity) -> String); 5] = [
-            ("enriched", |a| a.indexed_text(ZONE)),
-            ("plain", plain_text),
-            ("own", own_words),
+        // `plain`: BM25's text; `own`: the embedder's (the activity's own words).
+        let views: [View; 4] = [
+            ("plain", |a| a.lexical_text(ZONE)),
+            ("own", Activity::dense_text),
             ("described", |a| format!("{}\n{}\n{}", a.description, a.kind, a.tags.join(", "))),
             ("titled", |a| format!("{}：{}", a.title, a.description)),
         ];
@@ -161,14 +152,14 @@ impl Lab {
         &self.dense[view][i]
     }
 
-    /// The time lift retrieval applies: × (1 + 0.5 × fit).
-    pub fn time_lift(&self, query: &str, ranked: &mut Vec<(usize, f32)>) {
+    /// The time lift retrieval applies, × (1 + `boost` × fit) (retrieval's `TIME_BOOST` is 0.5).
+    pub fn time_lift_by(&self, query: &str, ranked: &mut [(usize, f32)], boost: f32) {
         let wanted = Wanted::parse(query, self.now, ZONE);
         if wanted.is_empty() {
             return;
         }
         for (i, s) in ranked.iter_mut() {
-            *s *= 1.0 + shared::activities::retrieval::TIME_BOOST * wanted.fit(self.activities[*i].start_at, ZONE);
+            *s *= 1.0 + boost * wanted.fit(self.activities[*i].start_at, ZONE);
         }
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
     }
@@ -198,55 +189,6 @@ pub fn rrf(lists: &[(&[(usize, f32)], f32)]) -> Vec<(usize, f32)> {
     let mut out: Vec<(usize, f32)> = scores.into_iter().collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     out
-}
-
-/// What a query says it does not want: the phrases after 不要 / 不想 / 不用 / 不会 / 别太 ...
-/// up to the clause's end, and the query without them.
-pub fn negations(query: &str) -> (String, Vec<String>) {
-    const MODALS: &[char] = &['要', '想', '用', '会', '能', '太', '爱', '喝', '吃', '去', '需', '必'];
-    const ENDS: &[char] =
-        &['，', ',', '。', '.', '！', '!', '？', '?', '；', ';', '、', ' ', '但', '也', '还', '就', '只', '的', '又'];
-    const LEAD: &[char] = &['要', '想', '用', '太', '需', '必', '会', '能', '爱', '怎', '么', '太'];
-    let chars: Vec<char> = query.chars().collect();
-    let (mut kept, mut negated) = (String::new(), Vec::new());
-    let mut i = 0;
-    while i < chars.len() {
-        let starts = (chars[i] == '不' && chars.get(i + 1).is_some_and(|c| MODALS.contains(c)))
-            || (chars[i] == '别' && chars.get(i + 1).is_some_and(|c| ['太', '让', '要'].contains(c)));
-        if !starts {
-            kept.push(chars[i]);
-            i += 1;
-            continue;
-        }
-        let mut end = i + 1;
-        while end < chars.len() && !ENDS.contains(&chars[end]) {
-            end += 1;
-        }
-        let phrase: String = chars[i + 1..end].iter().collect::<String>().trim_start_matches(LEAD).to_owned();
-        // "不会游泳" keeps its verb; "不要太吵" keeps 吵.
-        let phrase = if phrase.is_empty() { chars[i + 1..end].iter().collect() } else { phrase };
-        if !phrase.is_empty() {
-            negated.push(phrase);
-        }
-        i = end;
-    }
-    (kept, negated)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::negations;
-
-    #[test]
-    fn negated_phrases_are_read_out_of_the_query() {
-        let n = |q: &str| negations(q);
-        assert_eq!(n("不要太吵，想找个地方安安静静待着"), ("，想找个地方安安静静待着".into(), vec!["吵".into()]));
-        assert_eq!(n("不喝酒也能玩得尽兴的晚上").1, vec!["喝酒".to_owned()]);
-        assert_eq!(n("想玩水但是不会游泳").1, vec!["游泳".to_owned()]);
-        assert_eq!(n("社恐，不想跟陌生人聊天").1, vec!["跟陌生人聊天".to_owned()]);
-        assert_eq!(n("心情不好想被治愈一下").1, Vec::<String>::new());
-        assert_eq!(n("不用花钱的周末去处"), ("的周末去处".into(), vec!["花钱".into()]));
-    }
 }
 
 /// A bank of what people come to an activity for, each in a few plain phrasings: generic
