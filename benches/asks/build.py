@@ -9,8 +9,10 @@ and decoys that share a query's words but not its intent ("热狗大胃王" for 
 fully satisfies get grade 2, partly grade 1.
 
 Kinds: intent (no word needed in common), lexical (an exact name), time_vibe (a time and a
-facet: at that time grade 2, at another time grade 1). Split: every other query is `test`;
-the test split is sealed (written and committed before any tuning, reported at the end only).
+facet: at that time grade 2, at another time grade 1). Split: every other query of the first 40
+is `test`, sealed (written and committed before any tuning) and read once; the 24 `holdout`
+queries were written after that reading, before any further choice, and are read once more at
+the end.
 Reference now: Sunday 2026-11-22 12:00 Asia/Shanghai; activities fall in the next 7 days.
 Run: python3 benches/asks/build.py
 """
@@ -176,6 +178,35 @@ Q = [
     ("t08", "周六晚上热闹点的", "time_vibe", lambda F: "loud" in F, None, ([5], (18, 23))),
 ]
 
+# A second held-out split, `holdout`: written and committed after the test split had been read
+# once (issue 19), before any further choice; read once, at the end.
+H = [
+    ("h01", "想找个不花钱就能逛的地方", "intent", lambda F: "free" in F, lambda F: "cheap" in F),
+    ("h02", "一个人吃饭也不尴尬的", "intent", lambda F: {"food", "solo_ok"} <= F, lambda F: "solo_ok" in F),
+    ("h03", "带狗狗出去撒欢", "intent", lambda F: "dogs" in F, lambda F: False),
+    ("h04", "天冷不想在外面冻着", "intent", lambda F: "indoor" in F, lambda F: False),
+    ("h05", "下班后想好好放松，别太费劲", "intent", lambda F: "decompress" in F and ("rest" in F or "gentle" in F), lambda F: "decompress" in F),
+    ("h06", "想练练胆子，来点刺激的", "intent", lambda F: "scary" in F, lambda F: "release" in F),
+    ("h07", "和几个陌生人一起玩，顺便交朋友", "intent", lambda F: {"mingle", "group_fun"} <= F, lambda F: "mingle" in F),
+    ("h08", "想学点能用在生活里的本事", "intent", lambda F: "learn" in F, lambda F: False),
+    ("h09", "安安静静看看展、听听戏", "intent", lambda F: {"culture", "quiet"} <= F, lambda F: "culture" in F),
+    ("h10", "想吃顿贵的犒劳自己", "intent", lambda F: {"food", "pricey"} <= F, lambda F: "food" in F),
+    ("h11", "孩子精力太旺盛了，想带他去消耗一下", "intent", lambda F: "kids" in F, lambda F: False),
+    ("h12", "想和另一半有点两个人的时光", "intent", lambda F: "date" in F, lambda F: False),
+    ("h13", "压力好大，想砸东西", "intent", lambda F: "release" in F, lambda F: "loud" in F),
+    ("h14", "想出点汗，但是膝盖不好", "intent", lambda F: "move" in F, lambda F: "sweat" in F),
+    ("h15", "皮划艇", "lexical", lambda F: "_皮划艇湖上体验" in F, lambda F: "water" in F and "move" in F),
+    ("h16", "黑胶", "lexical", lambda F: "_黑胶唱片静听会" in F, lambda F: False),
+    ("h17", "射箭", "lexical", lambda F: "_室内射箭馆" in F, lambda F: False),
+    ("h18", "昆曲", "lexical", lambda F: "_昆曲入门赏析" in F, lambda F: "culture" in F and "music" in F),
+    ("h19", "攀岩", "lexical", lambda F: "_室内攀岩体验" in F, lambda F: False),
+    ("h20", "周四晚上约会", "time_vibe", lambda F: "date" in F, None, ([3], (18, 23))),
+    ("h21", "周日下午带孩子", "time_vibe", lambda F: "kids" in F, None, ([6], (12, 17))),
+    ("h22", "周六白天去户外晒太阳", "time_vibe", lambda F: {"sun", "outdoor"} <= F, None, ([5], (5, 17))),
+    ("h23", "周三晚上动动脑", "time_vibe", lambda F: "brain" in F, None, ([2], (18, 23))),
+    ("h24", "周五晚上吃点好的", "time_vibe", lambda F: "food" in F, None, ([4], (18, 23))),
+]
+
 
 def start(weekday, hour):
     return (MONDAY + timedelta(days=weekday, hours=hour)).astimezone(timezone.utc)
@@ -202,7 +233,7 @@ def main():
         })
     assert len({a["title"] for a in activities}) == len(activities)
     queries = []
-    for n, (qid, text, kind, full, part, *when) in enumerate(Q):
+    for n, (qid, text, kind, full, part, *when) in enumerate(Q + H):
         graded = {}
         for a in activities:
             F = a["_facets"]
@@ -215,7 +246,8 @@ def main():
             if grade:
                 graded[a["id"]] = grade
         assert sum(g == 2 for g in graded.values()) >= 1, qid
-        queries.append({"id": qid, "query": text, "kind": kind, "split": "test" if n % 2 else "dev", "relevant": graded})
+        split = "holdout" if n >= len(Q) else "test" if n % 2 else "dev"
+        queries.append({"id": qid, "query": text, "kind": kind, "split": split, "relevant": graded})
     with open(HERE / "activities.jsonl", "w") as f:
         for a in activities:
             f.write(json.dumps({k: v for k, v in a.items() if not k.startswith("_")}, ensure_ascii=False) + "\n")
