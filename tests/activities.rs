@@ -227,22 +227,6 @@ async fn each_retrieval_path_is_taken_when_it_should() {
     assert!(ids[..2].contains(&"quiet".to_owned()) && ids[..2].contains(&"meditate".to_owned()), "{ids:?}");
 }
 
-// Given a query that rules something out ("不要热闹"), then what it rules out is not searched
-// for and the activities closest to it drop below the others, where the same words without
-// the negation put them first.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_a_query_rules_out_is_not_searched_for_and_its_look_alikes_drop() {
-    let h = indexed(&[]).await;
-    let (ids, r) = h.search_ids(json!({"semanticQuery": "热闹一点，想放空"})).await;
-    assert_eq!(r["strategy"], "hybrid", "{r}");
-    assert_eq!(ids.first().map(String::as_str), Some("beer"), "without a negation 热闹 leads: {ids:?}");
-    let (ids, r) = h.search_ids(json!({"semanticQuery": "不要热闹，想放空"})).await;
-    assert_eq!(r["strategy"], "hybrid", "{r}");
-    assert!(ids[..2].contains(&"quiet".to_owned()) && ids[..2].contains(&"meditate".to_owned()), "{ids:?}");
-    let beer = ids.iter().position(|id| id == "beer");
-    assert!(beer.is_none_or(|p| p >= 2), "热闹 is ruled out: {ids:?}");
-}
-
 // Given RAG_FUSION=dense, then results are the dense hits by similarity, all at or above
 // RAG_MIN_SIMILARITY.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

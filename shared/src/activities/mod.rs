@@ -1,5 +1,5 @@
 //! Activity recommendations (seed 004), served by `index-activity`, `rag-search` and `backfill`:
-//! the activity model and its vibe vocabulary, time wishes and negations in queries, indexing, retrieval and
+//! the activity model and its vibe vocabulary, time wishes in queries, indexing, retrieval and
 //! its ranking maths, user interests, match reasons, the backfill, and the two ports with their
 //! adapters: the vector index (Qdrant Edge in process, the Qdrant server) and the embedder
 //! (bundled multilingual-e5-small, any OpenAI-compatible API).
@@ -14,7 +14,6 @@ pub mod index;
 pub mod indexing;
 #[cfg(feature = "vector-index")]
 pub mod interests;
-pub mod negation;
 #[cfg(feature = "vector-index")]
 pub mod ranking;
 #[cfg(feature = "vector-index")]

@@ -13,9 +13,8 @@
 //!    `RAG_FUSION=dense` (`dense`). When the embedder is absent, failing or slow, the lexical
 //!    hits are ranked alone (`lexical`, `degraded`). A time the query names ("周五晚上",
 //!    [`Wanted`]) lifts candidates starting then by up to [`TIME_BOOST`]; a `userId` lifts them
-//!    by MaxSim to the user's interests. What the query rules out ("不要太吵", "不喝酒";
-//!    [`Negation`]) is left out of both channels' query, and dense hits close to it are pushed
-//!    down ([`UNWANTED_WEIGHT`]).
+//!    by MaxSim to the user's interests. The dense channel embeds the query without its time
+//!    words ([`without_time`]): the lift and BM25 read them.
 //!
 //! Results of a search with a `semanticQuery` carry `matchReason` ([`crate::activities::reasons`]), the
 //! model's within what is left of the 3 s budget, else the template's.
@@ -36,11 +35,10 @@ use crate::activities::index::bm25::Bm25;
 use crate::activities::index::{HardFilter, Hit, Order, Stored, VectorIndex};
 use crate::activities::indexing::{AGENT, activity_of};
 use crate::activities::interests::Interests;
-use crate::activities::negation::Negation;
 use crate::activities::ranking::{MAX_BOOST, boost, cosine, distance_km, max_sim, rrf};
 use crate::activities::reasons::{self, Facts};
 use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy};
-use crate::activities::when::Wanted;
+use crate::activities::when::{Wanted, without_time};
 use crate::core::clock::Clock;
 use crate::core::config::Fusion;
 use crate::core::error::Result;
@@ -61,9 +59,6 @@ const CHANNEL_DEPTH: usize = 100;
 /// Score multiplier `1 + TIME_BOOST × fit` for a candidate starting when the query asks
 /// ("周五晚上": fit 1 on a Friday evening, 0.5 on a Friday morning): tuned on the dev set.
 pub const TIME_BOOST: f32 = 0.5;
-/// How much of its excess closeness to a phrase the query rules out a dense hit loses
-/// ([`crate::activities::negation`]); chosen on the dev splits of both quality sets.
-pub const UNWANTED_WEIGHT: f32 = 1.0;
 
 /// Who writes `matchReason` (see [`crate::activities::reasons`]).
 #[derive(Clone)]
@@ -227,19 +222,16 @@ impl Retrieval {
         request_id: &str,
         degraded_reason: &mut Option<String>,
     ) -> Result<(Strategy, Vec<Ranked>)> {
-        // What the query rules out is not searched for, and pushes its look-alikes down.
-        let negation = Negation::parse(query);
-        let sparse = self.bm25.query(&negation.wanted);
-        let inputs: Vec<String> = std::iter::once(&negation.wanted).chain(&negation.unwanted).cloned().collect();
-        let (vector, unwanted) = match self.embed(&inputs, request_id).await {
-            Ok(mut v) => {
-                let unwanted = v.split_off(1);
-                (v.pop(), unwanted)
-            }
+        let sparse = self.bm25.query(query);
+        // The time a query names is read by the lift below and by BM25 (the `时间` line); the
+        // dense channel embeds what it wants besides ("周六晚上热闹点的" → "热闹点的").
+        let inputs = [without_time(query)];
+        let vector = match self.embed(&inputs, request_id).await {
+            Ok(mut v) => v.pop(),
             Err(reason) => {
                 tracing::warn!(%reason, "query embedding unavailable: lexical ranking only");
                 *degraded_reason = Some(reason);
-                (None, Vec::new())
+                None
             }
         };
         let (strategy, fused) = match &vector {
@@ -247,15 +239,9 @@ impl Retrieval {
             Some(v) => {
                 let floor = self.ranking.min_similarity.or(self.embedding.min_similarity()).unwrap_or(0.5);
                 match self.ranking.fusion {
-                    Fusion::Dense => {
-                        let mut dense = self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?;
-                        self.push_down(&mut dense, &unwanted).await?;
-                        (Strategy::Dense, dense)
-                    }
+                    Fusion::Dense => (Strategy::Dense, self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?),
                     Fusion::Rrf => {
-                        let (mut dense, lexical) =
-                            self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
-                        self.push_down(&mut dense, &unwanted).await?;
+                        let (dense, lexical) = self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
                         (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.ranking.lexical_weight)]))
                     }
                 }
@@ -291,28 +277,6 @@ impl Retrieval {
             ranked.truncate(req.limit);
         }
         Ok((strategy, ranked))
-    }
-
-    /// Reorders dense `hits` (cosines) away from what the query rules out: a hit loses
-    /// [`UNWANTED_WEIGHT`] × how much closer it is to an `unwanted` phrase's vector than the
-    /// hits are on average (so only the look-alikes of what is ruled out move).
-    async fn push_down(&self, hits: &mut [Hit], unwanted: &[Vec<f32>]) -> Result<()> {
-        if unwanted.is_empty() || hits.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
-        let vectors: HashMap<Uuid, Vec<f32>> =
-            self.index.get(&ids, true).await?.into_iter().filter_map(|s| Some((s.id, s.dense?))).collect();
-        for phrase in unwanted {
-            let near: Vec<Option<f32>> = hits.iter().map(|h| vectors.get(&h.id).map(|d| cosine(phrase, d))).collect();
-            let known: Vec<f32> = near.iter().flatten().copied().collect();
-            let mean = known.iter().sum::<f32>() / known.len().max(1) as f32;
-            for (hit, near) in hits.iter_mut().zip(near) {
-                hit.score -= UNWANTED_WEIGHT * near.map_or(0.0, |n| (n - mean).max(0.0));
-            }
-        }
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        Ok(())
     }
 
     /// Stores a user's preferences, embedded once when the embedder answers.

@@ -18,6 +18,34 @@ pub struct Wanted {
 const WEEK: [Weekday; 7] =
     [Weekday::Mon, Weekday::Tue, Weekday::Wed, Weekday::Thu, Weekday::Fri, Weekday::Sat, Weekday::Sun];
 const DAY_NAMES: [&str; 7] = ["一", "二", "三", "四", "五", "六", "日"];
+/// Parts of the day and the words that name them.
+const PARTS: [(&str, &[&str]); 4] = [
+    ("早上", &["早上", "上午", "早晨", "清晨", "一早"]),
+    ("下午", &["下午", "午后", "中午"]),
+    ("晚上", &["晚上", "今晚", "明晚", "夜晚", "傍晚", "下班后", "晚饭后"]),
+    ("深夜", &["深夜", "凌晨", "半夜", "午夜"]),
+];
+/// Words naming days besides 周X / 星期X / 礼拜X.
+const DAY_WORDS: [&str; 9] = ["周天", "周末", "双休", "工作日", "下班", "今天", "今晚", "明天", "明晚"];
+
+/// `query` without the words that name a time (what [`Wanted::parse`] reads): what is left is
+/// what the query wants besides the time ("周六晚上热闹点的" → "热闹点的"), or the query itself
+/// when nothing is.
+pub fn without_time(query: &str) -> String {
+    let mut words: Vec<String> = DAY_WORDS.iter().map(|w| w.to_string()).collect();
+    for name in DAY_NAMES {
+        words.extend([format!("周{name}"), format!("星期{name}"), format!("礼拜{name}")]);
+    }
+    words.extend(PARTS.iter().flat_map(|(_, w)| w.iter().map(|w| w.to_string())));
+    // Longest first, so "下班后" goes before "下班".
+    words.sort_by_key(|w| std::cmp::Reverse(w.chars().count()));
+    let mut rest = query.to_owned();
+    for w in &words {
+        rest = rest.replace(w.as_str(), " ");
+    }
+    let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
+    if rest.is_empty() { query.trim().to_owned() } else { rest }
+}
 
 impl Wanted {
     /// The time `query` asks for, with "today" and "tomorrow" taken at `now` in `zone`.
@@ -42,13 +70,7 @@ impl Wanted {
         if query.contains("明天") || query.contains("明晚") {
             w.days.push(today.succ());
         }
-        let parts: [(&str, &[&str]); 4] = [
-            ("早上", &["早上", "上午", "早晨", "清晨", "一早"]),
-            ("下午", &["下午", "午后", "中午"]),
-            ("晚上", &["晚上", "今晚", "明晚", "夜晚", "傍晚", "下班后", "晚饭后"]),
-            ("深夜", &["深夜", "凌晨", "半夜", "午夜"]),
-        ];
-        for (part, words) in parts {
+        for (part, words) in PARTS {
             if words.iter().any(|word| query.contains(word)) {
                 w.parts.push(part);
             }
@@ -99,6 +121,15 @@ mod tests {
         assert_eq!((w.days.as_slice(), w.parts.as_slice()), (&[Weekday::Sun][..], &["晚上"][..]));
         assert_eq!(Wanted::parse("明天早上", now(), z).days, [Weekday::Mon]);
         assert!(Wanted::parse("压力大想发呆", now(), z).is_empty());
+    }
+
+    #[test]
+    fn what_is_left_without_the_time_is_what_the_query_wants_besides() {
+        assert_eq!(without_time("周六晚上热闹点的"), "热闹点的");
+        assert_eq!(without_time("工作日下班后放松一下"), "放松一下");
+        assert_eq!(without_time("周末早上 运动一下"), "运动一下");
+        assert_eq!(without_time("压力大想发呆"), "压力大想发呆");
+        assert_eq!(without_time("周五晚上"), "周五晚上");
     }
 
     #[test]
