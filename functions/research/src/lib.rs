@@ -24,7 +24,7 @@ use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
 use shared::core::records::RecordStore;
 use shared::timeline::sessions;
-use shared::timeline::{Event, LANGUAGES, Proposal, Timeline, detect_language};
+use shared::timeline::{Event, Proposal, Timeline};
 use shared::{Error, Result, compose, http};
 use tokio::sync::mpsc;
 
@@ -73,20 +73,7 @@ async fn route(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
 }
 
 async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
-    let obj = shared::core::json::json_object(http::body(req)?)?;
-    shared::core::json::only_known(&obj, &["topic", "language"])?;
-    let topic = obj
-        .get("topic")
-        .and_then(|t| t.as_str())
-        .map(str::trim)
-        .filter(|t| !t.is_empty() && t.chars().count() <= 200)
-        .ok_or_else(|| Error::invalid("missing_topic", "topic is required: a string of 1 to 200 characters"))?;
-    let language = match obj.get("language") {
-        None | Some(serde_json::Value::Null) => detect_language(topic).to_owned(),
-        Some(serde_json::Value::String(l)) if LANGUAGES.contains(&l.as_str()) => l.clone(),
-        Some(other) => return Err(Error::invalid("unknown_language", format!("language {other} is not zh, en or ja"))),
-    };
-    let proposal = Proposal { topic: topic.to_owned(), language };
+    let proposal = Proposal::from_json(http::body(req)?)?;
     let id = sessions::create(&*app.records, &proposal, app.clock.now()).await?;
     Ok(whole(http::json(
         200,

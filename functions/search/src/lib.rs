@@ -21,7 +21,7 @@ use shared::pipeline::prompt::NodeRequest;
 use shared::pipeline::research_node::ResearchNode;
 use shared::web::query::Query;
 use shared::web::search::SearchService;
-use shared::web::tools::Tools;
+use shared::web::tools::{SearchWebArguments, Tools};
 use shared::{Error, Result, compose, http};
 
 /// Everything this function serves: searches, tools and the research node.
@@ -123,22 +123,9 @@ async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Respons
     if !app.tools.has(name) {
         return Err(Error::NotFound(format!("tool {name:?} is not available; GET /tools lists the available ones")));
     }
-    let body = shared::core::json::json_object(http::body(req)?)?;
-    let query = body
-        .get("query")
-        .and_then(|q| q.as_str())
-        .map(str::trim)
-        .filter(|q| !q.is_empty() && q.chars().count() <= 400)
-        .ok_or_else(|| {
-            Error::invalid("missing_query", "query is required: a non-empty string of at most 400 characters")
-        })?;
-    let agent = match body.get("agent") {
-        None | Some(serde_json::Value::Null) => shared::core::validate::agent_name(None, "assistant")?,
-        Some(serde_json::Value::String(a)) => shared::core::validate::agent_name(Some(a), "assistant")?,
-        Some(_) => return Err(Error::invalid("invalid_agent", "agent must be a string")),
-    };
+    let SearchWebArguments { query, agent } = SearchWebArguments::from_json(http::body(req)?)?;
     billable(app, &agent)?;
-    let answer = app.tools.search_web(query, &agent, &http::request_id(req)).await;
+    let answer = app.tools.search_web(&query, &agent, &http::request_id(req)).await;
     let mut response = http::raw_json(200, answer.result);
     let stored = if answer.sources_stored { "true" } else { "false" };
     response.headers_mut().insert("x-sources-stored", lambda_http::http::HeaderValue::from_static(stored));

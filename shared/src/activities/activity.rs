@@ -84,9 +84,10 @@ fn bounded(field: &str, value: &str, min: usize, max: usize) -> Result<()> {
 }
 
 impl Activity {
-    /// Parses and validates one activity; the error names the field.
+    /// Parses and validates one activity (a typed body: an unknown field is `unknown_field`);
+    /// the error names the field's path.
     pub fn from_json(value: serde_json::Value) -> Result<Self> {
-        let activity: Self = serde_json::from_value(value).map_err(|e| field_error("activity", e))?;
+        let activity: Self = crate::core::json::typed(&value, "invalid_activity")?;
         activity.validate()?;
         Ok(activity)
     }
@@ -309,12 +310,12 @@ mod tests {
             (json!({"location": {"lat": 91.0, "lng": 0.0}}), "location.lat"),
             (json!({"location": {"lat": 0.0, "lng": -181.0}}), "location.lng"),
             (json!({"currentParticipants": 7}), "currentParticipants"),
-            (json!({"currentParticipants": -1}), "activity"),
+            (json!({"currentParticipants": -1}), "currentParticipants: invalid value: integer `-1`"),
             (json!({"title": ""}), "title"),
             (json!({"title": "长".repeat(101)}), "title"),
-            (json!({"status": "archived"}), "activity"),
-            (json!({"startAt": "next friday"}), "activity"),
-            (json!({"colour": "red"}), "activity"),
+            (json!({"status": "archived"}), "status: unknown variant `archived`"),
+            (json!({"startAt": "next friday"}), "startAt: input contains invalid characters"),
+            (json!({"colour": "red"}), "colour: unknown field `colour`"),
         ] {
             let mut body = good.clone();
             body.as_object_mut().unwrap().extend(patch.as_object().unwrap().clone());

@@ -155,8 +155,8 @@ impl Indexer {
         let mut seen = HashSet::new();
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let activity = Activity::from_json(item)
-                .map_err(|e| Error::invalid("invalid_activity", format!("activities[{i}].{e}")))?;
+            let activity =
+                Activity::from_json(item).map_err(|e| Error::invalid(e.code(), format!("activities[{i}].{e}")))?;
             if !seen.insert(activity.id.clone()) {
                 return Err(Error::invalid(
                     "invalid_activity",

@@ -2,9 +2,9 @@
 //! Requirement 15; `POST /rag/search` and the `explore_nearby` tool's arguments), validated once,
 //! each mistake a 400 naming its field; and the response with its ranked results.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use chrono_tz::Tz;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::activities::activity::Activity;
@@ -34,127 +34,131 @@ fn invalid(message: impl Into<String>) -> Error {
     Error::invalid("invalid_search", message)
 }
 
-fn number(v: &Value, field: &str) -> Result<f64> {
-    v.as_f64().filter(|n| n.is_finite()).ok_or_else(|| invalid(format!("{field} must be a number")))
+/// The body of `POST /rag/search`, as sent.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Body {
+    semantic_query: Option<String>,
+    filters: Option<Filters>,
+    limit: Option<u8>,
+    user_id: Option<String>,
 }
 
-fn time(v: Option<&Value>, field: &str) -> Result<DateTime<Utc>> {
-    let text = v.and_then(Value::as_str).ok_or_else(|| invalid(format!("{field} must be an RFC 3339 time")))?;
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| invalid(format!("{field} must be an RFC 3339 time, not {text:?}")))
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Filters {
+    location: Option<Location>,
+    time_range: Option<TimeRange>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Location {
+    lat: f64,
+    lng: f64,
+    radius_in_km: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TimeRange {
+    start: DateTime<FixedOffset>,
+    end: DateTime<FixedOffset>,
+}
+
+/// The `explore_nearby` tool's arguments, as the model sends them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ToolArguments {
+    semantic_query: Option<String>,
+    lat: f64,
+    lng: f64,
+    radius_in_km: f64,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    limit: Option<u8>,
 }
 
 impl SearchRequest {
-    /// Parses and validates a request body; the error names the field.
+    /// Parses and validates a request body; the error names the field's path.
     pub fn from_json(body: &Map<String, Value>) -> Result<Self> {
-        json::only_known(body, &["semanticQuery", "filters", "limit", "userId"])?;
-        let user_id = match body.get("userId") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(u)) => {
-                crate::activities::interests::check_user_id(u)?;
-                Some(u.clone())
+        json::typed::<Body>(&Value::Object(body.clone()), "invalid_search")?.validate()
+    }
+
+    /// The `explore_nearby` tool's arguments (`semanticQuery?`, `lat`, `lng`, `radiusInKm`,
+    /// `type?`, `limit?` default 10) as the same request `/rag/search` takes.
+    pub fn from_tool_arguments(args: &Map<String, Value>) -> Result<Self> {
+        let a: ToolArguments = json::typed(&Value::Object(args.clone()), "invalid_search")?;
+        let body = Body {
+            semantic_query: a.semantic_query,
+            filters: Some(Filters {
+                location: Some(Location { lat: a.lat, lng: a.lng, radius_in_km: a.radius_in_km }),
+                time_range: None,
+                kind: a.kind,
+            }),
+            limit: Some(a.limit.unwrap_or(TOOL_LIMIT)),
+            user_id: None,
+        };
+        body.validate().map_err(|e| invalid(e.to_string().replace("filters.location.", "").replace("filters.", "")))
+    }
+}
+
+impl Body {
+    fn validate(self) -> Result<SearchRequest> {
+        let body = self;
+        let user_id = body.user_id.map(|u| crate::activities::interests::check_user_id(&u).map(|()| u)).transpose()?;
+        let semantic_query = match body.semantic_query {
+            Some(q) if q.chars().count() > MAX_QUERY_CHARS => {
+                return Err(invalid(format!("semanticQuery is longer than {MAX_QUERY_CHARS} characters")));
             }
-            Some(_) => return Err(invalid("userId must be a string")),
+            q => q.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
         };
-        let semantic_query = match body.get("semanticQuery") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(q)) => {
-                if q.chars().count() > MAX_QUERY_CHARS {
-                    return Err(invalid(format!("semanticQuery is longer than {MAX_QUERY_CHARS} characters")));
-                }
-                Some(q.trim().to_owned()).filter(|q| !q.is_empty())
-            }
-            Some(_) => return Err(invalid("semanticQuery must be a string")),
+        let limit = match body.limit {
+            None => DEFAULT_LIMIT,
+            Some(n @ 1..=50) => usize::from(n),
+            Some(_) => return Err(invalid(format!("limit must be a whole number from 1 to {MAX_LIMIT}"))),
         };
-        let limit = match body.get("limit") {
-            None | Some(Value::Null) => DEFAULT_LIMIT,
-            Some(v) => match v.as_u64() {
-                Some(n @ 1..=50) => n as usize,
-                _ => return Err(invalid(format!("limit must be a whole number from 1 to {MAX_LIMIT}"))),
-            },
-        };
-        let empty = Map::new();
-        let filters = match body.get("filters") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(f)) => f,
-            Some(_) => return Err(invalid("filters must be an object")),
-        };
-        json::only_known(filters, &["location", "timeRange", "type"]).map_err(|e| invalid(format!("filters: {e}")))?;
-        let near = match filters.get("location") {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(l)) => {
-                json::only_known(l, &["lat", "lng", "radiusInKm"])
-                    .map_err(|e| invalid(format!("filters.location: {e}")))?;
-                let field = |k: &str| {
-                    l.get(k)
-                        .ok_or_else(|| invalid(format!("filters.location.{k} is required")))
-                        .and_then(|v| number(v, &format!("filters.location.{k}")))
-                };
-                let (lat, lng, radius_km) = (field("lat")?, field("lng")?, field("radiusInKm")?);
+        let Filters { location, time_range, kind } =
+            body.filters.unwrap_or(Filters { location: None, time_range: None, kind: None });
+        let near = location
+            .map(|Location { lat, lng, radius_in_km }| {
                 if !(-90.0..=90.0).contains(&lat) {
                     return Err(invalid(format!("filters.location.lat {lat} is not between -90 and 90")));
                 }
                 if !(-180.0..=180.0).contains(&lng) {
                     return Err(invalid(format!("filters.location.lng {lng} is not between -180 and 180")));
                 }
-                if radius_km <= 0.0 || radius_km > MAX_RADIUS_KM {
+                if radius_in_km <= 0.0 || radius_in_km > MAX_RADIUS_KM {
                     return Err(invalid(format!(
                         "filters.location.radiusInKm must be above 0 and at most {MAX_RADIUS_KM}"
                     )));
                 }
-                Some(Near { lat, lng, radius_km })
-            }
-            Some(_) => return Err(invalid("filters.location must be an object {lat, lng, radiusInKm}")),
-        };
-        let window = match filters.get("timeRange") {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(t)) => {
-                json::only_known(t, &["start", "end"]).map_err(|e| invalid(format!("filters.timeRange: {e}")))?;
-                let (start, end) =
-                    (time(t.get("start"), "filters.timeRange.start")?, time(t.get("end"), "filters.timeRange.end")?);
+                Ok(Near { lat, lng, radius_km: radius_in_km })
+            })
+            .transpose()?;
+        let window = time_range
+            .map(|TimeRange { start, end }| {
+                let (start, end) = (start.with_timezone(&Utc), end.with_timezone(&Utc));
                 if start > end {
                     return Err(invalid("filters.timeRange.start is after filters.timeRange.end"));
                 }
-                Some((start, end))
+                Ok((start, end))
+            })
+            .transpose()?;
+        let kind = match kind {
+            Some(t) if t.trim().is_empty() || t.chars().count() > 50 => {
+                return Err(invalid("filters.type must be a non-empty string of at most 50 characters"));
             }
-            Some(_) => return Err(invalid("filters.timeRange must be an object {start, end}")),
+            t => t.map(|t| t.trim().to_owned()),
         };
-        let kind = match filters.get("type") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(t)) if !t.trim().is_empty() && t.chars().count() <= 50 => Some(t.trim().to_owned()),
-            Some(_) => return Err(invalid("filters.type must be a non-empty string of at most 50 characters")),
-        };
-        Ok(Self { semantic_query, near, window, kind, limit, user_id })
-    }
-}
-
-impl SearchRequest {
-    /// The `explore_nearby` tool's arguments (`semanticQuery?`, `lat`, `lng`, `radiusInKm`,
-    /// `type?`, `limit?` default 10) as the same request `/rag/search` takes.
-    pub fn from_tool_arguments(args: &Map<String, Value>) -> Result<Self> {
-        json::only_known(args, &["semanticQuery", "lat", "lng", "radiusInKm", "type", "limit"])?;
-        let mut filters = Map::new();
-        let mut location = Map::new();
-        for key in ["lat", "lng", "radiusInKm"] {
-            location.insert(key.into(), args.get(key).cloned().unwrap_or(Value::Null));
-        }
-        filters.insert("location".into(), Value::Object(location));
-        if let Some(kind) = args.get("type") {
-            filters.insert("type".into(), kind.clone());
-        }
-        let mut body = Map::new();
-        body.insert("filters".into(), Value::Object(filters));
-        body.insert("limit".into(), args.get("limit").cloned().unwrap_or(Value::from(TOOL_LIMIT)));
-        if let Some(q) = args.get("semanticQuery") {
-            body.insert("semanticQuery".into(), q.clone());
-        }
-        Self::from_json(&body).map_err(|e| invalid(e.to_string().replace("filters.location.", "")))
+        Ok(SearchRequest { semantic_query, near, window, kind, limit, user_id })
     }
 }
 
 /// Results the tool returns unless asked for another number.
-pub const TOOL_LIMIT: u64 = 10;
+pub const TOOL_LIMIT: u8 = 10;
 
 /// Which path produced the ranking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

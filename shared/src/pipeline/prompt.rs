@@ -2,7 +2,9 @@
 //! its field), the prompt built from it with the seed's template, and the block that excludes
 //! recently covered topics.
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
 
 use crate::core::error::{Error, Result};
 
@@ -59,14 +61,6 @@ fn invalid(message: impl Into<String>) -> Error {
     Error::invalid("invalid_research_request", message)
 }
 
-fn text_field(obj: &Map<String, Value>, name: &str, owner: &str) -> Result<Option<String>> {
-    match obj.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(invalid(format!("{owner}.{name} must be a string"))),
-    }
-}
-
 /// Most entries of a prompt list (keywords, requirements), and characters of each.
 const MAX_LIST: usize = 20;
 const MAX_ENTRY_CHARS: usize = 500;
@@ -83,105 +77,150 @@ fn bounded(text: String, max: usize, what: &str) -> Result<String> {
     Ok(text)
 }
 
-fn text_list(obj: &Map<String, Value>, name: &str, owner: &str) -> Result<Option<Vec<String>>> {
-    match obj.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(items)) if items.len() > MAX_LIST => {
-            Err(invalid(format!("{owner}.{name} has {} entries; at most {MAX_LIST} are accepted", items.len())))
+/// `list` if it has at most [`MAX_LIST`] entries of at most [`MAX_ENTRY_CHARS`] each.
+fn bounded_list(list: Vec<String>, what: &str) -> Result<Vec<String>> {
+    if list.len() > MAX_LIST {
+        return Err(invalid(format!("{what} has {} entries; at most {MAX_LIST} are accepted", list.len())));
+    }
+    list.into_iter().map(|e| bounded(e, MAX_ENTRY_CHARS, &format!("an entry of {what}"))).collect()
+}
+
+/// `n` if it is in `range`; else a 400 naming `config.{name}`.
+fn in_range(n: Option<u32>, name: &str, range: std::ops::RangeInclusive<u32>) -> Result<Option<u32>> {
+    match n {
+        Some(n) if !range.contains(&n) => {
+            Err(invalid(format!("config.{name} must be a whole number from {} to {}", range.start(), range.end())))
         }
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .ok_or_else(|| invalid(format!("{owner}.{name} must be an array of strings")))
-                    .and_then(|e| bounded(e.to_owned(), MAX_ENTRY_CHARS, &format!("an entry of {owner}.{name}")))
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(Some),
-        Some(_) => Err(invalid(format!("{owner}.{name} must be an array"))),
+        n => Ok(n),
     }
 }
 
-fn number(obj: &Map<String, Value>, name: &str, range: std::ops::RangeInclusive<u32>) -> Result<Option<u32>> {
-    match obj.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => {
-            v.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|n| range.contains(n)).map(Some).ok_or_else(|| {
-                invalid(format!("config.{name} must be a whole number from {} to {}", range.start(), range.end()))
-            })
-        }
-    }
+/// The body of `POST /research`, as sent.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Body {
+    pipeline_id: Option<String>,
+    prompts: Option<Prompts>,
+    strategy: Option<Strategy>,
+    config: Option<Config>,
 }
 
-fn object<'a>(root: &'a Map<String, Value>, name: &str) -> Result<Option<&'a Map<String, Value>>> {
-    match root.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(o)) => Ok(Some(o)),
-        Some(_) => Err(invalid(format!("{name} must be an object"))),
-    }
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Prompts {
+    research_prompt: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Strategy {
+    content_theme: Option<String>,
+    keywords: Option<Vec<String>>,
+}
+
+/// Seed 001's `research` config. Its deployment settings (`enabled`, `timeout`, the retry
+/// policy, `codexCommand`, `codexArgs`, `topicHistoryPath`, `note`) are accepted so a seed
+/// config can be sent as it is, and ignored: the deployment sets them, never a request.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Config {
+    default_theme: Option<String>,
+    default_keywords: Option<Vec<String>>,
+    topic_count: Option<u32>,
+    enable_duplicate_check: Option<bool>,
+    duplicate_check_days: Option<u32>,
+    max_history_days: Option<u32>,
+    prompt_template: Option<PromptTemplate>,
+    // Deployment settings: accepted, ignored.
+    #[serde(default, rename = "enabled")]
+    _enabled: IgnoredAny,
+    #[serde(default, rename = "timeout")]
+    _timeout: IgnoredAny,
+    #[serde(default, rename = "retryCount")]
+    _retry_count: IgnoredAny,
+    #[serde(default, rename = "retryDelay")]
+    _retry_delay: IgnoredAny,
+    #[serde(default, rename = "codexCommand")]
+    _codex_command: IgnoredAny,
+    #[serde(default, rename = "codexArgs")]
+    _codex_args: IgnoredAny,
+    #[serde(default, rename = "topicHistoryPath")]
+    _topic_history_path: IgnoredAny,
+    #[serde(default, rename = "note")]
+    _note: IgnoredAny,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PromptTemplate {
+    fixed_prefix: Option<String>,
+    fixed_suffix: Option<String>,
+    custom_requirements: Option<Vec<String>>,
+    custom_instructions: Option<String>,
 }
 
 impl NodeRequest {
     /// Parses `{pipelineId?, prompts?: {researchPrompt}, strategy?: {contentTheme, keywords},
     /// config?: {defaultTheme, defaultKeywords, topicCount, enableDuplicateCheck,
     /// duplicateCheckDays, maxHistoryDays, promptTemplate: {fixedPrefix, fixedSuffix,
-    /// customRequirements, customInstructions}}}`.
+    /// customRequirements, customInstructions}}}`, a typed body: an unknown field is a 400
+    /// `unknown_field`, any other mistake a 400 `invalid_research_request` naming its path.
     pub fn from_json(body: &[u8]) -> Result<Self> {
-        let root = &crate::core::json::json_object(body)?;
-        crate::core::json::only_known(root, &["pipelineId", "prompts", "strategy", "config"])?;
-        let pipeline_id = text_field(root, "pipelineId", "request")?.unwrap_or_else(|| "default".into());
+        let value = Value::Object(crate::core::json::json_object(body)?);
+        let body: Body = crate::core::json::typed(&value, "invalid_research_request")?;
+        let pipeline_id = body.pipeline_id.unwrap_or_else(|| "default".into());
         if !crate::core::validate::is_id(&pipeline_id, 64) {
             return Err(invalid("pipelineId must be 1-64 characters of letters, digits, '-' or '_'"));
         }
         let mut warnings = Vec::new();
         let mut config = NodeConfig::default();
-        if let Some(c) = object(root, "config")? {
-            if let Some(t) = text_field(c, "defaultTheme", "config")? {
+        if let Some(c) = body.config {
+            if let Some(t) = c.default_theme {
                 config.default_theme = bounded(t, MAX_THEME_CHARS, "config.defaultTheme")?;
             }
-            if let Some(k) = text_list(c, "defaultKeywords", "config")? {
-                config.default_keywords = k;
+            if let Some(k) = c.default_keywords {
+                config.default_keywords = bounded_list(k, "config.defaultKeywords")?;
             }
-            config.topic_count = number(c, "topicCount", 1..=MAX_TOPIC_COUNT)?.unwrap_or(config.topic_count);
+            config.topic_count =
+                in_range(c.topic_count, "topicCount", 1..=MAX_TOPIC_COUNT)?.unwrap_or(config.topic_count);
             config.duplicate_check_days =
-                number(c, "duplicateCheckDays", 0..=365)?.unwrap_or(config.duplicate_check_days);
-            config.max_history_days = number(c, "maxHistoryDays", 1..=365)?.unwrap_or(config.max_history_days);
-            match c.get("enableDuplicateCheck") {
-                None | Some(Value::Null) => {}
-                Some(Value::Bool(b)) => config.enable_duplicate_check = *b,
-                Some(_) => return Err(invalid("config.enableDuplicateCheck must be true or false")),
-            }
-            if let Some(t) = object(c, "promptTemplate")? {
-                for (name, fixed) in [("fixedPrefix", FIXED_PREFIX), ("fixedSuffix", FIXED_SUFFIX)] {
-                    if text_field(t, name, "promptTemplate")?.is_some_and(|v| v.trim() != fixed) {
+                in_range(c.duplicate_check_days, "duplicateCheckDays", 0..=365)?.unwrap_or(config.duplicate_check_days);
+            config.max_history_days =
+                in_range(c.max_history_days, "maxHistoryDays", 1..=365)?.unwrap_or(config.max_history_days);
+            config.enable_duplicate_check = c.enable_duplicate_check.unwrap_or(config.enable_duplicate_check);
+            if let Some(t) = c.prompt_template {
+                for (name, given, fixed) in
+                    [("fixedPrefix", &t.fixed_prefix, FIXED_PREFIX), ("fixedSuffix", &t.fixed_suffix, FIXED_SUFFIX)]
+                {
+                    if given.as_deref().is_some_and(|v| v.trim() != fixed) {
                         tracing::warn!("{name} cannot be customized, using default");
                         warnings.push(format!("{name} cannot be customized; the default was used"));
                     }
                 }
-                if let Some(r) = text_list(t, "customRequirements", "promptTemplate")? {
-                    config.custom_requirements = r;
+                if let Some(r) = t.custom_requirements {
+                    config.custom_requirements = bounded_list(r, "promptTemplate.customRequirements")?;
                 }
-                if let Some(i) = text_field(t, "customInstructions", "promptTemplate")? {
+                if let Some(i) = t.custom_instructions {
                     config.custom_instructions =
                         bounded(i, MAX_INSTRUCTIONS_CHARS, "promptTemplate.customInstructions")?;
                 }
             }
         }
-        let research_prompt = match object(root, "prompts")? {
+        let research_prompt = match body.prompts {
             Some(p) => Some(
-                text_field(p, "researchPrompt", "prompts")?
+                p.research_prompt
                     .filter(|p| !p.trim().is_empty())
                     .ok_or_else(|| invalid("prompts.researchPrompt must be a non-empty string"))?,
             ),
             None => None,
         };
         let (mut theme, mut keywords) = (config.default_theme.clone(), config.default_keywords.clone());
-        if let Some(s) = object(root, "strategy")? {
-            if let Some(t) = text_field(s, "contentTheme", "strategy")?.filter(|t| !t.trim().is_empty()) {
+        if let Some(s) = body.strategy {
+            if let Some(t) = s.content_theme.filter(|t| !t.trim().is_empty()) {
                 theme = t;
             }
-            if let Some(k) = text_list(s, "keywords", "strategy")? {
-                keywords = k;
+            if let Some(k) = s.keywords {
+                keywords = bounded_list(k, "strategy.keywords")?;
             }
         }
         let prompt_chars = research_prompt.as_deref().map_or(0, |p| p.chars().count());
@@ -234,10 +273,16 @@ mod tests {
     #[test]
     fn the_default_prompt_matches_the_seeds_ai_news_example() {
         let body = serde_json::json!({
+            // Seed 001's AI-news `research` config as it is, deployment settings included.
             "config": {
+                "enabled": true, "timeout": 600000, "retryCount": 3, "retryDelay": 5000,
+                "codexCommand": "codex", "codexArgs": ["--search"],
                 "defaultTheme": "今日のAIニュース",
                 "defaultKeywords": ["AI", "機械学習", "LLM", "OpenAI", "Google AI"],
                 "topicCount": 3,
+                "note": "topicCount can be set to 3-4 for AI news videos",
+                "enableDuplicateCheck": true, "duplicateCheckDays": 7, "maxHistoryDays": 30,
+                "topicHistoryPath": "./cache/topic-history.json",
                 "promptTemplate": {
                     "customRequirements": ["本日または直近24時間以内のニュース", "企業の発表や新製品リリース", "信頼できるニュースソースからの情報", "日本語または英語の情報"],
                     "customInstructions": "各ニュースは独立したトピックとして、企業名・製品名・主要な変更点を明確に記載してください。"
@@ -291,9 +336,14 @@ mod tests {
         for (body, needle) in [
             (
                 r#"{"config": {"promptTemplate": {"customRequirements": "just one"}}}"#,
-                "customRequirements must be an array",
+                "config.promptTemplate.customRequirements: invalid type: string",
             ),
-            (r#"{"config": {"promptTemplate": {"customInstructions": ["a"]}}}"#, "customInstructions must be a string"),
+            (
+                r#"{"config": {"promptTemplate": {"customInstructions": ["a"]}}}"#,
+                "config.promptTemplate.customInstructions: invalid type: sequence",
+            ),
+            (r#"{"config": {"promptTemplate": {"prefix": "x"}}}"#, "unknown field `prefix`"),
+            (r#"{"config": {"colour": "red"}}"#, "unknown field `colour`"),
             (r#"{"config": {"topicCount": 0}}"#, "topicCount"),
             (r#"{"prompts": {}}"#, "researchPrompt"),
             (r#"{"pipelineId": "../etc"}"#, "pipelineId"),

@@ -7,7 +7,10 @@
 //! The caller stops the run by dropping it (a client that left): in-flight model and search
 //! calls are dropped with it, so nothing bills after the client is gone.
 
+pub mod proposal;
 pub mod sessions;
+
+pub use proposal::{LANGUAGES, Proposal, detect_language, progress_message};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,37 +28,6 @@ use crate::llm::{ChatModel, ToolSpec};
 use crate::web::citations::{self, Source};
 use crate::web::query::{Kind, Query};
 use crate::web::search::SearchService;
-
-/// Languages with progress messages (seed 003's table).
-pub const LANGUAGES: [&str; 3] = ["zh", "en", "ja"];
-
-/// Seed 003's progress message for `phase` in `language` (English when unknown).
-pub fn progress_message(phase: &str, language: &str) -> &'static str {
-    match (phase, language) {
-        ("skeleton", "zh") => "正在构建时间线骨架...",
-        ("skeleton", "ja") => "タイムラインの骨格を構築中...",
-        ("skeleton", _) => "Building timeline skeleton...",
-        (_, "zh") => "正在深度补充节点详情...",
-        (_, "ja") => "タイムラインの詳細を補充中...",
-        _ => "Enriching timeline details...",
-    }
-}
-
-/// The language of `topic` when the caller names none: ja, zh, else en (the languages with
-/// progress messages).
-pub fn detect_language(topic: &str) -> &'static str {
-    match crate::core::script::language(topic) {
-        lang @ ("ja" | "zh") => lang,
-        _ => "en",
-    }
-}
-
-/// What to research.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Proposal {
-    pub topic: String,
-    pub language: String,
-}
 
 /// A milestone as the milestone agent answers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

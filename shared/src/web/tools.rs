@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::core::clock::Clock;
+use crate::core::error::{Error, Result};
 use crate::core::records::RecordStore;
 use crate::core::upstream::Usage;
 use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
@@ -187,6 +188,40 @@ impl Tools {
 }
 
 /// A tool failure as the model reads it: `{"error": code, "message"}`.
+/// The arguments of `POST /tools/search_web`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchWebArguments {
+    /// Trimmed, 1-400 characters.
+    pub query: String,
+    /// Who is billed (`assistant` by default).
+    pub agent: String,
+}
+
+/// Its body as sent: `{query, agent?}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchWebBody {
+    query: Option<String>,
+    agent: Option<String>,
+}
+
+impl SearchWebArguments {
+    /// Parses a typed body: a missing or bad query is `missing_query`, a bad agent name
+    /// `invalid_agent`, an unknown field `unknown_field`.
+    pub fn from_json(body: &[u8]) -> Result<Self> {
+        let value = Value::Object(crate::core::json::json_object(body)?);
+        let body: SearchWebBody = crate::core::json::typed_by(&value, |path| match path {
+            "agent" => "invalid_agent",
+            _ => "missing_query",
+        })?;
+        let query =
+            body.query.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty() && q.chars().count() <= 400).ok_or_else(
+                || Error::invalid("missing_query", "query is required: a non-empty string of at most 400 characters"),
+            )?;
+        Ok(Self { query, agent: crate::core::validate::agent_name(body.agent.as_deref(), "assistant")? })
+    }
+}
+
 pub fn error_string(code: &str, message: &str) -> String {
     json!({"error": code, "message": message}).to_string()
 }

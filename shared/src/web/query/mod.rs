@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::core::error::{Error, Result};
-use crate::core::validate::agent_name;
+
+mod body;
 
 /// Longest query, topic or keyword accepted, in characters.
 pub const MAX_QUERY_CHARS: usize = 4000;
@@ -15,8 +16,6 @@ pub const MAX_QUERY_CHARS: usize = 4000;
 pub const MAX_DOMAINS: usize = 20;
 /// Most entries in `aspects`.
 pub const MAX_ASPECTS: usize = 10;
-/// Fields every method accepts besides its own.
-const COMMON_FIELDS: &[&str] = &["region", "model", "domains", "agent"];
 
 /// Perplexity models this bundle prices and accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,17 +31,6 @@ impl Model {
         match self {
             Self::Sonar => "sonar",
             Self::SonarPro => "sonar-pro",
-        }
-    }
-
-    fn parse(text: &str) -> Result<Self> {
-        match text {
-            "sonar" => Ok(Self::Sonar),
-            "sonar-pro" => Ok(Self::SonarPro),
-            other => Err(Error::invalid(
-                "unknown_model",
-                format!("model {other:?} is not supported; use \"sonar\" or \"sonar-pro\""),
-            )),
         }
     }
 }
@@ -69,14 +57,16 @@ impl Recency {
         }
     }
 
-    fn parse(field: &str, text: &str, allowed: &[Recency]) -> Result<Self> {
-        allowed.iter().copied().find(|r| r.as_str() == text).ok_or_else(|| {
-            let names: Vec<_> = allowed.iter().map(|r| r.as_str()).collect();
-            Error::invalid(
-                if field == "timeframe" { "unknown_timeframe" } else { "unknown_recency" },
-                format!("{field} {text:?} is not one of {}", names.join(", ")),
-            )
-        })
+    /// `self` as a trends `timeframe`: day, week or month, else a 400 naming them.
+    fn as_timeframe(self) -> Result<Self> {
+        const ALLOWED: [Recency; 3] = [Recency::Day, Recency::Week, Recency::Month];
+        if ALLOWED.contains(&self) {
+            return Ok(self);
+        }
+        Err(Error::invalid(
+            "unknown_timeframe",
+            format!("timeframe {:?} is not one of day, week, month", self.as_str()),
+        ))
     }
 }
 
@@ -166,119 +156,19 @@ impl Query {
     /// Parses a request body of `kind`: `search` (`{query, region?, model?, recency?,
     /// domains?, agent?}`), `competitors` (`{keyword, domain?, ...}`), `trends` (`{topic,
     /// timeframe?}`; day, week or month, default week), `topic` (`{topic, aspects?, ...}`).
+    /// Each is a typed body ([`body`]): an unknown field is a 400 `unknown_field`, a field of
+    /// the wrong type or value names its path.
     pub fn from_json(kind: &str, body: &[u8]) -> Result<Self> {
-        let obj = &crate::core::json::json_object(body)?;
-        let field = Fields(obj);
-        let own: &[&str] = match kind {
-            "search" => &["query", "recency", "publishedAfter", "publishedBefore"],
-            "competitors" => &["keyword", "domain", "recency", "publishedAfter", "publishedBefore"],
-            "trends" => &["topic", "timeframe"],
-            "topic" => &["topic", "aspects", "recency", "publishedAfter", "publishedBefore"],
+        let value = serde_json::Value::Object(crate::core::json::json_object(body)?);
+        let raw = match kind {
+            "search" => body::Search::read(&value)?,
+            "competitors" => body::Competitors::read(&value)?,
+            "trends" => body::Trends::read(&value)?,
+            "topic" => body::Topic::read(&value)?,
             other => return Err(Error::NotFound(format!("no search method {other:?}"))),
         };
-        let mut known: Vec<&str> = own.iter().chain(COMMON_FIELDS).copied().collect();
-        known.sort_unstable();
-        crate::core::json::only_known(obj, &known)?;
-        let (text_field, kind) = match kind {
-            "search" => ("query", Kind::Search),
-            "competitors" => (
-                "keyword",
-                Kind::Competitors { domain: field.string("domain")?.map(|d| domain_entry("domain", &d)).transpose()? },
-            ),
-            "trends" => (
-                "topic",
-                Kind::Trends {
-                    timeframe: match field.string("timeframe")? {
-                        None => Recency::Week,
-                        Some(t) => Recency::parse("timeframe", &t, &[Recency::Day, Recency::Week, Recency::Month])?,
-                    },
-                },
-            ),
-            _ => ("topic", Kind::Topic { aspects: aspects(&field)? }),
-        };
-        let text = field
-            .string(text_field)?
-            .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                Error::invalid("missing_query", format!("{text_field} is required and must not be empty"))
-            })?;
-        let chars = text.chars().count();
-        if chars > MAX_QUERY_CHARS {
-            return Err(Error::invalid(
-                "query_too_long",
-                format!("{text_field} has {chars} characters; at most {MAX_QUERY_CHARS} are accepted"),
-            ));
-        }
-        let region = field
-            .string("region")?
-            .map(|r| {
-                let r = r.trim().to_ascii_uppercase();
-                if r.len() == 2 && r.bytes().all(|b| b.is_ascii_uppercase()) {
-                    Ok(r)
-                } else {
-                    Err(Error::invalid(
-                        "invalid_region",
-                        format!("region {r:?} must be an ISO 3166-1 alpha-2 code such as \"TW\""),
-                    ))
-                }
-            })
-            .transpose()?;
-        let model = field.string("model")?.map_or(Ok(Model::Sonar), |m| Model::parse(&m))?;
-        let recency = field
-            .string("recency")?
-            .map(|r| {
-                Recency::parse(
-                    "recency",
-                    &r,
-                    &[Recency::Hour, Recency::Day, Recency::Week, Recency::Month, Recency::Year],
-                )
-            })
-            .transpose()?;
-        let mut domains = field
-            .strings("domains", MAX_DOMAINS)?
-            .iter()
-            .map(|d| domain_entry("domains", d))
-            .collect::<Result<Vec<_>>>()?;
-        domains.sort();
-        domains.dedup();
-        if domains.iter().any(|d| d.starts_with('-')) && domains.iter().any(|d| !d.starts_with('-')) {
-            return Err(Error::invalid(
-                "invalid_domains",
-                "domains must all include or all exclude (\"-example.com\"), not both",
-            ));
-        }
-        let published_after = field.string("publishedAfter")?.map(|d| day("publishedAfter", &d)).transpose()?;
-        let published_before = field.string("publishedBefore")?.map(|d| day("publishedBefore", &d)).transpose()?;
-        if let (Some(a), Some(b)) = (published_after, published_before)
-            && a > b
-        {
-            return Err(Error::invalid("invalid_date", "publishedAfter is later than publishedBefore"));
-        }
-        if recency.is_some() && (published_after.is_some() || published_before.is_some()) {
-            return Err(Error::invalid(
-                "conflicting_filters",
-                "recency cannot be combined with publishedAfter / publishedBefore; use one or the other",
-            ));
-        }
-        let agent = agent_name(field.string("agent")?.as_deref(), "research")?;
-        Ok(Self { kind, text, region, model, recency, domains, published_after, published_before, agent })
+        raw.validate()
     }
-}
-
-fn aspects(field: &Fields<'_>) -> Result<Vec<String>> {
-    let aspects = field.strings("aspects", MAX_ASPECTS)?;
-    aspects
-        .into_iter()
-        .map(|a| {
-            let a = a.trim().to_owned();
-            if a.is_empty() || a.chars().count() > 200 {
-                Err(Error::invalid("invalid_aspects", "each aspect must be 1-200 characters"))
-            } else {
-                Ok(a)
-            }
-        })
-        .collect()
 }
 
 /// Parses a `YYYY-MM-DD` day between 1900 and 2100 (what a search date filter can mean).
@@ -309,37 +199,6 @@ fn domain_entry(field: &str, raw: &str) -> Result<String> {
             "invalid_domains",
             format!("{field} entry {raw:?} is not a domain name like \"example.com\""),
         ))
-    }
-}
-
-/// Typed access to the fields of a request object, with errors naming the field.
-struct Fields<'a>(&'a serde_json::Map<String, serde_json::Value>);
-
-impl Fields<'_> {
-    fn string(&self, name: &str) -> Result<Option<String>> {
-        match self.0.get(name) {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(Error::invalid("invalid_field", format!("{name} must be a string"))),
-        }
-    }
-
-    fn strings(&self, name: &str, max: usize) -> Result<Vec<String>> {
-        match self.0.get(name) {
-            None | Some(serde_json::Value::Null) => Ok(Vec::new()),
-            Some(serde_json::Value::Array(items)) if items.len() <= max => items
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| Error::invalid("invalid_field", format!("{name} must be an array of strings")))
-                })
-                .collect(),
-            Some(serde_json::Value::Array(_)) => {
-                Err(Error::invalid("invalid_field", format!("{name} has more than {max} entries")))
-            }
-            Some(_) => Err(Error::invalid("invalid_field", format!("{name} must be an array of strings"))),
-        }
     }
 }
 
@@ -415,6 +274,11 @@ mod tests {
             assert_eq!(err.code(), code, "{body}");
             assert_eq!(err.status(), 400);
         }
+        // A typed body names the path of what is wrong.
+        let err = q("search", serde_json::json!({"query": "x", "domains": ["a.com", 7]})).unwrap_err();
+        assert!(err.to_string().starts_with("domains[1]: invalid type: integer"), "{err}");
+        let err = q("search", serde_json::json!({"query": "x", "model": "gpt-4"})).unwrap_err();
+        assert!(err.to_string().starts_with("model: unknown variant `gpt-4`"), "{err}");
         assert_eq!(Query::from_json("search", b"{not json").unwrap_err().code(), "malformed_json");
         assert_eq!(Query::from_json("search", b"[1]").unwrap_err().code(), "malformed_json");
     }
