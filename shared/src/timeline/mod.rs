@@ -7,9 +7,11 @@
 //! The caller stops the run by dropping it (a client that left): in-flight model and search
 //! calls are dropped with it, so nothing bills after the client is gone.
 
+pub mod events;
 pub mod proposal;
 pub mod sessions;
 
+pub use events::{Event, Milestone, Milestones, NodeDetail, SkeletonNode};
 pub use proposal::{LANGUAGES, Proposal, detect_language, progress_message};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +19,6 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -28,103 +29,6 @@ use crate::llm::{ChatModel, ToolSpec};
 use crate::web::citations::{self, Source};
 use crate::web::query::{Kind, Query};
 use crate::web::search::SearchService;
-
-/// A milestone as the milestone agent answers it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Milestone {
-    pub date: String,
-    pub title: String,
-    pub description: String,
-    pub significance: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct Milestones {
-    nodes: Vec<Milestone>,
-}
-
-/// A node of the skeleton event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SkeletonNode {
-    pub id: String,
-    #[serde(flatten)]
-    pub milestone: Milestone,
-    pub status: &'static str,
-}
-
-/// Seed 003's `NodeDetail`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeDetail {
-    pub key_features: Vec<String>,
-    pub impact: String,
-    pub key_people: Vec<String>,
-    pub context: String,
-    #[serde(default)]
-    pub sources: Vec<String>,
-}
-
-/// One event of the stream.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    Progress {
-        phase: &'static str,
-        message: &'static str,
-        percent: u8,
-    },
-    Skeleton {
-        nodes: Vec<SkeletonNode>,
-        mock: bool,
-    },
-    /// `sources` carries the node's citations in full (validated, with titles).
-    NodeDetail {
-        node_id: String,
-        details: NodeDetail,
-        sources: Vec<Source>,
-    },
-    Complete {
-        total_nodes: usize,
-    },
-    Error {
-        message: String,
-    },
-}
-
-impl Event {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Progress { .. } => "progress",
-            Self::Skeleton { .. } => "skeleton",
-            Self::NodeDetail { .. } => "node_detail",
-            Self::Complete { .. } => "complete",
-            Self::Error { .. } => "error",
-        }
-    }
-
-    pub fn data(&self) -> Value {
-        match self {
-            Self::Progress { phase, message, percent } => {
-                json!({"phase": phase, "message": message, "percent": percent})
-            }
-            Self::Skeleton { nodes, mock } => {
-                let mut v = json!({"nodes": nodes});
-                if *mock {
-                    v["mock"] = json!(true);
-                }
-                v
-            }
-            Self::NodeDetail { node_id, details, sources } => {
-                json!({"node_id": node_id, "details": details, "sources": sources})
-            }
-            Self::Complete { total_nodes } => json!({"total_nodes": total_nodes}),
-            Self::Error { message } => json!({"error": "research_failed", "message": message}),
-        }
-    }
-
-    /// The event in `text/event-stream` form.
-    pub fn to_sse(&self) -> String {
-        format!("event: {}\ndata: {}\n\n", self.name(), self.data())
-    }
-}
 
 const MILESTONE_INSTRUCTIONS: &str = "\
 你是 Chrono 时间线调研系统的里程碑专家。你的任务是为一个主题构建时间线骨架。
@@ -394,35 +298,4 @@ fn cited_sources(named: &[String], found: Vec<Source>) -> Vec<Source> {
     let named: Vec<String> = named.iter().filter_map(|u| citations::normalise(u).ok()).collect();
     let cited: Vec<Source> = unique.iter().filter(|s| named.contains(&s.url)).cloned().collect();
     if cited.is_empty() { unique } else { cited }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_are_seed_003s_sse_frames() {
-        let e = Event::Progress { phase: "skeleton", message: progress_message("skeleton", "zh"), percent: 0 };
-        // Key order inside `data` is serde_json's (sorted, or insertion order when a dependency
-        // enables `preserve_order`): compare the frame's shape and its JSON, not its bytes.
-        let frame = e.to_sse();
-        let data = frame.strip_prefix("event: progress\ndata: ").and_then(|d| d.strip_suffix("\n\n")).expect(&frame);
-        assert!(!data.contains('\n'));
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(data).unwrap(),
-            json!({"message": "正在构建时间线骨架...", "percent": 0, "phase": "skeleton"})
-        );
-        assert_eq!(Event::Complete { total_nodes: 20 }.to_sse(), "event: complete\ndata: {\"total_nodes\":20}\n\n");
-        let err = Event::Error { message: "m".into() }.data();
-        assert_eq!(err, json!({"error": "research_failed", "message": "m"}));
-        assert_eq!(progress_message("detail", "ja"), "タイムラインの詳細を補充中...");
-        assert_eq!(progress_message("detail", "en"), "Enriching timeline details...");
-    }
-
-    #[test]
-    fn languages_are_detected_from_the_topic() {
-        assert_eq!(detect_language("iPhone"), "en");
-        assert_eq!(detect_language("人工智能发展史"), "zh");
-        assert_eq!(detect_language("スマートフォンの歴史"), "ja");
-    }
 }

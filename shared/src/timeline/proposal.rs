@@ -69,3 +69,15 @@ impl Proposal {
         Ok(Proposal { topic, language })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_are_detected_from_the_topic() {
+        assert_eq!(detect_language("iPhone"), "en");
+        assert_eq!(detect_language("人工智能发展史"), "zh");
+        assert_eq!(detect_language("スマートフォンの歴史"), "ja");
+    }
+}

@@ -10,6 +10,7 @@ pub mod citations;
 pub mod metrics;
 pub mod providers;
 pub mod query;
+pub mod response;
 pub mod search;
 pub mod sources;
 pub mod tools;

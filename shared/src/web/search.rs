@@ -17,8 +17,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::core::clock::Clock;
@@ -29,75 +27,14 @@ use crate::core::upstream::Usage;
 use crate::costs::ledger::{CallKind, Charge, CostRecord, CostSource, Ledger, Outcome};
 use crate::web::analysis;
 use crate::web::cache;
-use crate::web::citations::{self, Rejected, Source};
+use crate::web::citations::{self, Source};
 use crate::web::metrics::SearchMetrics;
 use crate::web::providers::tavily::Tavily;
 use crate::web::providers::{Answer, Breaker, SearchProvider, mock};
 use crate::web::query::{Kind, Query};
+use crate::web::response::{SearchResponse, UsageReport};
 use crate::web::sources;
 use crate::web::tools::Tools;
-
-/// Tokens and cost of this request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageReport {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Billing credits (Tavily); omitted when zero.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub credits: u32,
-    /// Web searches the upstream ran (Perplexity); omitted when zero.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub searches: u32,
-    pub cost_usd: f64,
-    pub cost_source: CostSource,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// The answer to one search request (the HTTP response body of the `search` routes).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchResponse {
-    pub request_id: String,
-    /// `search`, `competitors`, `trends` or `topic`.
-    pub method: String,
-    /// The upstream that answered, or `mock`.
-    pub provider: String,
-    pub model: String,
-    pub cached: bool,
-    pub mock: bool,
-    /// Where the data comes from: the provider's name, or `模擬資料` for mock data.
-    pub data_source: String,
-    /// Why mock data was served, when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fallback_reason: Option<String>,
-    pub content: String,
-    /// The cleaned citation URLs, in order (seed 000's `citations`).
-    pub citations: Vec<String>,
-    pub images: Vec<String>,
-    pub sources: Vec<Source>,
-    /// Seed 000's `## 參考資料` block.
-    pub references: String,
-    /// Inline `[n]` markers that no source backs.
-    pub unbacked_markers: Vec<u32>,
-    pub rejected_citations: Vec<Rejected>,
-    /// True when parts of the upstream response failed validation and were left out, or the
-    /// upstream stopped before finishing (`incompleteReason`).
-    pub partial: bool,
-    /// Why the upstream stopped early (e.g. `max_output_tokens`); such answers are not cached.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete_reason: Option<String>,
-    pub validation_errors: Vec<String>,
-    pub usage: UsageReport,
-    /// False only if the sources could not be stored (the store was down); they are logged.
-    pub sources_stored: bool,
-    /// The structured fields of `competitors`, `trends` and `topic` (seed 000 names).
-    #[serde(flatten)]
-    pub data: Map<String, Value>,
-}
 
 /// A configured search provider and its circuit breaker.
 pub struct Provider {
@@ -131,19 +68,6 @@ enum Flight {
     Leads,
     /// This request asks without the claim (another one holds it, gave up, or the store failed).
     Alone,
-}
-
-impl From<&CostRecord> for UsageReport {
-    fn from(c: &CostRecord) -> Self {
-        Self {
-            input_tokens: c.input_tokens,
-            output_tokens: c.output_tokens,
-            credits: c.credits,
-            searches: c.searches,
-            cost_usd: c.cost_usd,
-            cost_source: c.cost_source,
-        }
-    }
 }
 
 impl SearchService {
@@ -458,7 +382,7 @@ impl SearchService {
         }
         let cited: Vec<String> = found.sources.iter().map(|s| s.url.clone()).collect();
         let mut sources = found.sources;
-        let named = field_sources(&data, &sources, self.clock.now());
+        let named = sources::field_sources(&data, &sources, self.clock.now());
         sources.extend(named);
         let response = SearchResponse {
             request_id: request_id.to_owned(),
@@ -493,21 +417,4 @@ impl SearchService {
         };
         (response, usable)
     }
-}
-
-/// The sources the structured fields name (`statistics[].source` of a topic, `results[].source`
-/// of research) that are valid public URLs and not already cited: listed (and stored) after the
-/// citations, so every source an answer relies on is kept.
-fn field_sources(data: &Map<String, Value>, cited: &[Source], at: chrono::DateTime<chrono::Utc>) -> Vec<Source> {
-    let items = ["statistics", "results"].into_iter().filter_map(|field| data.get(field)?.as_array()).flatten();
-    let mut out: Vec<Source> = Vec::new();
-    for item in items {
-        let Some(Ok(url)) = item.get("source").and_then(Value::as_str).map(citations::normalise) else { continue };
-        if cited.iter().chain(&out).any(|s| s.url == url) {
-            continue;
-        }
-        let title = ["title", "stat"].iter().find_map(|k| item.get(*k)?.as_str()).map(str::to_owned);
-        out.push(Source { url, title, accessed_at: at });
-    }
-    out
 }

@@ -7,12 +7,12 @@
 //! count is reported as a fault, never served short.
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use crate::core::error::{Error, Result};
 use crate::core::records::{Record, RecordStore};
 use crate::core::retry::{STORE_RETRY, with_backoff};
-use crate::web::citations::Source;
+use crate::web::citations::{self, Source};
 
 const HEADER: &str = "#header";
 
@@ -75,4 +75,21 @@ pub async fn list(records: &dyn RecordStore, request_id: &str, now: DateTime<Utc
         )));
     }
     Ok(Some(sources))
+}
+
+/// The sources the structured fields name (`statistics[].source` of a topic, `results[].source`
+/// of research) that are valid public URLs and not already cited: listed (and stored) after the
+/// citations, so every source an answer relies on is kept.
+pub fn field_sources(data: &Map<String, Value>, cited: &[Source], at: chrono::DateTime<chrono::Utc>) -> Vec<Source> {
+    let items = ["statistics", "results"].into_iter().filter_map(|field| data.get(field)?.as_array()).flatten();
+    let mut out: Vec<Source> = Vec::new();
+    for item in items {
+        let Some(Ok(url)) = item.get("source").and_then(Value::as_str).map(citations::normalise) else { continue };
+        if cited.iter().chain(&out).any(|s| s.url == url) {
+            continue;
+        }
+        let title = ["title", "stat"].iter().find_map(|k| item.get(*k)?.as_str()).map(str::to_owned);
+        out.push(Source { url, title, accessed_at: at });
+    }
+    out
 }

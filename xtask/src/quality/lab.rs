@@ -81,6 +81,8 @@ impl Lab {
         ];
         for (name, view) in views {
             let texts: Vec<String> = lab.activities.iter().map(view).collect();
+            let tokens: usize = texts.iter().map(|t| lab.model.token_ids(t, false).len()).sum();
+            eprintln!("  view {name}: {:.1} tokens per activity", tokens as f64 / texts.len().max(1) as f64);
             let docs: Vec<HashMap<u32, f32>> = texts
                 .iter()
                 .map(|t| {
