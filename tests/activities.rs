@@ -146,7 +146,7 @@ async fn bad_input_is_refused_and_changes_nothing() {
         ("POST", "/activities", "[]".into(), 400, "1 to 100"),
         ("POST", "/activities", json!([catalogue()[0], catalogue()[0]]).to_string(), 400, "repeats"),
         ("PUT", "/activities/other-id", catalogue()[0].to_string(), 400, "the path says"),
-        ("PUT", "/activities/quiet", json!({"title": "x"}).to_string(), 400, "activity"),
+        ("PUT", "/activities/quiet", json!({"title": "x"}).to_string(), 400, "type: is required"),
         ("DELETE", "/activities/quiet", String::new(), 404, "not indexed"),
         ("GET", "/activities", String::new(), 405, "GET"),
         ("POST", "/nowhere", "{}".into(), 404, "no route"),

@@ -105,7 +105,7 @@ async fn a_rerun_after_a_failed_batch_completes_only_the_rest() {
         .and(body_string_contains("故障"))
         .respond_with(ResponseTemplate::new(500))
         .with_priority(1)
-        .mount(&flaky.server)
+        .mount(flaky.server())
         .await;
     // Points are swept in id order, so the three marked ones may spoil up to three batches.
     let first = run(&app(dir.path(), Some(&flaky)), &job(None, false, false, 3)).await;
@@ -131,7 +131,7 @@ async fn a_429_slows_the_job_down_without_losing_items() {
         .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
         .with_priority(1)
         .up_to_n_times(1)
-        .mount(&server.server)
+        .mount(server.server())
         .await;
     let app = app(dir.path(), Some(&server));
     let started = Instant::now();
@@ -168,7 +168,7 @@ fn payloads_and_arguments_are_read_and_checked() {
 async fn an_s3_source_is_imported_like_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(source(dir.path(), 5, &[])).unwrap();
-    let s3 = wiremock::MockServer::start().await;
+    let s3 = integration::FakeServer::start().await;
     Mock::given(method("GET"))
         .and(wiremock::matchers::path("/imports/activities.jsonl"))
         .respond_with(ResponseTemplate::new(200).set_body_string(text))

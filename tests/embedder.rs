@@ -38,7 +38,7 @@ async fn setup(
 // Given a batch of texts, then one request carries them all (model, dimensions, key) and the
 // call is one cost record of kind embedding, priced from prices.json.
 async fn a_batch_is_one_accounted_call(kind: StoreKind) {
-    let server = MockServer::start().await;
+    let server = integration::FakeServer::start().await;
     Mock::given(method("POST"))
         .and(path("/embeddings"))
         .and(header("authorization", format!("Bearer {KEY}").as_str()))
@@ -79,7 +79,7 @@ async fn a_batch_is_one_accounted_call(kind: StoreKind) {
 // Given 429 with Retry-After then success, and 500s then success, then the call succeeds; a
 // wrong dimension is an error, not silent corruption.
 async fn faults_are_retried_and_wrong_dimensions_refused(kind: StoreKind) {
-    let server = MockServer::start().await;
+    let server = integration::FakeServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "0"))
         .up_to_n_times(1)

@@ -8,7 +8,7 @@ use integration::rag::{DIMS, RagHarness, activity};
 use serde_json::{Value, json};
 use shared::costs::ledger::CallKind;
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, ResponseTemplate};
 
 fn catalogue() -> Value {
     json!([
@@ -62,8 +62,8 @@ async fn template_reasons_and_off() {
     assert!(r["results"][0].get("matchReason").is_none(), "{r}");
 }
 
-async fn llm_server(reply: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
+async fn llm_server(reply: ResponseTemplate) -> integration::FakeServer {
+    let server = integration::FakeServer::start().await;
     Mock::given(method("POST")).and(path("/chat/completions")).respond_with(reply).mount(&server).await;
     server
 }

@@ -206,6 +206,9 @@ async fn search_web_returns_a_model_ready_string(kind: StoreKind) {
     assert_eq!(r["error"], "search_failed");
     assert!(r["message"].as_str().unwrap().contains("temporarily unavailable"));
     let (status, r) = h.post("/tools/search_web", json!({"q": "x"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("unknown_field")), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("expected `query` or `agent`"), "{r}");
+    let (status, r) = h.post("/tools/search_web", json!({"agent": "a"})).await;
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("missing_query")));
     let (status, r) = h.post("/tools/search_web", json!({"query": "x", "agent": "a b"})).await;
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_agent")));

@@ -105,7 +105,7 @@ async fn fake_llm(fake: Arc<FakeLlm>) -> String {
 }
 
 /// A strict fake Perplexity answering the search for "Node n ..." with a page of node n.
-async fn fake_perplexity() -> wiremock::MockServer {
+async fn fake_perplexity() -> integration::FakeServer {
     let server = integration::strict_perplexity().await;
     let answer = |request: &wiremock::Request| {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();

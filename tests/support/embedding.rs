@@ -64,16 +64,21 @@ impl Respond for Concepts {
 
 /// A running fake embedding server and its counters.
 pub struct EmbeddingServer {
-    pub server: MockServer,
+    server: crate::FakeServer,
     pub dims: usize,
     calls: Arc<AtomicUsize>,
     inputs: Arc<AtomicUsize>,
 }
 
 impl EmbeddingServer {
+    /// The fake server itself (to mount more mocks on).
+    pub fn server(&self) -> &MockServer {
+        &self.server
+    }
+
     /// Answers every `POST /embeddings` with concept vectors of `dims` after `latency`.
     pub async fn start(dims: usize, latency: Duration) -> Self {
-        let server = MockServer::start().await;
+        let server = crate::FakeServer::start().await;
         let calls = Arc::new(AtomicUsize::new(0));
         let inputs = Arc::new(AtomicUsize::new(0));
         Mock::given(method("POST"))
@@ -86,12 +91,12 @@ impl EmbeddingServer {
 
     /// Replaces the answers with `status` (a fault), for every later call.
     pub async fn fail_with(&self, status: u16) {
-        self.server.reset().await;
-        Mock::given(method("POST")).respond_with(ResponseTemplate::new(status)).mount(&self.server).await;
+        self.server().reset().await;
+        Mock::given(method("POST")).respond_with(ResponseTemplate::new(status)).mount(self.server()).await;
     }
 
     pub fn uri(&self) -> String {
-        self.server.uri()
+        self.server().uri()
     }
 
     /// Requests answered so far (concept answers only).

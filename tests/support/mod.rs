@@ -123,10 +123,36 @@ pub struct Harness {
     pub clock: Arc<ManualClock>,
     pub records: Arc<dyn RecordStore>,
     /// The fake Perplexity; `None` when the harness runs without its key.
-    pub upstream: Option<MockServer>,
+    pub upstream: Option<FakeServer>,
     /// The fake Tavily; `None` when the harness runs without its key.
-    pub tavily: Option<MockServer>,
+    pub tavily: Option<FakeServer>,
     _guard: StoreGuard,
+}
+
+/// A wiremock server on 127.0.0.1 that is dropped on a thread of its own. Wiremock's drop
+/// blocks on a tokio lock; on a runtime thread whose cooperative budget is spent (the end of a
+/// long test) that lock keeps answering "later" and the drop spins forever, hanging the suite.
+pub struct FakeServer(Option<MockServer>);
+
+impl FakeServer {
+    pub async fn start() -> Self {
+        Self(Some(MockServer::start().await))
+    }
+}
+
+impl std::ops::Deref for FakeServer {
+    type Target = MockServer;
+    fn deref(&self) -> &MockServer {
+        self.0.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.0.take() {
+            let _ = std::thread::spawn(move || drop(server)).join();
+        }
+    }
 }
 
 /// The keys the harness configures; tests assert they never leak.
@@ -158,7 +184,7 @@ impl Harness {
     /// A harness as `setup` says.
     pub async fn with(kind: StoreKind, setup: Setup<'_>) -> Self {
         let upstream = if setup.perplexity { Some(strict_perplexity().await) } else { None };
-        let tavily = if setup.tavily { Some(MockServer::start().await) } else { None };
+        let tavily = if setup.tavily { Some(FakeServer::start().await) } else { None };
         let (records, guard) = if setup.store_down {
             let table = format!("missing-{}", uuid::Uuid::new_v4());
             let down: Arc<dyn RecordStore> = Arc::new(DynamoRecords::local(&dynamodb_local_endpoint(), table).await);
@@ -166,7 +192,7 @@ impl Harness {
         } else {
             store(kind).await
         };
-        let (pplx_uri, tavily_uri) = (upstream.as_ref().map(MockServer::uri), tavily.as_ref().map(MockServer::uri));
+        let (pplx_uri, tavily_uri) = (upstream.as_ref().map(|s| s.uri()), tavily.as_ref().map(|s| s.uri()));
         let mut vars: Vec<(&str, String)> = vec![("RETRY_BASE_MS", "5".into()), ("UPSTREAM_TIMEOUT_MS", "400".into())];
         if let Some(uri) = &pplx_uri {
             vars.extend([("PERPLEXITY_API_KEY", TEST_KEY.into()), ("PERPLEXITY_BASE_URL", uri.clone())]);
@@ -259,7 +285,7 @@ impl Harness {
     }
 }
 
-async fn received(server: &Option<MockServer>) -> Vec<wiremock::Request> {
+async fn received(server: &Option<FakeServer>) -> Vec<wiremock::Request> {
     match server {
         Some(server) => server.received_requests().await.unwrap_or_default(),
         None => Vec::new(),
@@ -267,8 +293,8 @@ async fn received(server: &Option<MockServer>) -> Vec<wiremock::Request> {
 }
 
 /// A fake Perplexity on 127.0.0.1: strict from the start ([`perplexity::guard`]).
-pub async fn strict_perplexity() -> MockServer {
-    let server = MockServer::start().await;
+pub async fn strict_perplexity() -> FakeServer {
+    let server = FakeServer::start().await;
     perplexity::guard(&server).await;
     server
 }
