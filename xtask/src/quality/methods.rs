@@ -247,21 +247,10 @@ pub fn run(tune: bool) -> crate::Result {
         }
         return Ok(());
     }
-    println!(
-        "{:<52} {:<6} {:<10} {:<5} {:>3} {:>8} {:>9} {:>6}",
-        "method", "set", "kind", "split", "n", "nDCG@10", "Recall@20", "MRR"
-    );
+    super::print_header("method");
     for (name, method) in &methods {
         for (set, lab) in &labs {
-            for ((kind, split), s) in lab.evaluate(|q| method(lab, q)) {
-                if tune && split != "dev" {
-                    continue;
-                }
-                println!(
-                    "{name:<52} {set:<6} {kind:<10} {split:<5} {:>3} {:>8.3} {:>9.3} {:>6.3}",
-                    s.queries, s.ndcg10, s.recall20, s.mrr
-                );
-            }
+            super::print_scores(name, set, &lab.evaluate(|q| method(lab, q)), tune);
         }
     }
     Ok(())

@@ -180,15 +180,33 @@ pub async fn evaluate(retrieval: &Retrieval, queries: &[DevQuery]) -> Result<BTr
 /// The quality sets, each a directory of `activities.jsonl` and `queries.jsonl`.
 pub const SETS: [&str; 2] = ["intent", "asks"];
 
+/// The header of the score table.
+pub fn print_header(first: &str) {
+    println!(
+        "{first:<52} {:<6} {:<10} {:<7} {:>3} {:>8} {:>9} {:>6}",
+        "set", "kind", "split", "n", "nDCG@10", "Recall@20", "MRR"
+    );
+}
+
+/// One row per kind and split of `scores` (the dev splits only with `tune`).
+pub fn print_scores(name: &str, set: &str, scores: &BTreeMap<(String, String), Scores>, tune: bool) {
+    for ((kind, split), s) in scores {
+        if tune && split != "dev" {
+            continue;
+        }
+        println!(
+            "{name:<52} {set:<6} {kind:<10} {split:<7} {:>3} {:>8.3} {:>9.3} {:>6.3}",
+            s.queries, s.ndcg10, s.recall20, s.mrr
+        );
+    }
+}
+
 /// Every pipeline variant through the real retrieval, on every set, kind and split (dev only
 /// with `tune`): BM25 alone, e5 alone (the plain-e5 baseline), RRF 50/50 and the configured
 /// ranking. `RAG_*` in the environment changes the configured one.
 pub async fn run(tune: bool) -> crate::Result {
     crate::ensure_model()?;
-    println!(
-        "{:<40} {:<6} {:<10} {:<5} {:>3} {:>8} {:>9} {:>6}",
-        "pipeline", "set", "kind", "split", "n", "nDCG@10", "Recall@20", "MRR"
-    );
+    print_header("pipeline");
     for set in SETS {
         let dir = crate::root().join("benches").join(set);
         let tmp = tempfile::tempdir()?;
@@ -209,15 +227,7 @@ pub async fn run(tune: bool) -> crate::Result {
             (format!("configured (RRF, lexical weight {})", ranking.lexical_weight), configured.clone()),
         ];
         for (name, retrieval) in &variants {
-            for ((kind, split), s) in evaluate(retrieval, &queries).await? {
-                if tune && split != "dev" {
-                    continue;
-                }
-                println!(
-                    "{name:<40} {set:<6} {kind:<10} {split:<5} {:>3} {:>8.3} {:>9.3} {:>6.3}",
-                    s.queries, s.ndcg10, s.recall20, s.mrr
-                );
-            }
+            print_scores(name, set, &evaluate(retrieval, &queries).await?, tune);
         }
     }
     Ok(())

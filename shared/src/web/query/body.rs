@@ -12,17 +12,28 @@ use crate::core::validate::agent_name;
 
 /// What a body says, method aside: checked and normalised by [`Raw::validate`].
 pub(super) struct Raw {
-    pub kind: Kind,
+    kind: Kind,
     /// Which field holds the text (`query`, `keyword`, `topic`), for messages.
-    pub text_field: &'static str,
-    pub text: Option<String>,
-    pub recency: Option<Recency>,
-    pub published_after: Option<String>,
-    pub published_before: Option<String>,
-    pub region: Option<String>,
-    pub model: Option<Model>,
-    pub domains: Vec<String>,
-    pub agent: Option<String>,
+    text_field: &'static str,
+    text: Option<String>,
+    dates: Dates,
+    common: Common,
+}
+
+/// The date filters of the methods that take them.
+#[derive(Default)]
+struct Dates {
+    recency: Option<Recency>,
+    published_after: Option<String>,
+    published_before: Option<String>,
+}
+
+/// The fields every method accepts.
+struct Common {
+    region: Option<String>,
+    model: Option<Model>,
+    domains: Vec<String>,
+    agent: Option<String>,
 }
 
 /// The 400 code of a failing field: its own for a value out of a closed set, else
@@ -49,6 +60,18 @@ macro_rules! body {
             domains: Vec<String>,
             agent: Option<String>,
         }
+
+        impl $name {
+            /// The fields every method accepts, taken out.
+            fn common(&mut self) -> Common {
+                Common {
+                    region: self.region.take(),
+                    model: self.model.take(),
+                    domains: std::mem::take(&mut self.domains),
+                    agent: self.agent.take(),
+                }
+            }
+        }
     };
 }
 
@@ -72,43 +95,29 @@ body!(Topic {
 
 impl Search {
     pub fn read(value: &Value) -> Result<Raw> {
-        let b: Self = typed_by(value, code)?;
-        Ok(Raw {
-            kind: Kind::Search,
-            text_field: "query",
-            text: b.query,
-            recency: b.recency,
-            published_after: b.published_after,
-            published_before: b.published_before,
-            region: b.region,
-            model: b.model,
-            domains: b.domains,
-            agent: b.agent,
-        })
+        let mut b: Self = typed_by(value, code)?;
+        let common = b.common();
+        let dates =
+            Dates { recency: b.recency, published_after: b.published_after, published_before: b.published_before };
+        Ok(Raw { kind: Kind::Search, text_field: "query", text: b.query, dates, common })
     }
 }
 
 impl Competitors {
     pub fn read(value: &Value) -> Result<Raw> {
-        let b: Self = typed_by(value, code)?;
-        Ok(Raw {
-            kind: Kind::Competitors { domain: b.domain.map(|d| domain_entry("domain", &d)).transpose()? },
-            text_field: "keyword",
-            text: b.keyword,
-            recency: b.recency,
-            published_after: b.published_after,
-            published_before: b.published_before,
-            region: b.region,
-            model: b.model,
-            domains: b.domains,
-            agent: b.agent,
-        })
+        let mut b: Self = typed_by(value, code)?;
+        let common = b.common();
+        let kind = Kind::Competitors { domain: b.domain.map(|d| domain_entry("domain", &d)).transpose()? };
+        let dates =
+            Dates { recency: b.recency, published_after: b.published_after, published_before: b.published_before };
+        Ok(Raw { kind, text_field: "keyword", text: b.keyword, dates, common })
     }
 }
 
 impl Trends {
     pub fn read(value: &Value) -> Result<Raw> {
-        let b: Self = typed_by(value, code)?;
+        let mut b: Self = typed_by(value, code)?;
+        let common = b.common();
         let timeframe = match b.timeframe {
             None => Recency::Week,
             Some(t) => t.as_timeframe()?,
@@ -117,22 +126,18 @@ impl Trends {
             kind: Kind::Trends { timeframe },
             text_field: "topic",
             text: b.topic,
-            recency: None,
-            published_after: None,
-            published_before: None,
-            region: b.region,
-            model: b.model,
-            domains: b.domains,
-            agent: b.agent,
+            dates: Dates::default(),
+            common,
         })
     }
 }
 
 impl Topic {
     pub fn read(value: &Value) -> Result<Raw> {
-        let b: Self = typed_by(value, code)?;
+        let mut b: Self = typed_by(value, code)?;
+        let common = b.common();
         if b.aspects.len() > MAX_ASPECTS {
-            return Err(Error::invalid("invalid_field", format!("aspects has more than {} entries", MAX_ASPECTS)));
+            return Err(Error::invalid("invalid_field", format!("aspects has more than {MAX_ASPECTS} entries")));
         }
         let aspects = b
             .aspects
@@ -146,18 +151,9 @@ impl Topic {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Raw {
-            kind: Kind::Topic { aspects },
-            text_field: "topic",
-            text: b.topic,
-            recency: b.recency,
-            published_after: b.published_after,
-            published_before: b.published_before,
-            region: b.region,
-            model: b.model,
-            domains: b.domains,
-            agent: b.agent,
-        })
+        let dates =
+            Dates { recency: b.recency, published_after: b.published_after, published_before: b.published_before };
+        Ok(Raw { kind: Kind::Topic { aspects }, text_field: "topic", text: b.topic, dates, common })
     }
 }
 
@@ -181,6 +177,7 @@ impl Raw {
             ));
         }
         let region = self
+            .common
             .region
             .map(|r| {
                 let r = r.trim().to_ascii_uppercase();
@@ -194,11 +191,11 @@ impl Raw {
                 }
             })
             .transpose()?;
-        let recency = self.recency;
-        if self.domains.len() > MAX_DOMAINS {
+        let recency = self.dates.recency;
+        if self.common.domains.len() > MAX_DOMAINS {
             return Err(Error::invalid("invalid_field", format!("domains has more than {MAX_DOMAINS} entries")));
         }
-        let mut domains = self.domains.iter().map(|d| domain_entry("domains", d)).collect::<Result<Vec<_>>>()?;
+        let mut domains = self.common.domains.iter().map(|d| domain_entry("domains", d)).collect::<Result<Vec<_>>>()?;
         domains.sort();
         domains.dedup();
         if domains.iter().any(|d| d.starts_with('-')) && domains.iter().any(|d| !d.starts_with('-')) {
@@ -207,8 +204,8 @@ impl Raw {
                 "domains must all include or all exclude (\"-example.com\"), not both",
             ));
         }
-        let published_after = self.published_after.map(|d| day("publishedAfter", &d)).transpose()?;
-        let published_before = self.published_before.map(|d| day("publishedBefore", &d)).transpose()?;
+        let published_after = self.dates.published_after.map(|d| day("publishedAfter", &d)).transpose()?;
+        let published_before = self.dates.published_before.map(|d| day("publishedBefore", &d)).transpose()?;
         if let (Some(a), Some(b)) = (published_after, published_before)
             && a > b
         {
@@ -220,12 +217,12 @@ impl Raw {
                 "recency cannot be combined with publishedAfter / publishedBefore; use one or the other",
             ));
         }
-        let agent = agent_name(self.agent.as_deref(), "research")?;
+        let agent = agent_name(self.common.agent.as_deref(), "research")?;
         Ok(Query {
             kind: self.kind,
             text,
             region,
-            model: self.model.unwrap_or(Model::Sonar),
+            model: self.common.model.unwrap_or(Model::Sonar),
             recency,
             domains,
             published_after,
