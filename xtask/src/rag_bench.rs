@@ -312,7 +312,7 @@ pub async fn run() -> crate::Result {
     println!("== retrieval over {N} activities on Qdrant Edge ({dims}-d dense, BM25 sparse), {}", dir.path().display());
     let started = Instant::now();
     let c = corpus(N, dims, now, &mut rng)?;
-    println!("prepared (BM25 of the enriched texts) in {:.1} s", started.elapsed().as_secs_f64());
+    println!("prepared (BM25 of the lexical texts) in {:.1} s", started.elapsed().as_secs_f64());
 
     let space = DenseSpace { name: "bench".into(), dimensions: dims };
     let index = Arc::new(EdgeIndex::new(dir.path(), "activities", space.clone(), EdgeSharing::Exclusive));

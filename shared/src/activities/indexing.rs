@@ -3,9 +3,9 @@
 //!
 //! Each activity becomes one point: its payload (the activity, with `location` as Qdrant's
 //! `{lat, lon}`, plus `spotsLeft`, `contentHash`, `embedding`, `version`), a BM25 vector of its
-//! enriched text, and a dense vector of the same text when the embedder gives one. An update
-//! whose content hash (every line of that text) is unchanged keeps the stored dense vector and
-//! rewrites the rest. When the embedder is absent, fails or misses its time box, the point is
+//! lexical text ([`Activity::lexical_text`]), and a dense vector of its own words
+//! ([`Activity::dense_text`]) when the embedder gives one. An update whose content hash (both
+//! texts) is unchanged keeps the stored dense vector and rewrites the rest. When the embedder is absent, fails or misses its time box, the point is
 //! written without a dense vector and marked `embedding: "pending"`: activity writes are never
 //! blocked by the embedder (a backfill fills them in).
 //!

@@ -30,7 +30,7 @@ use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
 pub enum Input {
     /// A search query or a user's stated preferences.
     Query,
-    /// An activity's enriched text.
+    /// An activity's text ([`crate::activities::activity::Activity::dense_text`]).
     Passage,
 }
 

@@ -27,7 +27,7 @@ impl Bm25 {
         Self(EdgeBm25::new(config).expect("the built-in configuration is valid"))
     }
 
-    /// Weights of a document (an activity's enriched text).
+    /// Weights of a document (an activity's lexical text).
     pub fn document(&self, text: &str) -> SparseVector {
         let v = self.0.embed_document(text);
         SparseVector { indices: v.indices, values: v.values }
