@@ -2,6 +2,8 @@
 //! parts of the day it names, read from the words people use. Retrieval lifts the candidates
 //! that start then (a soft preference, not a filter: `filters.timeRange` is the hard one).
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Datelike, Timelike, Utc, Weekday};
 use chrono_tz::Tz;
 
@@ -32,15 +34,18 @@ const DAY_WORDS: [&str; 9] = ["周天", "周末", "双休", "工作日", "下班
 /// what the query wants besides the time ("周六晚上热闹点的" → "热闹点的"), or the query itself
 /// when nothing is.
 pub fn without_time(query: &str) -> String {
-    let mut words: Vec<String> = DAY_WORDS.iter().map(|w| w.to_string()).collect();
-    for name in DAY_NAMES {
-        words.extend([format!("周{name}"), format!("星期{name}"), format!("礼拜{name}")]);
-    }
-    words.extend(PARTS.iter().flat_map(|(_, w)| w.iter().map(|w| w.to_string())));
-    // Longest first, so "下班后" goes before "下班".
-    words.sort_by_key(|w| std::cmp::Reverse(w.chars().count()));
+    static WORDS: LazyLock<Vec<String>> = LazyLock::new(|| {
+        let mut words: Vec<String> = DAY_WORDS.iter().map(|w| w.to_string()).collect();
+        for name in DAY_NAMES {
+            words.extend([format!("周{name}"), format!("星期{name}"), format!("礼拜{name}")]);
+        }
+        words.extend(PARTS.iter().flat_map(|(_, w)| w.iter().map(|w| w.to_string())));
+        // Longest first, so "下班后" goes before "下班".
+        words.sort_by_key(|w| std::cmp::Reverse(w.chars().count()));
+        words
+    });
     let mut rest = query.to_owned();
-    for w in &words {
+    for w in WORDS.iter().filter(|w| query.contains(w.as_str())) {
         rest = rest.replace(w.as_str(), " ");
     }
     let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
