@@ -248,7 +248,7 @@ fn probes(c: &Corpus, now: DateTime<Utc>, rng: &mut Rng, table: &Table) -> crate
         if let Some((s, e)) = window {
             body["filters"]["timeRange"] = json!({"start": s.to_rfc3339(), "end": e.to_rfc3339()});
         }
-        let request = SearchRequest::from_json(body.as_object().unwrap())?;
+        let request = SearchRequest::from_json(&body)?;
         out.push(Probe { request, vector, filter: HardFilter { after: now, near: Some(near), kind, window } });
     }
     Ok(out)

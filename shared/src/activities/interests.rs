@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use chrono::SecondsFormat;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::activities::index::{VectorIndex, point_id};
 use crate::core::clock::Clock;
@@ -65,10 +65,9 @@ impl Interests {
     }
 
     /// Records a participation and refreshes the kept vectors. The activity must be indexed.
-    pub async fn feedback(&self, index: &dyn VectorIndex, user: &str, body: &Map<String, Value>) -> Result<Value> {
+    pub async fn feedback(&self, index: &dyn VectorIndex, user: &str, body: &Value) -> Result<Value> {
         check_user_id(user)?;
-        let Feedback { activity_id, satisfied } =
-            crate::core::json::typed(&Value::Object(body.clone()), "invalid_feedback")?;
+        let Feedback { activity_id, satisfied } = crate::core::json::typed(body, "invalid_feedback")?;
         if activity_id.is_empty() || activity_id.len() > 128 {
             return Err(Error::invalid("invalid_feedback", "activityId must be 1-128 characters"));
         }
@@ -161,8 +160,8 @@ struct Preferences {
 }
 
 /// Validated preferences (`{tags?: [..], vibes?: [..], text?}`) and the text to embed.
-pub fn preferences(body: &Map<String, Value>) -> Result<(Value, String)> {
-    let stated: Preferences = crate::core::json::typed(&Value::Object(body.clone()), "invalid_preferences")?;
+pub fn preferences(body: &Value) -> Result<(Value, String)> {
+    let stated: Preferences = crate::core::json::typed(body, "invalid_preferences")?;
     let list = |key: &str, items: Option<Vec<String>>| -> Result<Vec<String>> {
         let items = items.unwrap_or_default();
         if items.len() > 20 {

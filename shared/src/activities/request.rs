@@ -5,7 +5,7 @@
 use chrono::{DateTime, FixedOffset, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::activities::activity::Activity;
 use crate::activities::index::Near;
@@ -44,7 +44,7 @@ struct Body {
     user_id: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Filters {
     location: Option<Location>,
@@ -83,14 +83,14 @@ struct ToolArguments {
 
 impl SearchRequest {
     /// Parses and validates a request body; the error names the field's path.
-    pub fn from_json(body: &Map<String, Value>) -> Result<Self> {
-        json::typed::<Body>(&Value::Object(body.clone()), "invalid_search")?.validate()
+    pub fn from_json(body: &Value) -> Result<Self> {
+        json::typed::<Body>(body, "invalid_search")?.validate()
     }
 
     /// The `explore_nearby` tool's arguments (`semanticQuery?`, `lat`, `lng`, `radiusInKm`,
     /// `type?`, `limit?` default 10) as the same request `/rag/search` takes.
-    pub fn from_tool_arguments(args: &Map<String, Value>) -> Result<Self> {
-        let a: ToolArguments = json::typed(&Value::Object(args.clone()), "invalid_search")?;
+    pub fn from_tool_arguments(args: &Value) -> Result<Self> {
+        let a: ToolArguments = json::typed(args, "invalid_search")?;
         let body = Body {
             semantic_query: a.semantic_query,
             filters: Some(Filters {
@@ -120,8 +120,7 @@ impl Body {
             Some(n @ 1..=50) => usize::from(n),
             Some(_) => return Err(invalid(format!("limit must be a whole number from 1 to {MAX_LIMIT}"))),
         };
-        let Filters { location, time_range, kind } =
-            body.filters.unwrap_or(Filters { location: None, time_range: None, kind: None });
+        let Filters { location, time_range, kind } = body.filters.unwrap_or_default();
         let near = location
             .map(|Location { lat, lng, radius_in_km }| {
                 if !(-90.0..=90.0).contains(&lat) {
@@ -241,7 +240,7 @@ mod tests {
     use serde_json::json;
 
     fn parse(v: Value) -> Result<SearchRequest> {
-        SearchRequest::from_json(v.as_object().unwrap())
+        SearchRequest::from_json(&v)
     }
 
     #[test]

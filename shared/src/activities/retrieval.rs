@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono_tz::Tz;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::activities::embedder::{EmbeddingService, Input};
@@ -138,7 +138,7 @@ impl Retrieval {
 
     /// Records that `user` took part in an activity (`{activityId, satisfied}`) and refreshes
     /// the user's kept vectors.
-    pub async fn feedback(&self, user: &str, body: &Map<String, Value>) -> Result<Value> {
+    pub async fn feedback(&self, user: &str, body: &Value) -> Result<Value> {
         self.interests.feedback(&*self.index, user, body).await
     }
 
@@ -280,7 +280,7 @@ impl Retrieval {
     }
 
     /// Stores a user's preferences, embedded once when the embedder answers.
-    pub async fn set_preferences(&self, user: &str, body: &Map<String, Value>, request_id: &str) -> Result<Value> {
+    pub async fn set_preferences(&self, user: &str, body: &Value, request_id: &str) -> Result<Value> {
         crate::activities::interests::check_user_id(user)?;
         let (preferences, text) = crate::activities::interests::preferences(body)?;
         let (vector, reason) = match self.embed(&[text], request_id).await {

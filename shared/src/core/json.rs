@@ -2,17 +2,27 @@
 //! object a model meant, wherever it put it).
 
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::core::error::Error;
 
-/// A request body parsed as a JSON object.
-pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
+/// A request body parsed as JSON, refused (400 `malformed_json`) unless it is an object.
+pub fn json_object(body: &[u8]) -> Result<Value, Error> {
     match serde_json::from_slice(body) {
-        Ok(Value::Object(map)) => Ok(map),
+        Ok(value @ Value::Object(_)) => Ok(value),
         Ok(_) => Err(Error::invalid("malformed_json", "request body must be a JSON object")),
         Err(e) => Err(Error::invalid("malformed_json", format!("request body is not valid JSON: {e}"))),
     }
+}
+
+/// A request body as the typed `T`: [`json_object`], then [`typed`].
+pub fn typed_body<T: DeserializeOwned>(body: &[u8], code: &'static str) -> Result<T, Error> {
+    typed(&json_object(body)?, code)
+}
+
+/// A request body as the typed `T`: [`json_object`], then [`typed_by`].
+pub fn typed_body_by<T: DeserializeOwned>(body: &[u8], code: impl Fn(&str) -> &'static str) -> Result<T, Error> {
+    typed_by(&json_object(body)?, code)
 }
 
 /// `value` as the typed body `T` (a `#[serde(deny_unknown_fields)]` struct): an unknown field

@@ -4,7 +4,6 @@
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
-use serde_json::Value;
 
 use crate::core::error::{Error, Result};
 
@@ -166,8 +165,7 @@ impl NodeRequest {
     /// customRequirements, customInstructions}}}`, a typed body: an unknown field is a 400
     /// `unknown_field`, any other mistake a 400 `invalid_research_request` naming its path.
     pub fn from_json(body: &[u8]) -> Result<Self> {
-        let value = Value::Object(crate::core::json::json_object(body)?);
-        let body: Body = crate::core::json::typed(&value, "invalid_research_request")?;
+        let body: Body = crate::core::json::typed_body(body, "invalid_research_request")?;
         let pipeline_id = body.pipeline_id.unwrap_or_else(|| "default".into());
         if !crate::core::validate::is_id(&pipeline_id, 64) {
             return Err(invalid("pipelineId must be 1-64 characters of letters, digits, '-' or '_'"));

@@ -49,8 +49,7 @@ impl Proposal {
     /// `missing_topic`), `language` one of [`LANGUAGES`] (else `unknown_language`; absent, the
     /// topic's own, [`detect_language`]); an unknown field is `unknown_field`.
     pub fn from_json(body: &[u8]) -> Result<Self> {
-        let value = serde_json::Value::Object(crate::core::json::json_object(body)?);
-        let body: Body = crate::core::json::typed_by(&value, |path| match path {
+        let body: Body = crate::core::json::typed_body_by(body, |path| match path {
             "language" => "unknown_language",
             _ => "missing_topic",
         })?;

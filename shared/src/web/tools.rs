@@ -209,8 +209,7 @@ impl SearchWebArguments {
     /// Parses a typed body: a missing or bad query is `missing_query`, a bad agent name
     /// `invalid_agent`, an unknown field `unknown_field`.
     pub fn from_json(body: &[u8]) -> Result<Self> {
-        let value = Value::Object(crate::core::json::json_object(body)?);
-        let body: SearchWebBody = crate::core::json::typed_by(&value, |path| match path {
+        let body: SearchWebBody = crate::core::json::typed_body_by(body, |path| match path {
             "agent" => "invalid_agent",
             _ => "missing_query",
         })?;

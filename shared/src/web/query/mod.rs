@@ -159,7 +159,7 @@ impl Query {
     /// Each is a typed body ([`body`]): an unknown field is a 400 `unknown_field`, a field of
     /// the wrong type or value names its path.
     pub fn from_json(kind: &str, body: &[u8]) -> Result<Self> {
-        let value = serde_json::Value::Object(crate::core::json::json_object(body)?);
+        let value = crate::core::json::json_object(body)?;
         let raw = match kind {
             "search" => body::Search::read(&value)?,
             "competitors" => body::Competitors::read(&value)?,
