@@ -1,15 +1,18 @@
 //! The adversarial suite: what someone holding only the API's URL would try, fired at the real
 //! handlers. Each attempt is refused with a JSON error and changes nothing.
 //!
-//! Here: anonymous and user-token writes, acting as another user, missing and forged identity,
-//! the calendar-edge dates, oversized research prompt pieces, unknown cost groups. Beside
+//! Here: anonymous, forged and user-token calls to every route that can spend money (401/403,
+//! no upstream call) and to activity writes, acting as another user, a user's quota, missing
+//! and forged identity, the calendar-edge dates, oversized research prompt pieces, unknown cost
+//! groups. Budgets at the line across processes are in `budgets`; pipelines that belong to
+//! their caller and the capped exclusion block in `research_node`. Beside
 //! their features (same standard): 20 concurrent identical misses make 1 upstream call
 //! (`search_api::concurrent_identical_misses_make_one_upstream_call`), a `--help` prompt is
 //! never a flag and a runaway CLI is killed with its helpers (`research_node`), store faults
 //! answer without internals (`shared::http`).
 
 use integration::rag::{RagHarness, activity};
-use integration::{Harness, StoreKind, as_backend, as_user, with_authorizer};
+use integration::{Harness, Setup, StoreKind, as_backend, as_user, with_authorizer};
 use integration::{request, respond};
 use lambda_http::Request;
 use serde_json::{Value, json};
@@ -98,7 +101,7 @@ async fn users_act_only_as_themselves() {
         async move { store.query("USER#u-1", "A", "\u{10FFFF}", 0).await.unwrap() }
     };
     let before = records(&h).await;
-    assert_eq!(before.len(), 2, "one feedback, one preferences record: {before:?}");
+    assert_eq!(before.len(), 3, "one feedback and its counter, one preferences record: {before:?}");
 
     let attempts = [
         ("POST", "/users/u-1/feedback", json!({"activityId": "beer", "satisfied": true})),
@@ -186,3 +189,89 @@ async fn paid_routes_refuse_what_runs_up_cost(kind: StoreKind) {
 }
 
 integration::on_both_stores!(paid_routes_refuse_what_runs_up_cost);
+
+// Given fake Perplexity and Tavily, then every route of the search function that can spend
+// money, called anonymously, with forged identity headers or with a user's token, is refused
+// before its body is read and reaches no upstream; what spends nothing stays public.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paid_search_routes_are_for_signed_callers_only() {
+    let h = Harness::with(StoreKind::Local, Setup { perplexity: true, tavily: true, ..Setup::default() }).await;
+    let routes = [
+        ("/search", json!({"query": "x"})),
+        ("/search/competitors", json!({"keyword": "x"})),
+        ("/search/trends", json!({"topic": "x"})),
+        ("/search/topic", json!({"topic": "x"})),
+        ("/tools/search_web", json!({"query": "x"})),
+        ("/research", json!({"pipelineId": "victim"})),
+    ];
+    for (path, body) in routes {
+        for (who, req, status) in impostors("POST", path, &body.to_string()) {
+            let (got, _, r) = h.exchange_as(req, None).await;
+            assert_eq!(got, status, "{who} POST {path}: {r}");
+        }
+    }
+    assert!(h.upstream_calls().await.is_empty() && h.tavily_calls().await.is_empty(), "no upstream was called");
+    assert!(h.costs().await.is_empty(), "nothing was billed");
+    for path in ["/tools", "/sources/some-request"] {
+        let (got, _, r) = h.exchange_as(request("GET", path, ""), None).await;
+        assert!(got == 200 || got == 404, "GET {path} is public: {got} {r}");
+    }
+}
+
+// Given explore_nearby (the assistant's tool, which embeds the query and may ask a model for
+// reasons), then an anonymous, forged or user caller is refused and nothing is embedded; the
+// research function's routes refuse anyone unsigned before a session is created or streamed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explore_nearby_and_timeline_research_are_for_signed_callers_only() {
+    let h = RagHarness::new(&[]).await;
+    let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
+    assert_eq!(status, 200, "{r}");
+    let embedded = h.embedding.as_ref().unwrap().calls();
+    let args = json!({"semanticQuery": "安静", "lat": 31.22, "lng": 121.44, "radiusInKm": 5}).to_string();
+    for (who, req, status) in impostors("POST", "/tools/explore_nearby", &args) {
+        let (got, r) = respond(rag_search::handle(&h.rag, req).await);
+        assert_eq!(got, status, "{who}: {r}");
+    }
+    assert_eq!(h.embedding.as_ref().unwrap().calls(), embedded, "nothing was embedded");
+
+    let (records, _guard) = integration::store(StoreKind::Local).await;
+    let config = integration::config::<&str, &str>(&[]);
+    let clock: std::sync::Arc<dyn shared::core::clock::Clock> = std::sync::Arc::new(shared::core::clock::SystemClock);
+    let timeline = shared::compose::timeline(&config, records.clone(), clock.clone()).unwrap();
+    let app = research::App { timeline: std::sync::Arc::new(timeline), records, clock };
+    for (method, path, body) in [
+        ("POST", "/api/research", r#"{"topic": "iPhone"}"#),
+        ("GET", "/api/research/00000000-0000-4000-8000-000000000000/stream", ""),
+    ] {
+        for (who, req, status) in impostors(method, path, body) {
+            let response = research::handle(&app, req).await;
+            assert_eq!(response.status().as_u16(), status, "{who} {method} {path}");
+        }
+    }
+}
+
+// Given a quota of 2 searches a minute, then a user's third search in the minute is 429
+// quota_exceeded with Retry-After and another user is not affected; the next minute it is
+// answered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_search_quota_is_counted_across_requests() {
+    let h = RagHarness::new(&[("USER_QUOTA_PER_MINUTE", "2")]).await;
+    let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
+    assert_eq!(status, 200, "{r}");
+    let search = |user: &'static str| {
+        let req = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), user);
+        rag_search::handle(&h.rag, req)
+    };
+    for _ in 0..2 {
+        assert_eq!(search("u-1").await.status(), 200);
+    }
+    let refused = search("u-1").await;
+    assert_eq!(refused.status(), 429);
+    let retry_after: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    let (_, r) = respond(refused);
+    assert_eq!(r["error"]["code"], "quota_exceeded", "{r}");
+    assert_eq!(search("u-2").await.status(), 200, "another user has their own quota");
+    h.clock.advance(chrono::Duration::seconds(60));
+    assert_eq!(search("u-1").await.status(), 200, "a new minute");
+}

@@ -153,3 +153,24 @@ fn only_the_http_edge_knows_lambda_http() {
         .collect();
     assert!(outside.is_empty(), "lambda_http used outside shared::http: {outside:?}");
 }
+
+// Given every function's entrypoint, then each logs through `shared::http::logging` (capped
+// below TRACE, where the runtime prints raw events with their Authorization headers), never the
+// runtime's default subscriber.
+#[test]
+fn every_function_logs_without_trace() {
+    let functions = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(functions).unwrap() {
+        let main = entry.unwrap().path().join("src/main.rs");
+        let Ok(code) = std::fs::read_to_string(&main) else { continue };
+        assert!(!code.contains("init_default_subscriber"), "{} uses the runtime's default subscriber", main.display());
+        assert!(
+            code.contains("shared::http::logging::init()"),
+            "{} does not install the capped subscriber",
+            main.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} entrypoints found");
+}

@@ -131,7 +131,7 @@ async fn explore_nearby_runs_the_same_retrieval() {
 
     let h = harness(&[]).await;
     let args = json!({"semanticQuery": "玩水", "lat": 31.2304, "lng": 121.4737, "radiusInKm": 10});
-    let (status, text) = post(&h, "/tools/explore_nearby", args.clone()).await;
+    let (status, text) = h.tool("explore_nearby", args.clone()).await;
     assert_eq!(status, 200, "{text}");
     assert_eq!(text["strategy"], "hybrid");
     assert_eq!(text["activities"][0]["id"], "surf");
@@ -145,12 +145,12 @@ async fn explore_nearby_runs_the_same_retrieval() {
     };
     assert_eq!(ids(&text, "activities", "/id"), ids(&same, "results", "/activity/id"), "one code path");
 
-    let (status, text) = post(&h, "/tools/explore_nearby", json!({"lat": 95, "lng": 121.4, "radiusInKm": 5})).await;
+    let (status, text) = h.tool("explore_nearby", json!({"lat": 95, "lng": 121.4, "radiusInKm": 5})).await;
     assert_eq!((status, text["error"].as_str()), (200, Some("invalid_arguments")), "{text}");
     assert!(text["message"].as_str().unwrap().contains("lat"), "{text}");
 
     h.embedding.as_ref().unwrap().fail_with(503).await;
-    let (status, text) = post(&h, "/tools/explore_nearby", args).await;
+    let (status, text) = h.tool("explore_nearby", args).await;
     assert_eq!(
         (status, text["strategy"].as_str(), text["degraded"].as_bool()),
         (200, Some("lexical"), Some(true)),

@@ -157,7 +157,7 @@ async fn request(
     body: &str,
 ) -> lambda_http::Response<research::ResponseBody> {
     let req = lambda_http::http::Request::builder().method(method).uri(path).body(Body::from(body.to_owned())).unwrap();
-    research::handle(app, req).await
+    research::handle(app, integration::as_backend(req)).await
 }
 
 async fn json_of(response: lambda_http::Response<research::ResponseBody>) -> (u16, Value) {

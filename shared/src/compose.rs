@@ -9,6 +9,7 @@ use crate::core::config::{Config, RecordStoreKind};
 use crate::core::error::{Error, Result};
 use crate::core::records::{DynamoRecords, LocalRecords, RecordStore};
 use crate::core::retry::{RetryPolicy, STORE_RETRY};
+use crate::costs::budget::Budgets;
 use crate::costs::ledger::Ledger;
 use crate::costs::pricing::PriceTable;
 use crate::llm::ChatModel;
@@ -36,9 +37,16 @@ pub fn prices(config: &Config) -> Result<PriceTable> {
     }
 }
 
-/// The one cost ledger over `records`.
+/// The one cost ledger over `records`, holding paid calls against the daily `BUDGETS`.
 pub fn ledger(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Ledger> {
-    Ok(Ledger::new(records, Arc::new(prices(config)?), clock, STORE_RETRY))
+    let budgets = Budgets::new(
+        config.budgets.clone(),
+        Arc::clone(&records),
+        Arc::clone(&clock),
+        config.budget_store_timeout,
+        config.budget_outage_allowance_usd,
+    );
+    Ok(Ledger::new(records, Arc::new(prices(config)?), clock, STORE_RETRY).with_budgets(Arc::new(budgets)))
 }
 
 /// The Tavily adapter, if a key is configured (it also backs the `search_web` tool).

@@ -231,6 +231,7 @@ impl Harness {
     }
 
     /// [`Self::send`] as Lambda invocation `request_id` (when given), with the response headers.
+    /// Signed as the backend (the IAM authorizer's identity), as every paid route needs.
     pub async fn exchange(
         &self,
         method: &str,
@@ -238,8 +239,17 @@ impl Harness {
         body: &str,
         request_id: Option<&str>,
     ) -> (u16, lambda_http::http::HeaderMap, Value) {
+        self.exchange_as(as_backend(request(method, path, body)), request_id).await
+    }
+
+    /// `req` (with whatever identity it carries) through the real handler, as Lambda invocation
+    /// `request_id` (when given): status, response headers and JSON body.
+    pub async fn exchange_as(
+        &self,
+        mut req: Request,
+        request_id: Option<&str>,
+    ) -> (u16, lambda_http::http::HeaderMap, Value) {
         use lambda_http::RequestExt;
-        let mut req = request(method, path, body);
         req.headers_mut().insert("content-type", "application/json".parse().expect("a header value"));
         if let Some(id) = request_id {
             let mut context = lambda_http::Context::default();

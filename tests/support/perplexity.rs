@@ -167,6 +167,10 @@ fn limits(body: &Value) -> Result<(), Refusal> {
         }
         _ => {}
     }
+    // The SDK's docstring: "Must be >= 1 if specified. Maximum allowed is 10."
+    if body.get("max_steps").and_then(Value::as_i64).is_some_and(|n| !(1..=10).contains(&n)) {
+        return Err(Refusal::bad("invalid_parameter", "max_steps must be from 1 to 10", "max_steps"));
+    }
     if body.get("max_output_tokens").and_then(Value::as_i64).is_some_and(|n| n < 1) {
         return Err(Refusal::bad("invalid_parameter", "max_output_tokens must be >= 1", "max_output_tokens"));
     }
@@ -327,6 +331,12 @@ mod tests {
             Some("return_images")
         );
         assert_eq!(with(&|b| b["model"] = json!("perplexity/sonar-pro")).kind, "invalid_model");
+        for steps in [0, 11] {
+            assert_eq!(with(&|b| b["max_steps"] = json!(steps)).param.as_deref(), Some("max_steps"), "{steps}");
+        }
+        let mut ten = ok.clone();
+        ten["max_steps"] = json!(10);
+        assert_eq!(check(AGENT_PATH, ten.to_string().as_bytes()), Ok(()));
         assert_eq!(with(&|b| b["tools"][0]["filters"] = json!({"search_recency_filter": "decade"})).status, 400);
         let many: Vec<String> = (0..21).map(|i| format!("d{i}.com")).collect();
         for filter in [json!(many), json!(["https://a.com"]), json!(["a.com", "-b.com"])] {

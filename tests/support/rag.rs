@@ -23,6 +23,9 @@ pub fn now() -> DateTime<Utc> {
     "2026-11-22T04:00:00Z".parse().unwrap()
 }
 
+/// The user whose token a search without `userId` carries.
+pub const SEARCHER: &str = "u-searcher";
+
 pub struct RagHarness {
     pub indexer: Indexer,
     pub rag: rag_search::App,
@@ -55,6 +58,9 @@ impl RagHarness {
             ("DATA_DIR".into(), dir.path().display().to_string()),
             ("EMBEDDING_DIMENSIONS".into(), DIMS.to_string()),
             ("RETRY_BASE_MS".into(), "5".into()),
+            // Scenarios search as often as they need; the quota has its own test (adversarial).
+            ("USER_QUOTA_PER_MINUTE".into(), "0".into()),
+            ("USER_QUOTA_PER_DAY".into(), "0".into()),
         ];
         if let Some(server) = &embedding {
             vars.push(("EMBEDDING_API_KEY".into(), "embedding-test-key".into()));
@@ -73,16 +79,14 @@ impl RagHarness {
             Arc::clone(&dyn_clock),
         )
         .unwrap();
-        let rag = rag_search::App::new(
+        let retrieval = shared::compose::retrieval(
             &config,
-            shared::compose::retrieval(
-                &config,
-                shared::compose::vector_index(&config).unwrap(),
-                Arc::clone(&records),
-                dyn_clock,
-            )
-            .unwrap(),
-        );
+            shared::compose::vector_index(&config).unwrap(),
+            Arc::clone(&records),
+            Arc::clone(&dyn_clock),
+        )
+        .unwrap();
+        let rag = rag_search::App::new(&config, retrieval, Arc::clone(&records), dyn_clock);
         Self { indexer, rag, clock, records, embedding, dir, config }
     }
 
@@ -91,12 +95,16 @@ impl RagHarness {
         respond(index_activity::handle(&self.indexer, crate::as_backend(request(method, path, body))).await)
     }
 
-    /// `POST /rag/search` with `body`, with the token of its `userId` when it has one.
+    /// `POST /rag/search` with `body`, with the token of its `userId` (else of [`SEARCHER`]).
     pub async fn search(&self, body: Value) -> (u16, Value) {
-        let mut req = request("POST", "/rag/search", &body.to_string());
-        if let Some(user) = body["userId"].as_str() {
-            req = crate::as_user(req, user);
-        }
+        let user = body["userId"].as_str().unwrap_or(SEARCHER).to_owned();
+        let req = crate::as_user(request("POST", "/rag/search", &body.to_string()), &user);
+        respond(rag_search::handle(&self.rag, req).await)
+    }
+
+    /// A tool call to `rag-search` (`POST /tools/<name>`), signed as the backend.
+    pub async fn tool(&self, name: &str, arguments: Value) -> (u16, Value) {
+        let req = crate::as_backend(request("POST", &format!("/tools/{name}"), &arguments.to_string()));
         respond(rag_search::handle(&self.rag, req).await)
     }
 

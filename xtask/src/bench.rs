@@ -18,7 +18,7 @@ use shared::web::citations::{self, SearchHit};
 use crate::runtime_api::RuntimeApi;
 use crate::{Result, build_functions, fixture, sample_upstream};
 
-/// Runs the benches named in `only` (`search`, `report`, `rag`, `backfill`, `embed`), or all.
+/// Runs the benches named in `only` (`search`, `report`, `rag`, `nearby`, `backfill`, `embed`), or all.
 pub async fn run(only: Option<&str>) -> Result {
     if only.is_none_or(|o| o == "embed") {
         crate::embed_bench::run()?;
@@ -33,6 +33,9 @@ pub async fn run(only: Option<&str>) -> Result {
     }
     if only.is_none_or(|o| o == "rag") {
         crate::rag_bench::run().await?;
+    }
+    if only.is_none_or(|o| o == "nearby") {
+        crate::rag_bench::nearby().await?;
     }
     if only.is_none_or(|o| o == "backfill") {
         crate::rag_bench::backfill().await?;

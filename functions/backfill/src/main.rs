@@ -10,7 +10,7 @@ async fn main() -> Result<(), Error> {
     if !args.is_empty() || std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
         return cli(&args).await;
     }
-    lambda_runtime::tracing::init_default_subscriber();
+    shared::http::logging::init();
     let app = backfill::from_env().await?;
     run(service_fn(|event: LambdaEvent<Value>| {
         let app = &app;
@@ -20,7 +20,7 @@ async fn main() -> Result<(), Error> {
 }
 
 async fn cli(args: &[String]) -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    shared::http::logging::init();
     let job = match backfill::job_from_args(args) {
         Ok(job) => job,
         Err(e) => {

@@ -2,7 +2,8 @@
 //!
 //! - `GET /cost-report?from=&to=&groupBy=agent|day|model&format=json|text|html` (defaults: the
 //!   last 7 days, agent, json). Bad parameters are a 400 JSON error. For operators only: a
-//!   SigV4-signed request (`shared::http::auth`; 401 anonymous, 403 a user's token).
+//!   SigV4-signed request (`shared::http::auth`; 401 anonymous, 403 a user's token). The JSON
+//!   has each agent's spend against its daily budget (`budgets`).
 //! - A scheduled EventBridge event (arriving as a pass-through event): yesterday's digest by
 //!   agent, logged as structured JSON and published as EMF metrics; the digest is returned.
 
@@ -27,6 +28,15 @@ pub struct App {
 }
 
 impl App {
+    /// The report of `params`' period, each agent's spend set against its daily budget.
+    async fn report(&self, params: &Params) -> Result<Report> {
+        let report = Report::build(params, &self.ledger.between(params.from, params.to).await?);
+        Ok(match self.ledger.budgets() {
+            Some(budgets) => report.with_budgets(|agent| budgets.cap(agent)),
+            None => report,
+        })
+    }
+
     /// Built from the environment (record store, price table).
     pub async fn from_env() -> Result<Self> {
         let config = Config::from_env()?;
@@ -52,7 +62,7 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
     auth::backend(req)?;
     let query = req.query_string_parameters();
     let params = Params::parse(query.iter(), app.clock.now())?;
-    let report = Report::build(&params, &app.ledger.between(params.from, params.to).await?);
+    let report = app.report(&params).await?;
     Ok(match params.format {
         Format::Json => http::json(200, &report),
         Format::Text => typed(text::render(&report), "text/plain; charset=utf-8"),
@@ -83,17 +93,17 @@ async fn digest(app: &App, req: &Request) -> Result<Response<Body>> {
         group_by: GroupBy::Agent,
         format: Format::Json,
     };
-    let report = Report::build(&params, &app.ledger.between(params.from, params.to).await?);
-    let digest =
-        serde_json::json!({"day": day.format("%Y-%m-%d").to_string(), "report": report, "text": text::render(&report)});
+    let report = app.report(&params).await?;
+    let digest = serde_json::json!({"day": day.format("%Y-%m-%d").to_string(), "report": report,
+                                    "text": text::render(&report), "budgets": text::budgets(&report)});
     tracing::info!(digest = %digest, "daily cost digest");
     let at = app.clock.now().timestamp_millis();
     for g in &report.groups {
-        metrics::emit(&metrics::render(
-            &[("Agent", &g.key)],
-            &[("DailyCostUsd", "None", g.total_usd), ("DailyCalls", "Count", g.calls as f64)],
-            at,
-        ));
+        let mut values = vec![("DailyCostUsd", "None", g.total_usd), ("DailyCalls", "Count", g.calls as f64)];
+        if let Some(used) = report.budgets.iter().find(|b| b.agent == g.key).and_then(|b| b.used) {
+            values.push(("DailyBudgetUsedPercent", "Percent", used * 100.0));
+        }
+        metrics::emit(&metrics::render(&[("Agent", &g.key)], &values, at));
     }
     let mut totals =
         vec![("DailyCostUsd", "None", report.totals.cost_usd), ("DailyCacheSavedUsd", "None", report.cache.saved_usd)];

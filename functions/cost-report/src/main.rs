@@ -7,7 +7,7 @@ use lambda_http::{Error, Request, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_http::tracing::init_default_subscriber();
+    shared::http::logging::init();
     let app = cost_report::App::from_env().await?;
     run(service_fn(|req: Request| {
         let app = &app;

@@ -13,36 +13,47 @@
 //! answer lists `results` (`activity`, `similarity`, `score`, `distanceKm`), the `strategy`
 //! that ranked them, whether it was `degraded` (embedder down or unconfigured: lexical
 //! ranking, never an error) and how many activities passed the hard filter (`candidates`).
+//!
+//! Who may call: `POST /rag/search` and the user routes need a user's JWT (the authorizer's
+//! verified claims; 401 without), and a search counts against that user's quota (per minute
+//! and per day; 429 `quota_exceeded` with `Retry-After` when spent). `explore_nearby` is the
+//! backend's and the assistant's tool: SigV4 only (401 anonymous, 403 a user).
 
 use std::sync::Arc;
 
 use lambda_http::{Body, Request, Response};
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::Retrieval;
-use shared::core::clock::SystemClock;
+use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
-use shared::http::auth::Users;
+use shared::core::quota::Quota;
+use shared::core::records::RecordStore;
+use shared::http::auth::{self, Users};
 use shared::web::tools;
 use shared::{Result, compose, http};
 
-/// The function's services, and who its users are.
+/// The function's services, who its users are, and their quota.
 pub struct App {
     pub retrieval: Retrieval,
     pub users: Users,
+    pub quota: Quota,
 }
 
 impl App {
-    /// Built from `config`'s user claim over `retrieval`.
-    pub fn new(config: &Config, retrieval: Retrieval) -> Self {
-        Self { retrieval, users: Users::new(config.user_claim.clone()) }
+    /// Built from `config`'s user claim and quotas over `retrieval`, counting in `records`.
+    pub fn new(config: &Config, retrieval: Retrieval, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
+        let quota = Quota::new(config.user_quota_per_minute, config.user_quota_per_day, records, clock);
+        Self { retrieval, users: Users::new(config.user_claim.clone()), quota }
     }
 
     /// The function's services as the environment configures them.
     pub async fn from_env() -> Result<Self> {
         let config = Config::from_env()?;
         let records = compose::records(&config).await?;
-        let retrieval = compose::retrieval(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))?;
-        Ok(Self::new(&config, retrieval))
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let retrieval =
+            compose::retrieval(&config, compose::vector_index(&config)?, Arc::clone(&records), Arc::clone(&clock))?;
+        Ok(Self::new(&config, retrieval, records, clock))
     }
 }
 
@@ -52,7 +63,7 @@ pub async fn handle(app: &App, req: Request) -> Response<Body> {
 }
 
 async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
-    let App { retrieval: app, users } = this;
+    let App { retrieval: app, users, quota } = this;
     match http::segments(req).as_slice() {
         ["users", user, "feedback"] => {
             http::allow(req, "POST")?;
@@ -67,11 +78,13 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
             Ok(http::json(200, &app.set_preferences(user, &body, &http::request_id(req)).await?))
         }
         ["rag", "search"] => {
+            let caller = users.caller(req)?;
             http::allow(req, "POST")?;
             let request = SearchRequest::from_json(&shared::core::json::json_object(http::body(req)?)?)?;
             if let Some(user) = &request.user_id {
                 users.require(req, user)?;
             }
+            quota.take(&caller).await?;
             Ok(http::json(200, &app.search(&request, &http::request_id(req)).await?))
         }
         ["tools", "explore_nearby"] => explore_nearby(app, req).await,
@@ -82,6 +95,7 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
 /// The `explore_nearby` tool: the same retrieval as `/rag/search`; the body is the
 /// model-facing JSON text, also for bad arguments and failures (so the model can react).
 async fn explore_nearby(app: &Retrieval, req: &Request) -> Result<Response<Body>> {
+    auth::backend(req)?;
     http::allow(req, "POST")?;
     let args = shared::core::json::json_object(http::body(req)?)?;
     let text = match SearchRequest::from_tool_arguments(&args) {

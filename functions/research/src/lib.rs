@@ -7,7 +7,8 @@
 //!   409 `already_streamed`: the research is paid for once, and a client that reconnects
 //!   starts a new session).
 //!
-//! The research runs while the stream is read; when the client goes away the stream is
+//! Both routes serve only a SigV4-signed caller (401 without the IAM identity in the request
+//! context). The research runs while the stream is read; when the client goes away the stream is
 //! dropped and the research with it, so no model call bills after the client left.
 
 use std::convert::Infallible;
@@ -62,6 +63,9 @@ fn whole(response: Response<Body>) -> Response<ResponseBody> {
 }
 
 async fn route(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
+    // Both routes lead to paid model calls: only a SigV4-signed caller (the Function URL's IAM
+    // auth), whatever the deployment in front.
+    http::auth::backend(req)?;
     let method = req.method().as_str();
     match (method, http::segments(req).as_slice()) {
         ("POST", ["api", "research"]) => create(app, req).await,

@@ -4,7 +4,7 @@ use lambda_http::{Error, Request, run_with_streaming_response, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_http::tracing::init_default_subscriber();
+    shared::http::logging::init();
     let app = research::App::from_env().await?;
     run_with_streaming_response(service_fn(|req: Request| {
         let app = &app;

@@ -8,6 +8,13 @@
 //! `POST /research` (`{pipelineId?, prompts?, strategy?, config?}`). Every error is
 //! `{"error": {"code", "message"}}` with a 4xx for the caller's mistakes; search upstream
 //! faults never surface as 5xx (labelled mock data instead).
+//!
+//! Every route that may spend money (searches, `POST /tools/{name}`, the research node) serves
+//! only a caller the IAM authorizer verified (SigV4): without that identity in the request
+//! context it is 401 before anything else is read, so a Function URL, a test invoke or a
+//! template that lost its authorizer never opens the wallet. A spent daily budget is 429
+//! `budget_exceeded` with `Retry-After`; `model: "sonar-pro"` only for `PREMIUM_AGENTS`.
+//! `GET /tools` and `GET /sources/{requestId}` spend nothing and are public.
 
 use std::sync::Arc;
 
@@ -16,10 +23,11 @@ use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
 use shared::core::records::RecordStore;
 use shared::core::retry::RetryPolicy;
+use shared::http::auth;
 use shared::pipeline::codex::CodexCli;
 use shared::pipeline::prompt::NodeRequest;
-use shared::pipeline::research_node::ResearchNode;
-use shared::web::query::Query;
+use shared::pipeline::research_node::{NodeError, ResearchNode};
+use shared::web::query::{Model, Query};
 use shared::web::search::SearchService;
 use shared::web::tools::{SearchWebArguments, Tools};
 use shared::{Error, Result, compose, http};
@@ -31,6 +39,8 @@ pub struct SearchFunction {
     pub research: ResearchNode,
     /// Who a caller may bill (`AGENTS`).
     pub agents: Vec<String>,
+    /// Who may ask for the expensive search (`PREMIUM_AGENTS`).
+    pub premium_agents: Vec<String>,
 }
 
 impl SearchFunction {
@@ -48,7 +58,13 @@ impl SearchFunction {
             retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
         };
         let research = ResearchNode::new(Arc::clone(&search), codex, config.research_provider, records, clock);
-        Ok(Self { search, tools, research, agents: config.agents.clone() })
+        Ok(Self {
+            search,
+            tools,
+            research,
+            agents: config.agents.clone(),
+            premium_agents: config.premium_agents.clone(),
+        })
     }
 
     /// The services as the environment configures them.
@@ -80,11 +96,19 @@ async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
 }
 
 async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Response<Body>> {
+    auth::backend(req)?;
     http::allow(req, "POST")?;
     let query = Query::from_json(kind, http::body(req)?)?;
     billable(app, &query.agent)?;
+    if query.model == Model::SonarPro && !app.premium_agents.contains(&query.agent) {
+        return Err(Error::Forbidden(format!(
+            "agent {:?} may not ask for sonar-pro; PREMIUM_AGENTS allows: {}",
+            query.agent,
+            app.premium_agents.join(", ")
+        )));
+    }
     let request_id = http::request_id(req);
-    Ok(http::json(200, &app.search.run(&query, &request_id).await))
+    Ok(http::json(200, &app.search.run(&query, &request_id).await?))
 }
 
 async fn sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Response<Body>> {
@@ -119,13 +143,14 @@ fn billable(app: &SearchFunction, agent: &str) -> Result<()> {
 
 /// Runs a tool; the body is the model-facing JSON string itself (also for tool failures).
 async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Response<Body>> {
+    auth::backend(req)?;
     http::allow(req, "POST")?;
     if !app.tools.has(name) {
         return Err(Error::NotFound(format!("tool {name:?} is not available; GET /tools lists the available ones")));
     }
     let SearchWebArguments { query, agent } = SearchWebArguments::from_json(http::body(req)?)?;
     billable(app, &agent)?;
-    let answer = app.tools.search_web(&query, &agent, &http::request_id(req)).await;
+    let answer = app.tools.search_web(&query, &agent, &http::request_id(req)).await?;
     let mut response = http::raw_json(200, answer.result);
     let stored = if answer.sources_stored { "true" } else { "false" };
     response.headers_mut().insert("x-sources-stored", lambda_http::http::HeaderValue::from_static(stored));
@@ -133,14 +158,18 @@ async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Respons
 }
 
 async fn research(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
+    let owner = auth::backend(req)?;
     http::allow(req, "POST")?;
     let node_request = NodeRequest::from_json(http::body(req)?)?;
-    match app.research.run(&node_request, &http::request_id(req)).await {
+    let request_id = http::request_id(req);
+    match app.research.run(&node_request, &owner, &request_id).await {
         Ok(output) => Ok(http::json(200, &output)),
+        Err(NodeError::Budget(e)) => Err(e),
         Err(e) => {
+            // The CLI's path, its error and its stderr stay in the log.
             let (status, code) = e.status_and_code();
-            tracing::error!(error = %e, "research node stopped the pipeline");
-            Ok(http::failure(status, code, &e.to_string()))
+            tracing::error!(request_id, code, error = %e, "research node stopped the pipeline");
+            Ok(http::failure(status, code, &e.public_message(&request_id)))
         }
     }
 }

@@ -14,7 +14,6 @@
 
 use std::sync::Arc;
 
-use chrono::SecondsFormat;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -27,6 +26,14 @@ use crate::core::records::{Record, RecordStore};
 pub const MIN_SATISFIED: usize = 3;
 /// Vectors kept per user.
 pub const KEEP: usize = 3;
+
+/// Participations kept per user: the newest (older ones are overwritten).
+pub const FEEDBACK_KEPT: i64 = 50;
+/// How long a participation counts.
+const FEEDBACK_TTL_SECS: i64 = 400 * 86_400;
+/// Sort-key prefix of the participation slots, and the counter that numbers them.
+const FEEDBACK: &str = "FB#";
+const FEEDBACK_SEQ: &str = "FBSEQ";
 
 const INTERESTS: &str = "INTERESTS";
 const PREFERENCES: &str = "PREFERENCES";
@@ -76,11 +83,17 @@ impl Interests {
             return Err(Error::NotFound(format!("activity {activity_id:?} is not indexed")));
         }
         let now = self.clock.now();
-        let sk = format!("FEEDBACK#{}#{activity_id}", now.to_rfc3339_opts(SecondsFormat::Micros, true));
-        let record = json!({"activityId": activity_id, "satisfied": satisfied, "at": now.to_rfc3339()});
-        self.records.put(&Record { pk: pk(user), sk, expires_at: None, body: record }).await?;
+        // A ring of FEEDBACK_KEPT slots, numbered by a counter: storage and every read stay
+        // bounded however often a user posts.
+        let expires = now.timestamp() + FEEDBACK_TTL_SECS;
+        let seq = self.records.add(&pk(user), FEEDBACK_SEQ, 1, None, expires).await?.unwrap_or(0);
+        let sk = format!("{FEEDBACK}{:02}", seq.rem_euclid(FEEDBACK_KEPT));
+        let record = json!({"seq": seq, "activityId": activity_id, "satisfied": satisfied, "at": now.to_rfc3339()});
+        self.records.put(&Record { pk: pk(user), sk, expires_at: Some(expires), body: record }).await?;
 
-        let history = self.records.query(&pk(user), "FEEDBACK#", "FEEDBACK#\u{10FFFF}", now.timestamp()).await?;
+        let end = format!("{FEEDBACK}~");
+        let mut history = self.records.query(&pk(user), FEEDBACK, &end, now.timestamp()).await?;
+        history.sort_by_key(|r| r.body["seq"].as_i64().unwrap_or(0));
         let mut recent: Vec<String> = Vec::new();
         for r in history.iter().rev().filter(|r| r.body["satisfied"] == true) {
             if let Some(id) = r.body["activityId"].as_str()

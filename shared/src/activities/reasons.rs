@@ -136,6 +136,7 @@ pub async fn from_llm(
         instructions: INSTRUCTIONS,
         output: ("match_reasons", schema()),
         request_limit: 1,
+        tool_limit: 0,
         output_retries: 0,
         deadline: Some(tokio::time::Instant::now() + timeout),
     };

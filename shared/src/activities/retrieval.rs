@@ -32,7 +32,7 @@ use uuid::Uuid;
 
 use crate::activities::embedder::{EmbeddingService, Input};
 use crate::activities::index::bm25::Bm25;
-use crate::activities::index::{HardFilter, Hit, Order, Stored, VectorIndex};
+use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
 use crate::activities::indexing::{AGENT, activity_of};
 use crate::activities::interests::Interests;
 use crate::activities::ranking::{MAX_BOOST, boost, cosine, distance_km, max_sim, rrf};
@@ -54,6 +54,10 @@ pub const BUDGET: Duration = Duration::from_secs(3);
 const BUDGET_MARGIN: Duration = Duration::from_millis(300);
 /// How many times `limit` a personalised search ranks before the cut.
 const PERSONAL_DEPTH: usize = 3;
+/// A distance search ranks at most this many times `limit` matches (see [`Retrieval::nearest`]).
+const RING_POOL: usize = 4;
+/// Counts a distance search may make to find its circle.
+const RING_STEPS: usize = 12;
 /// Candidates each channel contributes to fusion.
 const CHANNEL_DEPTH: usize = 100;
 /// Score multiplier `1 + TIME_BOOST × fit` for a candidate starting when the query asks
@@ -158,8 +162,8 @@ impl Retrieval {
         } else if let Some(query) = &req.semantic_query {
             let kept = personal.as_ref().map_or(&[][..], |(v, _)| v.as_slice());
             self.semantic(req, query, &filter, kept, request_id, &mut degraded_reason).await?
-        } else if req.near.is_some() {
-            let stored = self.index.scroll(&filter, Order::Any, candidates).await?;
+        } else if let Some(near) = req.near {
+            let stored = self.nearest(&filter, near, candidates, req.limit).await?;
             (Strategy::Distance, self.by_place_or_time(req, stored)?)
         } else {
             let stored = self.index.scroll(&filter, Order::StartAt, req.limit).await?;
@@ -177,6 +181,41 @@ impl Retrieval {
             personalization: personal.map(|(_, source)| source),
             took_ms: started.elapsed().as_millis() as u64,
         })
+    }
+
+    /// The `limit` matches of `filter` nearest `near`, of `candidates` in all, reading about as
+    /// many as the answer needs: the circle shrinks to one expected to hold ~2 × `limit` at
+    /// uniform density, then halves while it holds more than [`RING_POOL`] × `limit` or doubles
+    /// until it holds `limit`; the index ranks the matches of that circle by distance. Every
+    /// match outside it is farther than all inside, so the answer is exact.
+    async fn nearest(&self, filter: &HardFilter, near: Near, candidates: usize, limit: usize) -> Result<Vec<Stored>> {
+        let limit = limit.max(1);
+        let mut ring = (near.radius_km, candidates);
+        if candidates > RING_POOL * limit {
+            let mut radius = near.radius_km * ((2 * limit) as f64 / candidates as f64).sqrt();
+            let mut narrowed = filter.clone();
+            for _ in 0..RING_STEPS {
+                if radius >= near.radius_km {
+                    break;
+                }
+                narrowed.near = Some(Near { radius_km: radius, ..near });
+                let held = self.index.count(&narrowed).await?;
+                if held >= limit {
+                    ring = (radius, held);
+                    if held <= RING_POOL * limit {
+                        break;
+                    }
+                    radius /= 2.0;
+                } else if ring.0 < near.radius_km {
+                    break; // a wider circle already holds enough
+                } else {
+                    radius *= 2.0;
+                }
+            }
+        }
+        let narrowed = HardFilter { near: Some(Near { radius_km: ring.0, ..near }), ..filter.clone() };
+        // A write between the count and the read may add a few: read a little more than counted.
+        self.index.nearest(&narrowed, ring.1 + limit, limit).await
     }
 
     /// Nearest first with a location, else soonest first; top `limit`.

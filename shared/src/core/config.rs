@@ -1,6 +1,7 @@
 //! The one configuration loader: every environment variable the bundle reads is read here.
 //! Defaults make a fresh checkout run with no keys and no cloud (see README, `.env.example`).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -68,6 +69,19 @@ pub struct Config {
     pub agents: Vec<String>,
     /// The JWT claim that is the user id on user routes (`USER_CLAIM`, default `sub`).
     pub user_claim: String,
+    /// Daily spend cap of each agent (`BUDGETS`, `agent=USD,...,*=USD`).
+    pub budgets: BudgetCaps,
+    /// How long a budget hold waits for the record store (`BUDGET_STORE_TIMEOUT_MS`).
+    pub budget_store_timeout: Duration,
+    /// What a container may spend while the budget store is unreachable
+    /// (`BUDGET_OUTAGE_ALLOWANCE_USD`), then it refuses.
+    pub budget_outage_allowance_usd: f64,
+    /// Agents that may ask for the expensive search (`model: sonar-pro`) (`PREMIUM_AGENTS`).
+    pub premium_agents: Vec<String>,
+    /// Requests a user may make per minute and per day on the user routes that search
+    /// (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`).
+    pub user_quota_per_minute: u32,
+    pub user_quota_per_day: u32,
     /// A JSON price table laid over the defaults (`PRICE_TABLE_PATH`).
     pub price_table_path: Option<PathBuf>,
     /// The chat model (OpenAI-compatible); no key -> the labelled mock model.
@@ -124,6 +138,47 @@ pub struct Config {
 /// splits of both quality sets (`cargo xtask quality`); more buries intent queries under word
 /// matches, and exact names still come first at this weight.
 pub const DEFAULT_LEXICAL_WEIGHT: f32 = 0.25;
+
+/// The daily cap of each agent: `agent=USD,...,*=USD` (`*` for every agent not named; without
+/// `*`, an agent not named may spend nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetCaps {
+    named: BTreeMap<String, f64>,
+    others: Option<f64>,
+}
+
+/// `BUDGETS` when unset: every agent may spend $20 a day.
+pub const DEFAULT_BUDGETS: &str = "*=20";
+
+impl BudgetCaps {
+    /// Parses `agent=USD,...,*=USD`.
+    pub fn parse(spec: &str) -> std::result::Result<Self, String> {
+        let mut caps = Self { named: BTreeMap::new(), others: None };
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (agent, usd) =
+                entry.split_once('=').ok_or_else(|| format!("BUDGETS entry {entry:?} is not agent=USD"))?;
+            let (agent, usd) = (agent.trim(), usd.trim());
+            let usd: f64 = usd
+                .parse()
+                .ok()
+                .filter(|u: &f64| u.is_finite() && *u >= 0.0)
+                .ok_or_else(|| format!("BUDGETS: {usd:?} (for {agent}) is not an amount of USD"))?;
+            if agent == "*" {
+                caps.others = Some(usd);
+            } else if crate::core::validate::is_id(agent, 64) {
+                caps.named.insert(agent.to_ascii_lowercase(), usd);
+            } else {
+                return Err(format!("BUDGETS: {agent:?} is not an agent name (1-64 of a-z, 0-9, '-', '_') or *"));
+            }
+        }
+        Ok(caps)
+    }
+
+    /// The daily cap of `agent` in USD.
+    pub fn of(&self, agent: &str) -> f64 {
+        self.named.get(agent).copied().or(self.others).unwrap_or(0.0)
+    }
+}
 
 /// Which embedder adapter to build (`EMBEDDING_PROVIDER`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +239,17 @@ pub enum ResearchProvider {
     Search,
     /// The Codex CLI (`CODEX_COMMAND CODEX_ARGS <prompt>`).
     Codex,
+}
+
+/// The agent names in `list` (comma or space separated), each checked; `key` names the setting.
+fn names(list: String, key: &str) -> Result<Vec<String>> {
+    list.split([',', ' '])
+        .filter(|a| !a.is_empty())
+        .map(|a| {
+            crate::core::validate::agent_name(Some(a), "")
+                .map_err(|_| Error::Config(format!("{key}: {a:?} is not an agent name (1-64 of a-z, 0-9, '-', '_')")))
+        })
+        .collect()
 }
 
 impl Config {
@@ -258,16 +324,19 @@ impl Config {
             },
             codex_timeout: Duration::from_secs(number("CODEX_TIMEOUT_SECS", 600)?),
             codex_retry_base: Duration::from_millis(number("CODEX_RETRY_BASE_MS", 5000)?),
-            agents: get("AGENTS")
-                .unwrap_or_else(|| DEFAULT_AGENTS.join(","))
-                .split([',', ' '])
-                .filter(|a| !a.is_empty())
-                .map(|a| {
-                    crate::core::validate::agent_name(Some(a), "").map_err(|_| {
-                        Error::Config(format!("AGENTS: {a:?} is not an agent name (1-64 of a-z, 0-9, '-', '_')"))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?,
+            agents: names(get("AGENTS").unwrap_or_else(|| DEFAULT_AGENTS.join(",")), "AGENTS")?,
+            budgets: BudgetCaps::parse(&get("BUDGETS").unwrap_or_else(|| DEFAULT_BUDGETS.into()))
+                .map_err(Error::Config)?,
+            budget_store_timeout: Duration::from_millis(number("BUDGET_STORE_TIMEOUT_MS", 1000)?.max(1)),
+            budget_outage_allowance_usd: match get("BUDGET_OUTAGE_ALLOWANCE_USD") {
+                None => 0.25,
+                Some(v) => v.parse::<f64>().ok().filter(|u| u.is_finite() && *u >= 0.0).ok_or_else(|| {
+                    Error::Config(format!("BUDGET_OUTAGE_ALLOWANCE_USD must be an amount of USD, not {v:?}"))
+                })?,
+            },
+            premium_agents: names(get("PREMIUM_AGENTS").unwrap_or_else(|| "research".into()), "PREMIUM_AGENTS")?,
+            user_quota_per_minute: u32::try_from(number("USER_QUOTA_PER_MINUTE", 30)?).unwrap_or(u32::MAX),
+            user_quota_per_day: u32::try_from(number("USER_QUOTA_PER_DAY", 1000)?).unwrap_or(u32::MAX),
             user_claim: match get("USER_CLAIM") {
                 None => "sub".into(),
                 Some(c) if c.len() <= 128 && c.chars().all(|ch| ch.is_ascii_graphic()) => c,
@@ -430,6 +499,17 @@ mod tests {
         let c = config(&[("PERPLEXITY_API_KEY", "pplx-very-secret")]).unwrap();
         assert!(!format!("{c:?}").contains("very-secret"));
         assert_eq!(c.perplexity_api_key.unwrap().expose(), "pplx-very-secret");
+    }
+
+    #[test]
+    fn caps_name_agents_and_everyone_else() {
+        let caps = BudgetCaps::parse("research=5, assistant=2.5,*=1").unwrap();
+        assert_eq!((caps.of("research"), caps.of("assistant"), caps.of("writing")), (5.0, 2.5, 1.0));
+        assert_eq!(BudgetCaps::parse("research=5").unwrap().of("writing"), 0.0, "no * : others spend nothing");
+        assert_eq!(BudgetCaps::parse(DEFAULT_BUDGETS).unwrap().of("anyone"), 20.0);
+        for bad in ["research", "research=-1", "research=lots", "a b=1", "x=NaN"] {
+            assert!(BudgetCaps::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

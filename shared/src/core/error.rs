@@ -24,6 +24,12 @@ pub enum Error {
     /// The body is larger than we accept (413).
     #[error("request body is larger than {limit} bytes")]
     TooLarge { limit: usize },
+    /// The caller's agent has spent its daily budget (`BUDGETS`) (429).
+    #[error("{message}")]
+    BudgetExceeded { message: String, retry_after_secs: u64 },
+    /// The caller has used its request quota (per minute or per day) (429).
+    #[error("{message}")]
+    QuotaExceeded { message: String, retry_after_secs: u64 },
     /// A record store failed (503: ours, and usually transient).
     #[error("record store unavailable: {0}")]
     Store(String),
@@ -46,8 +52,19 @@ impl Error {
             Self::NotFound(_) => 404,
             Self::MethodNotAllowed { .. } => 405,
             Self::TooLarge { .. } => 413,
+            Self::BudgetExceeded { .. } | Self::QuotaExceeded { .. } => 429,
             Self::Store(_) => 503,
             Self::Config(_) => 500,
+        }
+    }
+
+    /// Seconds after which the same request may succeed (`Retry-After`), for a 429.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Self::BudgetExceeded { retry_after_secs, .. } | Self::QuotaExceeded { retry_after_secs, .. } => {
+                Some(*retry_after_secs)
+            }
+            _ => None,
         }
     }
 
@@ -60,6 +77,8 @@ impl Error {
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::TooLarge { .. } => "payload_too_large",
+            Self::BudgetExceeded { .. } => "budget_exceeded",
+            Self::QuotaExceeded { .. } => "quota_exceeded",
             Self::Store(_) => "store_unavailable",
             Self::Config(_) => "misconfigured",
         }

@@ -56,6 +56,9 @@ pub enum ProviderError {
     /// An in-process model could not run (its file missing or broken); not retried.
     #[error("{0}")]
     Local(String),
+    /// Our own daily budget for the agent is spent: the call was not made.
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 impl Retryable for ProviderError {
@@ -68,7 +71,8 @@ impl Retryable for ProviderError {
             | Self::Refused { .. }
             | Self::Malformed(_)
             | Self::OutOfTime
-            | Self::Local(_) => None,
+            | Self::Local(_)
+            | Self::OverBudget(_) => None,
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::core::error::Result;
 use crate::core::records::{Record, RecordStore};
 use crate::core::retry::{RetryPolicy, with_backoff};
 use crate::core::upstream::Usage;
+use crate::costs::budget::{Budgets, Hold};
 use crate::costs::pricing::PriceTable;
 
 /// How long cost records are kept.
@@ -106,14 +107,16 @@ pub struct Charge<'a> {
     pub upstream_id: Option<String>,
 }
 
-/// The one path every paid call is accounted through: prices it (the upstream's own figure
-/// wins over the price table) and writes it.
+/// The one path every paid call is accounted through: holds its worst case against the agent's
+/// daily budget before the call, prices it after (the upstream's own figure wins over the price
+/// table), writes it and settles the hold.
 #[derive(Clone)]
 pub struct Ledger {
     records: Arc<dyn RecordStore>,
     prices: Arc<PriceTable>,
     clock: Arc<dyn Clock>,
     retry: RetryPolicy,
+    budgets: Option<Arc<Budgets>>,
 }
 
 /// The record of `cost`. The sort key starts with the time (range queries) and ends with a
@@ -162,7 +165,34 @@ impl Ledger {
         clock: Arc<dyn Clock>,
         retry: RetryPolicy,
     ) -> Self {
-        Self { records, prices, clock, retry }
+        Self { records, prices, clock, retry, budgets: None }
+    }
+
+    /// The same ledger, holding paid calls against `budgets`.
+    pub fn with_budgets(mut self, budgets: Arc<Budgets>) -> Self {
+        self.budgets = Some(budgets);
+        self
+    }
+
+    /// The budgets calls are held against, if any.
+    pub fn budgets(&self) -> Option<&Budgets> {
+        self.budgets.as_deref()
+    }
+
+    /// Holds the worst case of a call to `provider`/`model` by `agent` (`ceiling`: the most
+    /// it may use, priced by the table) against the agent's daily budget, before the call.
+    /// `Err(BudgetExceeded)` when the budget is spent; a free or unpriced call holds nothing.
+    pub async fn hold(&self, agent: &str, provider: &str, model: &str, ceiling: &Usage) -> Result<Hold> {
+        let Some(budgets) = &self.budgets else { return Ok(Hold::free(agent)) };
+        let worst = ceiling.provider_cost_usd.or_else(|| self.prices.cost(provider, model, ceiling)).unwrap_or(0.0);
+        budgets.hold(agent, worst).await
+    }
+
+    /// Settles `hold` to what `cost` says the call cost.
+    pub async fn settle(&self, hold: Hold, cost: &CostRecord) {
+        if let Some(budgets) = &self.budgets {
+            budgets.settle(hold, cost.cost_usd).await;
+        }
     }
 
     /// The cost record of `charge`, priced and stamped now (not yet written).

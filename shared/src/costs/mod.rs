@@ -1,7 +1,9 @@
-//! What every paid call cost: the one ledger all calls are accounted through, the price table
+//! What every paid call cost: the one ledger all calls are accounted through (and held against
+//! the agents' daily budgets), the price table
 //! (`prices.json`, overridable), and the cost report (text and HTML). Served by `cost-report`;
 //! written by every function that calls a paid upstream.
 
+pub mod budget;
 pub mod ledger;
 pub mod pricing;
 pub mod report;

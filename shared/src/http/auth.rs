@@ -42,16 +42,27 @@ impl Caller {
     }
 }
 
-/// Refuses a request not signed by an IAM principal: 401 with no identity, 403 for a user.
-pub fn backend(req: &Request) -> Result<()> {
+/// The IAM principal that signed `req`, the same across its sessions: `<account>:role/<name>`
+/// for an assumed role (`arn:aws:sts::<account>:assumed-role/<name>/<session>`), else its ARN.
+/// Refuses a request not signed by one: 401 with no identity, 403 for a user.
+pub fn backend(req: &Request) -> Result<String> {
     match Caller::of(req) {
-        Caller::Backend { .. } => Ok(()),
+        Caller::Backend { arn } => Ok(principal(&arn)),
         Caller::User { .. } => {
             Err(Error::Forbidden("this route is for the backend (SigV4-signed requests), not users".into()))
         }
         Caller::Anonymous => {
             Err(Error::Unauthenticated("this route needs a SigV4-signed request from an IAM principal".into()))
         }
+    }
+}
+
+fn principal(arn: &str) -> String {
+    let mut parts = arn.splitn(6, ':');
+    let (account, resource) = (parts.nth(4).unwrap_or_default(), parts.next().unwrap_or_default());
+    match resource.strip_prefix("assumed-role/").and_then(|r| r.split('/').next()) {
+        Some(role) if !account.is_empty() => format!("{account}:role/{role}"),
+        _ => arn.to_owned(),
     }
 }
 
@@ -111,7 +122,12 @@ mod tests {
         assert_eq!(Caller::of(&Request::new(Body::Empty)), Caller::Anonymous);
         let signed = with_authorizer(json!({"iam": {"userArn": "arn:aws:iam::1:role/backend", "callerId": "AROA"}}));
         assert_eq!(Caller::of(&signed), Caller::Backend { arn: "arn:aws:iam::1:role/backend".into() });
-        assert!(backend(&signed).is_ok());
+        assert_eq!(backend(&signed).unwrap(), "arn:aws:iam::1:role/backend");
+        let session = |s: &str| {
+            with_authorizer(json!({"iam": {"userArn": format!("arn:aws:sts::123456789012:assumed-role/backend/{s}")}}))
+        };
+        assert_eq!(backend(&session("i-1")).unwrap(), "123456789012:role/backend", "one principal per role");
+        assert_eq!(backend(&session("i-1")).unwrap(), backend(&session("lambda-2")).unwrap());
         let user = with_authorizer(json!({"jwt": {"claims": {"sub": "u-1", "username": "ann"}, "scopes": null}}));
         assert_eq!(backend(&user).unwrap_err().status(), 403);
         assert_eq!(backend(&Request::new(Body::Empty)).unwrap_err().status(), 401);

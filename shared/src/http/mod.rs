@@ -1,8 +1,9 @@
 //! The HTTP edge of the functions, and the only module that knows `lambda_http`: JSON
 //! responses, the one error body (`{"error": {"code", "message"}}`), methods, body limits,
-//! request ids, and who the caller is ([`auth`]).
+//! request ids, who the caller is ([`auth`]), and the functions' log subscriber ([`logging`]).
 
 pub mod auth;
+pub mod logging;
 
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -57,7 +58,11 @@ pub fn error(e: &Error, request_id: &str) -> Response<Body> {
         Error::Config(_) => format!("the service is misconfigured; its operator's log says how (request {request_id})"),
         _ => e.to_string(),
     };
-    failure(status, e.code(), &message)
+    let mut response = failure(status, e.code(), &message);
+    if let Some(secs) = e.retry_after_secs() {
+        response.headers_mut().insert(lambda_http::http::header::RETRY_AFTER, secs.into());
+    }
+    response
 }
 
 /// The one error body, `{"error": {"code", "message"}}`, with `status`.

@@ -3,18 +3,24 @@
 //! Each turn sends the conversation; tool calls are executed and their results appended; a
 //! final answer must be JSON that deserialises into the output type and passes its check,
 //! or the model is told what was wrong and asked again (`output_retries`). A run makes at
-//! most `request_limit` model requests (seed 003's `UsageLimits(request_limit=8)`), retries
-//! transient upstream failures, and accounts for every request in the ledger.
+//! most `request_limit` model requests (seed 003's `UsageLimits(request_limit=8)`) and runs at
+//! most [`MAX_TOOL_CALLS_PER_REPLY`] tool calls of each reply and `tool_limit` in all, retries transient upstream
+//! failures, holds every request's worst case against the agent's budget and accounts for it
+//! in the ledger.
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::core::error::Error;
 use crate::core::json::parse_json_object;
 use crate::core::retry::{RetryPolicy, with_backoff, within};
 use crate::core::upstream::{ProviderError, Usage};
 use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
 use crate::llm::{ChatModel, ChatRequest, Message, ToolSpec};
+
+/// Tool calls of one reply that are run; the model is told the rest were skipped.
+pub const MAX_TOOL_CALLS_PER_REPLY: usize = 3;
 
 /// Executes the tools an agent offers.
 #[async_trait]
@@ -48,6 +54,8 @@ pub struct AgentSpec<'a> {
     /// Name and JSON schema of the answer.
     pub output: (&'static str, Value),
     pub request_limit: u32,
+    /// Tool calls the whole run may make; the model is told the rest were skipped.
+    pub tool_limit: u32,
     pub output_retries: u32,
     /// When the run must end: no model request runs past it (one cut short is recorded as
     /// failed). `None`: each request is bounded by the model client's own timeout only.
@@ -62,6 +70,9 @@ pub enum AgentError {
     RequestLimit(u32),
     #[error("answer did not match its schema after retries: {0}")]
     InvalidOutput(String),
+    /// The agent's daily budget is spent: no request was made.
+    #[error("{0}")]
+    Budget(Error),
 }
 
 /// Runs `spec` on `prompt` and returns its validated answer.
@@ -82,12 +93,14 @@ pub async fn run<T: DeserializeOwned>(
         tools: tools.specs(),
         output_schema: Some(spec.output.clone()),
     };
-    let (mut requests, mut invalid) = (0, 0);
+    let (mut requests, mut invalid, mut tool_calls) = (0, 0, 0);
     loop {
         if requests >= spec.request_limit {
             return Err(AgentError::RequestLimit(spec.request_limit));
         }
         requests += 1;
+        let hold =
+            ledger.hold(spec.name, llm.provider(), spec.model, &request.ceiling()).await.map_err(AgentError::Budget)?;
         let attempt = |_| llm.chat(&request);
         let reply = match spec.deadline {
             Some(at) => within(retry, at, "llm", attempt).await,
@@ -108,22 +121,34 @@ pub async fn run<T: DeserializeOwned>(
             Ok(reply) => reply,
             Err(e) => {
                 // Cut short while the model was working: it may be billed, so it is recorded.
-                if e.maybe_billed() {
-                    ledger.charge(&charge(&Usage::default(), Outcome::Failed, None)).await;
-                }
+                let none = Usage::default();
+                let failed = charge(&none, Outcome::Failed, None);
+                let cost = if e.maybe_billed() { ledger.charge(&failed).await } else { ledger.bill(&failed) };
+                ledger.settle(hold, &cost).await;
                 return Err(e.into());
             }
         };
         let outcome = if llm.is_mock() { Outcome::Mock } else { Outcome::Live };
-        ledger.charge(&charge(&reply.usage, outcome, reply.upstream_id.clone())).await;
+        let cost = ledger.charge(&charge(&reply.usage, outcome, reply.upstream_id.clone())).await;
+        ledger.settle(hold, &cost).await;
         if !reply.tool_calls.is_empty() {
             request
                 .messages
                 .push(Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() });
-            for call in &reply.tool_calls {
-                let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-                tracing::info!(agent = spec.name, tool = %call.name, "tool call");
-                let content = tools.call(&call.name, arguments).await;
+            for (i, call) in reply.tool_calls.iter().enumerate() {
+                let content = if i < MAX_TOOL_CALLS_PER_REPLY && tool_calls < spec.tool_limit {
+                    tool_calls += 1;
+                    let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+                    tracing::info!(agent = spec.name, tool = %call.name, "tool call");
+                    tools.call(&call.name, arguments).await
+                } else {
+                    tracing::warn!(agent = spec.name, tool = %call.name, "tool call over its cap: skipped");
+                    format!(
+                        "skipped: at most {MAX_TOOL_CALLS_PER_REPLY} tool calls run per reply and {} per run; \
+                         answer with what you have",
+                        spec.tool_limit
+                    )
+                };
                 request.messages.push(Message::Tool { call_id: call.id.clone(), content });
             }
             continue;
@@ -146,5 +171,83 @@ pub async fn run<T: DeserializeOwned>(
         request.messages.push(Message::User(format!(
             "Your answer did not match the required JSON schema: {problem}. Answer again with only the JSON object."
         )));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::core::clock::SystemClock;
+    use crate::core::records::LocalRecords;
+    use crate::costs::pricing::PriceTable;
+    use crate::llm::{ChatReply, ToolCall};
+
+    /// Asks for ten searches in each of its first three replies, then answers.
+    struct Greedy(AtomicUsize);
+
+    #[async_trait]
+    impl ChatModel for Greedy {
+        fn provider(&self) -> &str {
+            "test"
+        }
+
+        async fn chat(&self, _: &ChatRequest) -> Result<ChatReply, ProviderError> {
+            if self.0.fetch_add(1, Ordering::SeqCst) >= 3 {
+                return Ok(ChatReply { content: Some(r#"{"ok": true}"#.into()), ..ChatReply::default() });
+            }
+            let calls = (0..10)
+                .map(|i| ToolCall { id: format!("c{i}"), name: "search".into(), arguments: r#"{"query": "x"}"#.into() })
+                .collect();
+            Ok(ChatReply { tool_calls: calls, ..ChatReply::default() })
+        }
+    }
+
+    struct Counted(AtomicUsize);
+
+    #[async_trait]
+    impl Tools for Counted {
+        fn specs(&self) -> Vec<ToolSpec> {
+            Vec::new()
+        }
+
+        async fn call(&self, _: &str, _: Value) -> String {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            "results".into()
+        }
+    }
+
+    // Given a model that asks for ten tool calls a reply, then a run makes at most its
+    // tool_limit of them (and at most three of one reply), and still gets its answer.
+    #[tokio::test]
+    async fn tool_calls_are_capped_per_reply_and_per_run() {
+        let dir = std::env::temp_dir().join(format!("agent-{}", uuid::Uuid::new_v4()));
+        let records = Arc::new(LocalRecords::open(&dir).unwrap());
+        let ledger = Ledger::new(
+            records,
+            Arc::new(PriceTable::default()),
+            Arc::new(SystemClock),
+            crate::core::retry::STORE_RETRY,
+        );
+        let retry = RetryPolicy::new(std::time::Duration::from_millis(1));
+        for (tool_limit, expected) in [(4, 4), (100, 9)] {
+            let spec = AgentSpec {
+                name: "detail",
+                model: "m",
+                instructions: "",
+                output: ("answer", serde_json::json!({"type": "object"})),
+                request_limit: 8,
+                tool_limit,
+                output_retries: 0,
+                deadline: None,
+            };
+            let (llm, tools) = (Greedy(AtomicUsize::new(0)), Counted(AtomicUsize::new(0)));
+            let answer: Value = run(&llm, &ledger, retry, &spec, "p".into(), &tools, |_| Ok(()), "r").await.unwrap();
+            assert_eq!(answer["ok"], true);
+            assert_eq!(tools.0.load(Ordering::SeqCst), expected, "tool_limit {tool_limit}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

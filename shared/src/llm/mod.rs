@@ -50,6 +50,28 @@ pub struct ChatRequest {
     pub output_schema: Option<(&'static str, Value)>,
 }
 
+/// The longest reply asked for (`max_tokens`): bounds what one call may cost.
+pub const MAX_TOKENS: u64 = 4096;
+
+impl ChatRequest {
+    /// The most this request may use: no more input tokens than the bytes it sends (tokens are
+    /// at least a byte each), no more output than [`MAX_TOKENS`].
+    pub fn ceiling(&self) -> Usage {
+        let text = |m: &Message| match m {
+            Message::System(t) | Message::User(t) => t.len(),
+            Message::Assistant { content, tool_calls } => {
+                content.as_ref().map_or(0, String::len)
+                    + tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>()
+            }
+            Message::Tool { content, .. } => content.len(),
+        };
+        let tools: usize = self.tools.iter().map(|t| t.description.len() + t.parameters.to_string().len()).sum();
+        let schema = self.output_schema.as_ref().map_or(0, |(_, s)| s.to_string().len());
+        let bytes = self.messages.iter().map(text).sum::<usize>() + tools + schema;
+        Usage { input_tokens: bytes as u64, output_tokens: MAX_TOKENS, ..Usage::default() }
+    }
+}
+
 /// The model's reply.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatReply {

@@ -51,7 +51,8 @@ impl OpenAiCompatible {
                 Message::Tool { call_id, content } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
             })
             .collect();
-        let mut body = json!({"model": request.model, "messages": messages, "temperature": 0.3});
+        let mut body =
+            json!({"model": request.model, "messages": messages, "temperature": 0.3, "max_tokens": super::MAX_TOKENS});
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools

@@ -255,9 +255,28 @@ impl NodeRequest {
     }
 }
 
-/// The seed's exclusion block for topics covered in the last `days` days.
+/// Longest list of topics the exclusion block carries, in characters.
+pub const MAX_EXCLUSION_CHARS: usize = 4000;
+
+/// The seed's exclusion block for topics covered in the last `days` days, `previous` newest
+/// first: the list stops at [`MAX_EXCLUSION_CHARS`] (the oldest are dropped, and the log says
+/// how many), so a long history never grows the prompt past a bound.
 pub fn exclusion_block(previous: &[String], days: u32) -> String {
-    let list: Vec<String> = previous.iter().map(|t| format!("- {t}")).collect();
+    let mut list: Vec<String> = Vec::new();
+    let mut chars = 0;
+    for t in previous {
+        let line = format!("- {t}");
+        chars += line.chars().count() + 1;
+        if chars > MAX_EXCLUSION_CHARS {
+            tracing::info!(
+                dropped = previous.len() - list.len(),
+                kept = list.len(),
+                "exclusion block at its cap: the oldest topics left out"
+            );
+            break;
+        }
+        list.push(line);
+    }
     format!(
         "\n\n【除外すべきトピック】\n以下のトピックは過去{days}日間で既に扱っているため、避けてください：\n{}",
         list.join("\n")

@@ -76,16 +76,24 @@ impl ResearchNode {
         Self { search, codex, provider, records, clock }
     }
 
-    /// Runs the node. A CLI that is missing or keeps failing stops the pipeline with an error.
-    pub async fn run(&self, req: &NodeRequest, request_id: &str) -> std::result::Result<NodeOutput, NodeError> {
+    /// Runs the node for `owner` (the signed caller, whose pipelines' topic history it reads
+    /// and writes). A CLI that is missing or keeps failing stops the pipeline with an error.
+    pub async fn run(
+        &self,
+        req: &NodeRequest,
+        owner: &str,
+        request_id: &str,
+    ) -> std::result::Result<NodeOutput, NodeError> {
         let started = Instant::now();
         let now = self.clock.now();
         let c = &req.config;
         let previous = if c.enable_duplicate_check {
-            topics::recent(&*self.records, &req.pipeline_id, c.duplicate_check_days, now).await.unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "Failed to load topic history");
-                Vec::new()
-            })
+            topics::recent(&*self.records, owner, &req.pipeline_id, c.duplicate_check_days, now).await.unwrap_or_else(
+                |e| {
+                    tracing::warn!(error = %e, "Failed to load topic history");
+                    Vec::new()
+                },
+            )
         } else {
             Vec::new()
         };
@@ -107,7 +115,7 @@ impl ResearchNode {
             }
             ResearchProvider::Search => {
                 let query = Query::plain(Kind::Research { topic_count: c.topic_count }, prompt, "research");
-                let answer = self.search.run(&query, request_id).await;
+                let answer = self.search.run(&query, request_id).await.map_err(NodeError::Budget)?;
                 let (data, how) = parse_output(&Value::Object(answer.data).to_string(), &query_label);
                 (data, how, answer.provider, answer.mock, Some(answer.sources_stored))
             }
@@ -130,7 +138,8 @@ impl ResearchNode {
         let record = parsed_as != ParsedAs::Placeholder && !mock && !unique.is_empty();
         if record
             && let Err(e) =
-                topics::save(&*self.records, &req.pipeline_id, request_id, &unique, c.max_history_days, now).await
+                topics::save(&*self.records, owner, &req.pipeline_id, request_id, &unique, c.max_history_days, now)
+                    .await
         {
             tracing::error!(error = %e, "Failed to save topic history");
         }
@@ -171,6 +180,9 @@ impl ResearchNode {
 pub enum NodeError {
     #[error(transparent)]
     Cli(CliError),
+    /// The research agent's daily budget is spent.
+    #[error(transparent)]
+    Budget(crate::core::error::Error),
 }
 
 impl NodeError {
@@ -180,6 +192,21 @@ impl NodeError {
         match self {
             Self::Cli(CliError::NotFound(_) | CliError::Spawn { .. }) => (500, "cli_not_found"),
             Self::Cli(_) => (502, "cli_failed"),
+            Self::Budget(e) => (e.status(), e.code()),
         }
+    }
+
+    /// What the caller is told: why, without the CLI's path, its OS error or its output (those
+    /// stay in the log, found by `request_id`).
+    pub fn public_message(&self, request_id: &str) -> String {
+        let why = match self {
+            Self::Cli(CliError::NotFound(_) | CliError::Spawn { .. }) => {
+                "the research CLI is not available; its operator's log says why".to_owned()
+            }
+            Self::Cli(CliError::Failed { .. }) => "the research CLI failed after its retries".to_owned(),
+            Self::Cli(e @ (CliError::Timeout(_) | CliError::TooMuchOutput(_))) => e.to_string(),
+            Self::Budget(e) => e.to_string(),
+        };
+        format!("{why} (request {request_id})")
     }
 }

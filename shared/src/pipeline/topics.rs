@@ -77,20 +77,40 @@ struct Entry {
     topics: Vec<String>,
 }
 
-fn partition(pipeline: &str) -> String {
-    format!("TOPICS#{pipeline}")
+/// Most titles one run records.
+pub const MAX_TITLES_PER_ROW: usize = 20;
+/// Longest title recorded, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// Most runs a run reads back (the newest): the read is bounded whatever the history holds.
+pub const MAX_ROWS_READ: usize = 50;
+
+/// A pipeline's history belongs to whoever runs it: the partition is the signed caller's
+/// (hashed: no ARN in a key) and the pipeline id, so one caller never reads or writes another's.
+fn partition(owner: &str, pipeline: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let owner = hex::encode(&Sha256::digest(owner.as_bytes())[..8]);
+    format!("TOPICS#{owner}#{pipeline}")
 }
 
-/// Topics of `pipeline` recorded in the last `days` days (by UTC date, today included).
-pub async fn recent(records: &dyn RecordStore, pipeline: &str, days: u32, now: DateTime<Utc>) -> Result<Vec<String>> {
+/// Topics `owner`'s `pipeline` recorded in the last `days` days (by UTC date, today
+/// included), newest first, from at most [`MAX_ROWS_READ`] runs.
+pub async fn recent(
+    records: &dyn RecordStore,
+    owner: &str,
+    pipeline: &str,
+    days: u32,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>> {
     let cutoff = (now - Duration::days(i64::from(days))).format("%Y-%m-%d").to_string();
-    let rows = records.query(&partition(pipeline), &cutoff, "~", now.timestamp()).await?;
+    let rows = records.latest(&partition(owner, pipeline), &cutoff, "~", MAX_ROWS_READ, now.timestamp()).await?;
     Ok(rows.into_iter().filter_map(|r| serde_json::from_value::<Entry>(r.body).ok()).flat_map(|e| e.topics).collect())
 }
 
-/// Records today's `topics` of `pipeline`, kept for `retention_days` (the store's TTL).
+/// Records today's `topics` of `owner`'s `pipeline` (at most [`MAX_TITLES_PER_ROW`], each cut
+/// to [`MAX_TITLE_CHARS`]), kept for `retention_days` (the store's TTL).
 pub async fn save(
     records: &dyn RecordStore,
+    owner: &str,
     pipeline: &str,
     request_id: &str,
     topics: &[String],
@@ -98,12 +118,13 @@ pub async fn save(
     now: DateTime<Utc>,
 ) -> Result<()> {
     let date = now.format("%Y-%m-%d").to_string();
+    let topics = topics.iter().take(MAX_TITLES_PER_ROW).map(|t| t.chars().take(MAX_TITLE_CHARS).collect()).collect();
     records
         .put(&Record {
-            pk: partition(pipeline),
+            pk: partition(owner, pipeline),
             sk: format!("{date}#{request_id}"),
             expires_at: Some((now + Duration::days(i64::from(retention_days))).timestamp()),
-            body: serde_json::to_value(Entry { date, topics: topics.to_vec() }).expect("entries serialise"),
+            body: serde_json::to_value(Entry { date, topics }).expect("entries serialise"),
         })
         .await
 }

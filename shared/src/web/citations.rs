@@ -11,6 +11,7 @@
 //!
 //! This module never fetches a URL; it only reads text.
 
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
@@ -186,21 +187,10 @@ pub fn normalise(raw: &str) -> Result<String, &'static str> {
     }
     match url.host() {
         None => return Err("no host"),
-        Some(Host::Domain(d)) => {
-            if !d.contains('.') || d.ends_with(".localhost") || d.ends_with(".local") {
-                return Err("host is not a public domain");
-            }
-        }
-        Some(Host::Ipv4(ip)) => {
-            if ip.is_private() || ip.is_loopback() || ip.is_link_local() || ip.is_unspecified() || ip.is_broadcast() {
-                return Err("host is not a public address");
-            }
-        }
-        Some(Host::Ipv6(ip)) => {
-            if ip.is_loopback() || ip.is_unspecified() || (ip.segments()[0] & 0xfe00) == 0xfc00 {
-                return Err("host is not a public address");
-            }
-        }
+        Some(Host::Domain(d)) if !public_domain(d) => return Err("host is not a public domain"),
+        Some(Host::Ipv4(ip)) if !public_v4(ip) => return Err("host is not a public address"),
+        Some(Host::Ipv6(ip)) if !public_v6(ip) => return Err("host is not a public address"),
+        Some(_) => {}
     }
     url.set_fragment(None);
     if url.query().is_some() {
@@ -216,6 +206,54 @@ pub fn normalise(raw: &str) -> Result<String, &'static str> {
         }
     }
     Ok(url.into())
+}
+
+/// Names that resolve only inside a network (RFC 6761, 6762, 8375 and common practice).
+const PRIVATE_SUFFIXES: [&str; 7] = ["localhost", "local", "internal", "localdomain", "home.arpa", "lan", "intranet"];
+
+/// A name under a public suffix: dotted, no empty label, not a private one (a trailing dot,
+/// `localhost.`, is the same name).
+fn public_domain(d: &str) -> bool {
+    let d = d.strip_suffix('.').unwrap_or(d);
+    d.contains('.')
+        && !d.split('.').any(str::is_empty)
+        && !PRIVATE_SUFFIXES.iter().any(|s| d == *s || d.strip_suffix(s).is_some_and(|rest| rest.ends_with('.')))
+}
+
+/// An IPv4 address reachable on the internet: not private (RFC 1918), shared (100.64/10),
+/// loopback, link-local, "this network", documentation, benchmarking, multicast or reserved.
+fn public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_private()
+        || ip.is_loopback()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (b & 0xc0) == 64)
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (b & 0xfe) == 18)
+        || a >= 240)
+}
+
+/// An IPv6 address reachable on the internet; one that embeds an IPv4 address (mapped,
+/// compatible, NAT64, 6to4) is judged by it.
+fn public_v6(ip: Ipv6Addr) -> bool {
+    let (s, o) = (ip.segments(), ip.octets());
+    let embedded = Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    if ip.to_ipv4_mapped().is_some() || s[..6] == [0; 6] || (s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0; 4]) {
+        return public_v4(embedded);
+    }
+    if s[0] == 0x2002 {
+        return public_v4(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
+    }
+    !(ip.is_multicast()
+        || (s[0] & 0xfe00) == 0xfc00
+        || (s[0] & 0xffc0) == 0xfe80
+        || (s[0] & 0xffc0) == 0xfec0
+        || (s[0] == 0x2001 && s[1] == 0x0db8))
 }
 
 fn strip_unbalanced(text: &str, open: char, close: char) -> &str {
@@ -295,6 +333,34 @@ mod tests {
                 "host is not a public address"
             ]
         );
+    }
+
+    #[test]
+    fn refuses_hosts_that_reach_inside() {
+        for u in [
+            "http://[::ffff:10.0.0.1]/",
+            "http://[::ffff:a00:1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://[::1]/",
+            "http://[fe80::1]/",
+            "http://[febf::1]/",
+            "http://[64:ff9b::a9fe:a9fe]/",
+            "http://[2002:a00:1::]/",
+            "http://100.64.0.1/",
+            "http://100.127.255.254/",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://localhost./",
+            "http://metadata.google.internal/",
+            "http://a.internal./",
+            "http://a.localhost./",
+            "http://printer.lan/",
+        ] {
+            assert!(normalise(u).is_err(), "{u} reaches inside");
+        }
+        for u in ["http://100.63.255.255/", "http://100.128.0.1/", "http://[2606:4700::1111]/", "https://example.com./"]
+        {
+            assert!(normalise(u).is_ok(), "{u} is public");
+        }
     }
 
     #[test]

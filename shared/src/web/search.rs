@@ -24,6 +24,7 @@ use crate::core::error::Result;
 use crate::core::records::{Record, RecordStore};
 use crate::core::retry::{RetryPolicy, within};
 use crate::core::upstream::Usage;
+use crate::costs::budget::Hold;
 use crate::costs::ledger::{CallKind, Charge, CostRecord, CostSource, Ledger, Outcome};
 use crate::web::analysis;
 use crate::web::cache;
@@ -102,13 +103,21 @@ impl SearchService {
         )
     }
 
-    /// Answers `query` from the first provider that can. Never fails: when none is configured
-    /// or all fail, the answer is labelled mock data. Emits one metrics line per request.
+    /// Answers `query` from the first provider that can: when none is configured or all fail,
+    /// the answer is labelled mock data. Fails only when the agent's daily budget is spent
+    /// (`budget_exceeded`; labelled mock data instead if the query asks for it: `overBudget`).
+    /// Emits one metrics line per request.
     #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
-    pub async fn run(&self, query: &Query, request_id: &str) -> SearchResponse {
+    pub async fn run(&self, query: &Query, request_id: &str) -> Result<SearchResponse> {
         let mut failed: Vec<&'static str> = Vec::new();
         let deadline = Instant::now() + self.budget;
-        let response = self.answer(query, request_id, deadline, &mut failed).await;
+        let response = match self.answer(query, request_id, deadline, &mut failed).await {
+            Ok(response) => response,
+            Err(e) if query.mock_over_budget && e.code() == "budget_exceeded" => {
+                self.fallback(query, request_id, &format!("budget_exceeded: {e}")).await
+            }
+            Err(e) => return Err(e),
+        };
         let usage = &response.usage;
         let metrics = SearchMetrics {
             provider: response.provider.clone(),
@@ -121,7 +130,7 @@ impl SearchService {
             cost_usd: usage.cost_usd,
         };
         metrics.emit();
-        response
+        Ok(response)
     }
 
     async fn answer(
@@ -130,26 +139,26 @@ impl SearchService {
         request_id: &str,
         deadline: Instant,
         failed: &mut Vec<&'static str>,
-    ) -> SearchResponse {
+    ) -> Result<SearchResponse> {
         if self.providers.is_empty() {
             tracing::warn!("Perplexity API Key 未設置");
             let reason = "no_api_key: no search provider key is set (PERPLEXITY_API_KEY, TAVILY_API_KEY)";
-            return self.fallback(query, request_id, reason).await;
+            return Ok(self.fallback(query, request_id, reason).await);
         }
         let candidates: Vec<&Provider> = self.providers.iter().filter(|p| p.adapter.supports(&query.kind)).collect();
         if candidates.is_empty() {
             let reason = format!("unsupported: no configured provider answers {} requests", query.kind.name());
-            return self.fallback(query, request_id, &reason).await;
+            return Ok(self.fallback(query, request_id, &reason).await);
         }
         let key = query.cache_key();
         if let Some(hit) = cache::get::<SearchResponse>(&*self.records, &key, self.clock.now()).await {
             tracing::info!(cache_key = %key, "使用快取的 Perplexity 結果");
-            return self.served_from_cache(query, request_id, hit).await;
+            return Ok(self.served_from_cache(query, request_id, hit).await);
         }
         match self.follow(&key, deadline).await {
             Flight::Answered(hit) => {
                 tracing::info!(cache_key = %key, "an identical request in flight answered this one");
-                self.served_from_cache(query, request_id, *hit).await
+                Ok(self.served_from_cache(query, request_id, *hit).await)
             }
             Flight::Leads => {
                 let response = self.ask(query, request_id, &key, candidates, deadline, failed).await;
@@ -216,6 +225,7 @@ impl SearchService {
     }
 
     /// Asks the candidate providers in order by `deadline`; labelled mock data when none answers.
+    /// Each call is held against the agent's budget first: a spent budget ends the asking.
     async fn ask(
         &self,
         query: &Query,
@@ -224,7 +234,7 @@ impl SearchService {
         candidates: Vec<&Provider>,
         deadline: Instant,
         failed: &mut Vec<&'static str>,
-    ) -> SearchResponse {
+    ) -> Result<SearchResponse> {
         let mut failures = Vec::new();
         let count = candidates.len();
         for (i, provider) in candidates.into_iter().enumerate() {
@@ -242,12 +252,14 @@ impl SearchService {
             // Keep a quarter of the budget for each provider still to fail over to.
             let kept = (self.budget / 4).saturating_mul((count - i - 1) as u32);
             let until = deadline.checked_sub(kept).filter(|t| *t > Instant::now()).unwrap_or(deadline);
+            let (model, ceiling) = provider.adapter.worst_case(query);
+            let hold = self.ledger.hold(&query.agent, name, model, &ceiling).await?;
             let (failure, against_upstream) =
                 match within(self.retry, until, name, |_| provider.adapter.answer(query)).await {
-                    Ok(answer) => match self.answered(query, request_id, name, answer, key).await {
+                    Ok(answer) => match self.answered(query, request_id, name, answer, key, hold).await {
                         Some(response) => {
                             provider.breaker.success();
-                            return response;
+                            return Ok(response);
                         }
                         None => ("unusable_response: nothing in the answer matched the schema".to_owned(), true),
                     },
@@ -265,7 +277,8 @@ impl SearchService {
                             saved_usd: 0.0,
                             upstream_id: None,
                         };
-                        self.ledger.charge(&charge).await;
+                        let cost = self.ledger.charge(&charge).await;
+                        self.ledger.settle(hold, &cost).await;
                         (e.to_string(), e.counts_against_upstream())
                     }
                 };
@@ -277,7 +290,7 @@ impl SearchService {
             failed.push(name);
             failures.push(format!("{name}: {failure}"));
         }
-        self.fallback(query, request_id, &format!("upstream_failed: {}", failures.join("; "))).await
+        Ok(self.fallback(query, request_id, &format!("upstream_failed: {}", failures.join("; "))).await)
     }
 
     /// Accounts for a live answer and, if it is usable, cleans, caches and stores it.
@@ -288,11 +301,13 @@ impl SearchService {
         provider: &str,
         answer: Answer,
         key: &str,
+        hold: Hold,
     ) -> Option<SearchResponse> {
         let usage = answer.usage.clone();
         let upstream_id = answer.upstream_id.clone();
         let (mut response, usable) = self.build(query, request_id, provider, answer);
         let cost = self.bill(query, &response, &usage, Outcome::Live, 0.0, upstream_id);
+        self.ledger.settle(hold, &cost).await;
         if !usable {
             // Paid for, but nothing usable: account for it all the same.
             self.ledger.record(&cost).await;

@@ -23,7 +23,7 @@ use crate::core::upstream::Usage;
 use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
 use crate::web::cache;
 use crate::web::citations::{self, Source};
-use crate::web::providers::tavily::{Tavily, WebResult};
+use crate::web::providers::tavily::{self, Tavily, WebResult};
 use crate::web::sources;
 
 pub const SEARCH_WEB: &str = "search_web";
@@ -124,19 +124,19 @@ impl Tools {
         name == SEARCH_WEB && self.tavily.is_some()
     }
 
-    /// Runs `search_web` for `query`. Every call is accounted, its sources stored.
-    pub async fn search_web(&self, query: &str, agent: &str, request_id: &str) -> WebAnswer {
+    /// Runs `search_web` for `query`. Every call is accounted, its sources stored. Fails only
+    /// when `agent`'s daily budget is spent (`budget_exceeded`) and the answer is not cached.
+    pub async fn search_web(&self, query: &str, agent: &str, request_id: &str) -> Result<WebAnswer> {
         let Some(tavily) = &self.tavily else {
-            return self
-                .kept(request_id, error_string("search_unavailable", "web search is not configured"), &[])
-                .await;
+            let unavailable = error_string("search_unavailable", "web search is not configured");
+            return Ok(self.kept(request_id, unavailable, &[]).await);
         };
         let charge = |usage, outcome, saved_usd| Charge {
             request_id,
             agent,
             kind: CallKind::Search,
             provider: "tavily",
-            model: "basic",
+            model: tavily::MODEL,
             usage,
             outcome,
             saved_usd,
@@ -147,14 +147,17 @@ impl Tools {
             self.ledger.charge(&charge(&Usage::default(), Outcome::Cached, hit.cost_usd)).await;
             // The cache keeps the model-facing string only; its results are read back from it.
             let found: Vec<WebResult> = serde_json::from_str(&hit.results).unwrap_or_default();
-            return self.kept(request_id, hit.results, &found).await;
+            return Ok(self.kept(request_id, hit.results, &found).await);
         }
+        let (model, ceiling) = (tavily::MODEL, Usage { credits: 1, ..Usage::default() });
+        let hold = self.ledger.hold(agent, "tavily", model, &ceiling).await?;
         let answer = tokio::time::timeout(self.budget, tavily.search_web(query))
             .await
             .unwrap_or(Err(crate::core::upstream::ProviderError::OutOfTime));
         match answer {
             Ok((results, usage)) => {
                 let cost = self.ledger.charge(&charge(&usage, Outcome::Live, 0.0)).await;
+                self.ledger.settle(hold, &cost).await;
                 // Only valid, public http(s) URLs reach the model.
                 let results: Vec<WebResult> = results
                     .into_iter()
@@ -163,14 +166,15 @@ impl Tools {
                 let text = serde_json::to_string(&results).expect("results serialise");
                 let cached = CachedWeb { results: text, cost_usd: cost.cost_usd };
                 cache::put(&*self.records, &key, &cached, self.clock.now(), self.cache_ttl).await;
-                self.kept(request_id, cached.results, &results).await
+                Ok(self.kept(request_id, cached.results, &results).await)
             }
             Err(e) => {
                 // Accounted as failed: free as far as we know, and against Tavily's availability.
-                self.ledger.charge(&charge(&Usage::default(), Outcome::Failed, 0.0)).await;
+                let cost = self.ledger.charge(&charge(&Usage::default(), Outcome::Failed, 0.0)).await;
+                self.ledger.settle(hold, &cost).await;
                 tracing::warn!(error = %e, "search_web failed");
                 let message = format!("web search is temporarily unavailable: {e}");
-                self.kept(request_id, error_string("search_failed", &message), &[]).await
+                Ok(self.kept(request_id, error_string("search_failed", &message), &[]).await)
             }
         }
     }

@@ -74,6 +74,11 @@ pub async fn embed(
     inputs: &[String],
     input: Input,
 ) -> Result<Vec<Vec<f32>>, ProviderError> {
+    let ceiling = Usage { input_tokens: inputs.iter().map(|t| t.len() as u64).sum(), ..Usage::default() };
+    let hold = ledger
+        .hold(agent, embedder.provider(), embedder.model(), &ceiling)
+        .await
+        .map_err(|e| ProviderError::OverBudget(e.to_string()))?;
     let attempt = |_| embedder.embed_batch(inputs, input);
     let result = match deadline {
         Some(at) => within(retry, at, embedder.provider(), attempt).await,
@@ -81,8 +86,7 @@ pub async fn embed(
     };
     let (usage, outcome) = match &result {
         Ok((_, usage)) => (usage.clone(), Outcome::Live),
-        Err(e) if e.maybe_billed() => (Usage::default(), Outcome::Failed),
-        Err(_) => return result.map(|(vectors, _)| vectors),
+        Err(_) => (Usage::default(), Outcome::Failed),
     };
     let charge = Charge {
         request_id,
@@ -95,7 +99,12 @@ pub async fn embed(
         saved_usd: 0.0,
         upstream_id: None,
     };
-    ledger.charge(&charge).await;
+    // A failure that cannot have been billed is not recorded; its hold is released all the same.
+    let recorded = match &result {
+        Err(e) if !e.maybe_billed() => ledger.bill(&charge),
+        _ => ledger.charge(&charge).await,
+    };
+    ledger.settle(hold, &recorded).await;
     result.map(|(vectors, _)| vectors)
 }
 

@@ -30,11 +30,12 @@ use async_trait::async_trait;
 use qdrant_edge::external::ordered_float::OrderedFloat;
 use qdrant_edge::{
     ConditionalInsertOperation, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeConfigBuilder, EdgeShard,
-    EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder, FieldIndexOperations, Filter, JsonPath, Modifier,
-    NamedQuery, OrderByInterface, PayloadFieldSchema, PayloadOps, PayloadSchemaType, PointId, PointInsertOperations,
-    PointOperations, PointStruct, PointVectorsPersisted, QueryEnum, QueryRequest, ScoringQuery, ScrollRequest,
-    SetPayloadOp, UpdateOperation, UpdateVectorsOp, Vector, VectorInternal, VectorOperations, VectorStructInternal,
-    VectorStructPersisted, Vectors, WithPayloadInterface, WithVector,
+    EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder, Expression, FieldIndexOperations, Filter, Formula,
+    GeoPoint, JsonPath, Modifier, NamedQuery, OperationError, OrderByInterface, PayloadFieldSchema, PayloadOps,
+    PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct, PointVectorsPersisted, Prefetch,
+    QueryEnum, QueryRequest, ScoringQuery, ScrollRequest, SetPayloadOp, UpdateOperation, UpdateVectorsOp, Vector,
+    VectorInternal, VectorOperations, VectorStructInternal, VectorStructPersisted, Vectors, WithPayloadInterface,
+    WithVector,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -297,6 +298,36 @@ fn query(
     })
 }
 
+/// The `limit` matches of `f` (at most `pool` read) nearest its location: a formula (minus the
+/// geo distance to `location`) over a prefetch of the filter, as on the server.
+fn nearest(f: &HardFilter, pool: usize, limit: usize) -> Result<QueryRequest> {
+    let near = f.near.ok_or_else(|| store_error("nearest", "the filter has no location"))?;
+    let origin = GeoPoint::new(near.lng, near.lat).map_err(|e| store_error("origin", e))?;
+    let formula = Formula {
+        formula: Expression::Neg(Box::new(Expression::GeoDistance { origin, to: json_path("location")? })),
+        defaults: Default::default(),
+    };
+    let formula = formula.try_into().map_err(|e: OperationError| store_error("formula", e))?;
+    Ok(QueryRequest {
+        prefetches: vec![Prefetch {
+            prefetches: vec![],
+            query: None,
+            limit: pool.max(limit).max(1),
+            params: None,
+            filter: Some(filter(f)?),
+            score_threshold: None,
+        }],
+        query: Some(ScoringQuery::Formula(formula)),
+        filter: None,
+        score_threshold: None,
+        limit,
+        offset: 0,
+        params: None,
+        with_vector: WithVector::Bool(false),
+        with_payload: WithPayloadInterface::Bool(true),
+    })
+}
+
 fn hits(points: Vec<qdrant_edge::ScoredPoint>) -> Result<Vec<Hit>> {
     points.into_iter().map(|p| Ok(Hit { id: uuid_of(p.id)?, score: p.score })).collect()
 }
@@ -443,6 +474,15 @@ impl super::VectorIndex for EdgeIndex {
                 }
             }
             Ok(out)
+        })
+        .await
+    }
+
+    async fn nearest(&self, f: &HardFilter, pool: usize, limit: usize) -> Result<Vec<Stored>> {
+        let request = nearest(f, pool, limit)?;
+        self.run(move |shard| {
+            let points = shard.query(request).map_err(|e| store_error("nearest", e))?;
+            points.into_iter().map(|p| stored(p.id, p.payload, None, "")).collect()
         })
         .await
     }

@@ -259,6 +259,11 @@ pub trait VectorIndex: Send + Sync {
     async fn count(&self, filter: &HardFilter) -> Result<usize>;
     /// Up to `limit` points passing `filter`, payload only.
     async fn scroll(&self, filter: &HardFilter, order: Order, limit: usize) -> Result<Vec<Stored>>;
+    /// The `limit` points passing `filter` nearest its location (which it must have), nearest
+    /// first, payload only. The index reads at most `pool` matches (in index order) and ranks
+    /// them by distance: exact when `pool` is at least the number of matches (the caller
+    /// narrows the circle until it is small: see `retrieval`).
+    async fn nearest(&self, filter: &HardFilter, pool: usize, limit: usize) -> Result<Vec<Stored>>;
     /// Nearest points by cosine on `dense`, at least `threshold`, best first.
     async fn search_dense(&self, vector: &[f32], filter: &HardFilter, limit: usize, threshold: f32)
     -> Result<Vec<Hit>>;

@@ -12,10 +12,11 @@ use chrono::{DateTime, Utc};
 use qdrant_client::Qdrant;
 use qdrant_client::qdrant::{
     Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DatetimeRange,
-    DeletePointsBuilder, Distance, FieldType, Filter, GeoPoint, GeoRadius, GetPointsBuilder, Modifier, NamedVectors,
-    OrderByBuilder, PointId, PointStruct, PointVectors, PointsIdsList, PointsUpdateOperation, QueryBatchPoints,
-    QueryPointsBuilder, Range, ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder,
-    UpdateBatchPointsBuilder, VectorInput, VectorParamsBuilder, VectorsConfigBuilder,
+    DeletePointsBuilder, Distance, Expression, FieldType, Filter, FormulaBuilder, GeoPoint, GeoRadius,
+    GetPointsBuilder, Modifier, NamedVectors, OrderByBuilder, PointId, PointStruct, PointVectors, PointsIdsList,
+    PointsUpdateOperation, PrefetchQueryBuilder, Query, QueryBatchPoints, QueryPointsBuilder, Range,
+    ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdateBatchPointsBuilder, VectorInput,
+    VectorParamsBuilder, VectorsConfigBuilder,
     point_id::PointIdOptions,
     points_update_operation::{Operation, PointStructList, SetPayload, UpdateVectors},
     vector_output, vectors_config, with_vectors_selector,
@@ -334,6 +335,26 @@ impl super::VectorIndex for QdrantIndex {
             }
         }
         Ok(out)
+    }
+
+    /// A formula (minus the geo distance to `location`) over a prefetch of the filter.
+    async fn nearest(&self, f: &HardFilter, pool: usize, limit: usize) -> Result<Vec<Stored>> {
+        self.ready().await?;
+        let near = f.near.ok_or_else(|| store_error("nearest", "the filter has no location"))?;
+        let origin = GeoPoint { lat: near.lat, lon: near.lng };
+        let request = QueryPointsBuilder::new(&self.collection)
+            .add_prefetch(PrefetchQueryBuilder::default().filter(filter(f)).limit(pool.max(limit).max(1) as u64))
+            .query(Query::new_formula(FormulaBuilder::new(Expression::neg(Expression::geo_distance_with(
+                origin, "location",
+            )))))
+            .limit(limit as u64)
+            .with_payload(true);
+        let response = self.client.query(request).await.map_err(grpc("nearest"))?;
+        response
+            .result
+            .into_iter()
+            .map(|p| Ok(Stored { id: uuid_of(p.id)?, payload: payload_of(p.payload), dense: None }))
+            .collect()
     }
 
     async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, PutRequest, ScalarAttributeType,
-    TimeToLiveSpecification, WriteRequest,
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, PutRequest, ReturnValue,
+    ScalarAttributeType, TimeToLiveSpecification, WriteRequest,
 };
 use serde_json::{Map, Number, Value};
 
@@ -123,12 +123,14 @@ fn from_item(item: &HashMap<String, AttributeValue>) -> Result<Record> {
         }
         _ => None,
     };
-    Ok(Record {
-        pk: text("pk")?,
-        sk: text("sk")?,
-        expires_at,
-        body: item.get("body").map_or(Value::Null, from_attribute),
-    })
+    // A counter ([`RecordStore::add`]) is a top-level number (an update cannot create a
+    // nested one): its body reads as the local store's does.
+    let body = match (item.get("body"), item.get(super::TOTAL)) {
+        (Some(body), _) => from_attribute(body),
+        (None, Some(total)) => serde_json::json!({ super::TOTAL: from_attribute(total) }),
+        (None, None) => Value::Null,
+    };
+    Ok(Record { pk: text("pk")?, sk: text("sk")?, expires_at, body })
 }
 
 /// JSON to a native DynamoDB attribute (maps, lists, numbers, strings, booleans, null).
@@ -265,6 +267,60 @@ impl RecordStore for DynamoRecords {
             }
         }
         Ok(records)
+    }
+
+    async fn latest(&self, pk: &str, from: &str, to: &str, limit: usize, now: i64) -> Result<Vec<Record>> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
+            .expression_attribute_values(":from", AttributeValue::S(from.to_owned()))
+            .expression_attribute_values(":to", AttributeValue::S(to.to_owned()))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX).max(1))
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        let mut records = Vec::new();
+        for item in out.items() {
+            let record = from_item(item)?;
+            if record.is_live(now) {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    async fn add(&self, pk: &str, sk: &str, delta: i64, ceiling: Option<i64>, expires_at: i64) -> Result<Option<i64>> {
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk.to_owned()))
+            .key("sk", AttributeValue::S(sk.to_owned()))
+            .update_expression("SET #t = if_not_exists(#t, :zero) + :d, expires_at = :exp")
+            .expression_attribute_names("#t", super::TOTAL)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":d", AttributeValue::N(delta.to_string()))
+            .expression_attribute_values(":exp", AttributeValue::N(expires_at.to_string()))
+            .return_values(ReturnValue::UpdatedNew);
+        if let Some(ceiling) = ceiling {
+            update = update
+                .condition_expression("attribute_not_exists(#t) OR #t < :ceiling")
+                .expression_attribute_values(":ceiling", AttributeValue::N(ceiling.to_string()));
+        }
+        match update.send().await {
+            Ok(out) => match out.attributes.as_ref().and_then(|a| a.get(super::TOTAL)) {
+                Some(AttributeValue::N(n)) => {
+                    n.parse().map(Some).map_err(|_| Error::Store(format!("counter {pk}/{sk} is not an integer: {n}")))
+                }
+                _ => Err(Error::Store(format!("dynamodb returned no total for counter {pk}/{sk}"))),
+            },
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(None),
+            Err(e) => Err(sdk_error(e)),
+        }
     }
 }
 

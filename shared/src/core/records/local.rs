@@ -149,4 +149,47 @@ impl RecordStore for LocalRecords {
             .await?;
         Ok(records.into_iter().filter(|r| r.is_live(now)).collect())
     }
+
+    async fn latest(&self, pk: &str, from: &str, to: &str, limit: usize, now: i64) -> Result<Vec<Record>> {
+        check_keys(&[pk, from, to])?;
+        let (pk, from, to, limit) = (pk.to_owned(), from.to_owned(), to.to_owned(), limit as i64);
+        let records = self
+            .with_conn(move |conn| {
+                conn.prepare_cached(
+                    "SELECT pk, sk, expires_at, body FROM records
+                     WHERE pk = ?1 AND sk >= ?2 AND sk <= ?3 ORDER BY sk DESC LIMIT ?4",
+                )?
+                .query_map(params![pk, from, to, limit], row_to_record)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .await?;
+        Ok(records.into_iter().filter(|r| r.is_live(now)).collect())
+    }
+
+    async fn add(&self, pk: &str, sk: &str, delta: i64, ceiling: Option<i64>, expires_at: i64) -> Result<Option<i64>> {
+        check_keys(&[pk, sk])?;
+        let (pk, sk) = (pk.to_owned(), sk.to_owned());
+        self.with_conn(move |conn| {
+            // IMMEDIATE takes the write lock before the read: other processes wait (busy
+            // timeout), so read, check and write are one step, as DynamoDB's conditional update.
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let body: Option<String> = tx
+                .prepare_cached("SELECT body FROM records WHERE pk = ?1 AND sk = ?2")?
+                .query_row(params![pk, sk], |row| row.get(0))
+                .optional()?;
+            let total = body
+                .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
+                .and_then(|b| b[super::TOTAL].as_i64())
+                .unwrap_or(0);
+            if ceiling.is_some_and(|c| total >= c) {
+                return Ok(None);
+            }
+            let total = total.saturating_add(delta);
+            let body = serde_json::json!({ super::TOTAL: total }).to_string();
+            tx.prepare_cached(UPSERT)?.execute(params![pk, sk, expires_at, body])?;
+            tx.commit()?;
+            Ok(Some(total))
+        })
+        .await
+    }
 }

@@ -48,4 +48,15 @@ pub trait RecordStore: Send + Sync {
     async fn get(&self, pk: &str, sk: &str, now: i64) -> Result<Option<Record>>;
     /// The live records of partition `pk` whose sort key lies in `from..=to`, ascending.
     async fn query(&self, pk: &str, from: &str, to: &str, now: i64) -> Result<Vec<Record>>;
+    /// The newest `limit` live records of partition `pk` whose sort key lies in `from..=to`,
+    /// descending: a read bounded by what the caller needs, however large the partition.
+    async fn latest(&self, pk: &str, from: &str, to: &str, limit: usize, now: i64) -> Result<Vec<Record>>;
+    /// Adds `delta` to the counter at `(pk, sk)` (absent: 0) in one atomic, conditional step,
+    /// unless the counter has already reached `ceiling`; returns the new total, or `None` when
+    /// refused. The record's body reads `{"total": n}`; it expires at `expires_at`. Budgets and
+    /// quotas count here, so containers and processes share one count.
+    async fn add(&self, pk: &str, sk: &str, delta: i64, ceiling: Option<i64>, expires_at: i64) -> Result<Option<i64>>;
 }
+
+/// The body field of a counter ([`RecordStore::add`]).
+pub const TOTAL: &str = "total";

@@ -176,6 +176,18 @@ pub struct Availability {
     pub availability: Option<f64>,
 }
 
+/// An agent's spend over the period against its daily budget (`BUDGETS`) times the days.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetUse {
+    pub agent: String,
+    pub daily_budget_usd: f64,
+    pub budget_usd: f64,
+    pub spent_usd: f64,
+    /// `spent / budget`; `None` for an agent with no budget.
+    pub used: Option<f64>,
+}
+
 /// Cost per agent on one day (the chart's data).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Daily {
@@ -194,6 +206,8 @@ pub struct Report {
     pub cache: CacheStats,
     pub providers: Vec<Availability>,
     pub daily: Vec<Daily>,
+    /// Each agent that spent in the period against its budget ([`Report::with_budgets`]).
+    pub budgets: Vec<BudgetUse>,
 }
 
 /// `research` -> `Research Agent`, `seo-writer` -> `Seo Writer Agent`.
@@ -222,6 +236,27 @@ fn call_label(r: &CostRecord) -> String {
 }
 
 impl Report {
+    /// The report with each agent's spend set against `cap`, its daily budget in USD.
+    pub fn with_budgets(mut self, cap: impl Fn(&str) -> f64) -> Self {
+        let days = self.daily.len().max(1) as f64;
+        let mut spent: BTreeMap<&str, f64> = BTreeMap::new();
+        for day in &self.daily {
+            for (agent, usd) in &day.agents {
+                *spent.entry(agent).or_default() += usd;
+            }
+        }
+        self.budgets = spent
+            .into_iter()
+            .map(|(agent, spent_usd)| {
+                let daily_budget_usd = cap(agent);
+                let budget_usd = daily_budget_usd * days;
+                let used = (budget_usd > 0.0).then(|| spent_usd / budget_usd);
+                BudgetUse { agent: agent.to_owned(), daily_budget_usd, budget_usd, spent_usd, used }
+            })
+            .collect();
+        self
+    }
+
     /// Builds the report of `records` (those of `params`' period) grouped as `params` says.
     pub fn build(params: &Params, records: &[CostRecord]) -> Self {
         // Group key -> (title, (line rank, line label) -> line).
@@ -338,6 +373,7 @@ impl Report {
                 })
                 .collect(),
             daily: daily.into_iter().map(|(day, agents)| Daily { day, agents }).collect(),
+            budgets: Vec::new(),
         }
     }
 }

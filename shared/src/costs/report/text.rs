@@ -33,3 +33,15 @@ pub fn render(report: &Report) -> String {
         .collect();
     blocks.join("\n")
 }
+
+/// Each agent's spend against its budget over the period, one line each (empty when none spent).
+pub fn budgets(report: &Report) -> String {
+    report
+        .budgets
+        .iter()
+        .map(|b| {
+            let used = b.used.map_or_else(|| "no budget".to_owned(), |u| format!("{:.1}%", u * 100.0));
+            format!("- {}: {} of {} ({used})\n", super::agent_title(&b.agent), usd(b.spent_usd), usd(b.budget_usd))
+        })
+        .collect()
+}

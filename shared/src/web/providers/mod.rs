@@ -49,6 +49,9 @@ pub trait SearchProvider: Send + Sync {
     fn supports(&self, _kind: &Kind) -> bool {
         true
     }
+    /// The most one answer to `query` may use, and the price table's model for it: what the
+    /// call holds against the agent's daily budget before it is made.
+    fn worst_case(&self, query: &Query) -> (&'static str, Usage);
     /// Answers `query` in one attempt.
     async fn answer(&self, query: &Query) -> Result<Answer, ProviderError>;
 }

@@ -6,7 +6,8 @@
 //! `instructions` our system text (seed 000's Chinese line included), `model`
 //! `perplexity/sonar` with a `web_search` tool that carries every search filter
 //! (`filters.search_domain_filter` / `search_recency_filter`, `user_location.country`),
-//! `max_output_tokens` 4000 and, for the structured methods, a top-level `response_format`
+//! `max_output_tokens` 4000, `max_steps` (3, or 5 for `sonar-pro`: a run's searches are
+//! bounded, and so is what a call may cost) and, for the structured methods, a top-level `response_format`
 //! `json_schema` with a name. `sonar-pro` ("high quality") is the guide's option 2 for a
 //! model-slug contract: the same model and filters with a `high` search context. The SDK
 //! types have no `temperature` and no `tool_choice`, and the API refuses unknown fields, so
@@ -61,6 +62,20 @@ pub const CJK_DOMAINS: [&str; 18] = [
     "thepaper.cn",
     "zh.wikipedia.org",
 ];
+
+/// The longest answer asked for.
+pub const MAX_OUTPUT_TOKENS: u64 = 4000;
+
+/// Research-loop steps a run may take (`max_steps`, which overrides any preset's): each may
+/// run a web search, billed per search, and feed its results back as input tokens.
+pub fn max_steps(query: &Query) -> u32 {
+    if query.model == Model::SonarPro { 5 } else { 3 }
+}
+
+/// Input tokens one step's search results may add (a `high` search context reads more).
+fn context_per_step(query: &Query) -> u64 {
+    if query.model == Model::SonarPro { 20_000 } else { 10_000 }
+}
 
 /// The Perplexity adapter. Built once per process; cheap to share.
 pub struct Perplexity {
@@ -131,7 +146,8 @@ impl Perplexity {
             "model": AGENT_MODEL,
             "input": user_prompt(query),
             "instructions": instructions,
-            "max_output_tokens": 4000,
+            "max_output_tokens": MAX_OUTPUT_TOKENS,
+            "max_steps": max_steps(query),
             "tools": [tool],
         });
         if let Some(schema) = schema {
@@ -187,6 +203,19 @@ fn user_prompt(query: &Query) -> String {
 impl super::SearchProvider for Perplexity {
     fn name(&self) -> &'static str {
         "perplexity"
+    }
+
+    /// Every step searches and reads its results; the prompt's bytes bound its own tokens.
+    fn worst_case(&self, query: &Query) -> (&'static str, Usage) {
+        let steps = max_steps(query);
+        let prompt = Self::request_body(query).to_string().len() as u64;
+        let usage = Usage {
+            input_tokens: prompt + u64::from(steps) * context_per_step(query),
+            output_tokens: MAX_OUTPUT_TOKENS,
+            searches: steps,
+            ..Usage::default()
+        };
+        ("sonar", usage)
     }
 
     async fn answer(&self, query: &Query) -> Result<Answer, ProviderError> {
@@ -346,7 +375,8 @@ mod tests {
         assert_eq!(web_search(&b), &json!({"type": "web_search"}));
         let mut fields: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
         fields.sort_unstable();
-        assert_eq!(fields, ["input", "instructions", "max_output_tokens", "model", "tools"]);
+        assert_eq!(fields, ["input", "instructions", "max_output_tokens", "max_steps", "model", "tools"]);
+        assert_eq!(b["max_steps"], 3, "a run's searches are bounded: no preset decides how many");
     }
 
     #[test]

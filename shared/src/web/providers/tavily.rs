@@ -31,6 +31,9 @@ pub struct Tavily {
     key: Secret,
 }
 
+/// The tier billed (the price table's key under `tavily`): every request is a basic search.
+pub const MODEL: &str = "basic";
+
 impl Tavily {
     pub fn new(base_url: &str, key: Secret, timeout: Duration) -> Result<Self, ProviderError> {
         Ok(Self {
@@ -161,6 +164,11 @@ impl super::SearchProvider for Tavily {
         matches!(kind, Kind::Search | Kind::Research { .. })
     }
 
+    /// A basic search is one credit, whatever it finds.
+    fn worst_case(&self, _query: &Query) -> (&'static str, Usage) {
+        (MODEL, Usage { credits: 1, ..Usage::default() })
+    }
+
     async fn answer(&self, query: &Query) -> Result<Answer, ProviderError> {
         let parsed = parse(&self.http.post(&self.endpoint, &self.key, &Self::request_body(query)).await?)?;
         let content = match &query.kind {
@@ -183,7 +191,7 @@ impl super::SearchProvider for Tavily {
             return Err(ProviderError::Malformed("no answer and no results".into()));
         }
         Ok(Answer {
-            model: "basic".into(),
+            model: MODEL.into(),
             content,
             citations: parsed.hits.iter().map(|(h, _)| h.url.clone()).collect(),
             search_results: parsed.hits.into_iter().map(|(h, _)| h).collect(),

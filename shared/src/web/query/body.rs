@@ -34,6 +34,17 @@ struct Common {
     model: Option<Model>,
     domains: Vec<String>,
     agent: Option<String>,
+    over_budget: Option<OverBudget>,
+}
+
+/// What a search does when its agent's daily budget is spent (`overBudget`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum OverBudget {
+    /// 429 `budget_exceeded` (the default).
+    Refuse,
+    /// Labelled mock data, with `fallbackReason` `budget_exceeded: ...`.
+    Mock,
 }
 
 /// The 400 code of a failing field: its own for a value out of a closed set, else
@@ -43,6 +54,7 @@ fn code(path: &str) -> &'static str {
         "model" => "unknown_model",
         "recency" => "unknown_recency",
         "timeframe" => "unknown_timeframe",
+        "overBudget" => "invalid_over_budget",
         _ => "invalid_field",
     }
 }
@@ -59,6 +71,7 @@ macro_rules! body {
             #[serde(default)]
             domains: Vec<String>,
             agent: Option<String>,
+            over_budget: Option<OverBudget>,
         }
 
         impl $name {
@@ -69,6 +82,7 @@ macro_rules! body {
                     model: self.model.take(),
                     domains: std::mem::take(&mut self.domains),
                     agent: self.agent.take(),
+                    over_budget: self.over_budget.take(),
                 }
             }
         }
@@ -228,6 +242,7 @@ impl Raw {
             published_after,
             published_before,
             agent,
+            mock_over_budget: self.common.over_budget == Some(OverBudget::Mock),
         })
     }
 }

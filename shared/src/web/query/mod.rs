@@ -122,6 +122,10 @@ pub struct Query {
     /// Who asks (cost attribution); not part of the answer, so not part of the cache key.
     #[serde(skip)]
     pub agent: String,
+    /// Labelled mock data instead of a 429 when the agent's budget is spent (`overBudget:
+    /// "mock"`); not part of the answer.
+    #[serde(skip)]
+    pub mock_over_budget: bool,
 }
 
 impl Query {
@@ -138,6 +142,7 @@ impl Query {
             published_after: None,
             published_before: None,
             agent: agent.to_owned(),
+            mock_over_budget: false,
         }
     }
 

@@ -1,0 +1,72 @@
+//! Per-user request quotas (requests per minute and per UTC day), counted in the record store so
+//! every container shares one count. A spent quota is 429 `quota_exceeded` with `Retry-After`.
+//!
+//! A quota guards routes that spend nothing per request (a search on the bundled embedder):
+//! when the store does not answer within a short bound the request goes ahead (fails open,
+//! said in the log), since a search needs no record store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Timelike;
+
+use crate::core::clock::Clock;
+use crate::core::error::{Error, Result};
+use crate::core::records::RecordStore;
+
+/// How long a quota check waits for the store before letting the request through.
+pub const WAIT: Duration = Duration::from_millis(250);
+
+/// Requests per minute and per day of each user.
+pub struct Quota {
+    per_minute: u32,
+    per_day: u32,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Quota {
+    /// `per_minute` and `per_day` requests a user (0: no limit), counted in `records`.
+    pub fn new(per_minute: u32, per_day: u32, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { per_minute, per_day, records, clock }
+    }
+
+    /// Counts one request of `user`: `Err(QuotaExceeded)` when its minute or its day is spent.
+    pub async fn take(&self, user: &str) -> Result<()> {
+        let now = self.clock.now();
+        let minute = now.format("%Y-%m-%dT%H:%M").to_string();
+        let day = now.format("%Y-%m-%d").to_string();
+        let windows = [
+            (self.per_minute, format!("m#{minute}"), 120, 60 - u64::from(now.second()), "minute"),
+            (self.per_day, format!("d#{day}"), 2 * 86_400, crate::core::time::seconds_to_midnight(now), "day"),
+        ];
+        for (limit, sk, keep_secs, retry_after_secs, window) in windows {
+            if limit == 0 {
+                continue;
+            }
+            let pk = format!("QUOTA#{user}");
+            let counted = self.records.add(&pk, &sk, 1, Some(i64::from(limit)), now.timestamp() + keep_secs);
+            match tokio::time::timeout(WAIT, counted).await {
+                Ok(Ok(Some(_))) => {}
+                Ok(Ok(None)) => {
+                    return Err(Error::QuotaExceeded {
+                        message: format!("user quota of {limit} requests per {window} is spent; retry later"),
+                        retry_after_secs,
+                    });
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "quota store unavailable: request allowed");
+                    return Ok(());
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        wait_ms = WAIT.as_millis() as u64,
+                        "quota store did not answer in time: request allowed"
+                    );
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,152 @@
+//! Daily budgets (`BUDGETS`) that hold across containers: holds in separate processes sharing
+//! one store, paid searches refused at the line (429 with `Retry-After`, no upstream call) or
+//! answered with labelled mock data when asked, cached answers still free, the expensive model
+//! only for premium agents, and a store outage spent from a small allowance, then refused.
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use integration::{Harness, Setup, StoreKind, on_both_stores, perplexity};
+use serde_json::json;
+use shared::core::clock::SystemClock;
+use shared::core::config::BudgetCaps;
+use shared::core::records::{DynamoRecords, LocalRecords, RecordStore};
+use shared::costs::budget::Budgets;
+use shared::web::providers::perplexity::AGENT_PATH;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+/// Four processes race 8 holds of $0.30 each against a $2 cap in one store.
+fn race(place: &str, table: &str) -> usize {
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_budget_worker"))
+                .args([place, table, "2", "0.30", "8"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("start budget_worker")
+        })
+        .collect();
+    workers
+        .into_iter()
+        .map(|w| {
+            let out = w.wait_with_output().unwrap();
+            assert!(out.status.success());
+            let text = String::from_utf8(out.stdout).unwrap();
+            text.trim().strip_prefix("admitted ").expect("admitted line").parse::<usize>().unwrap()
+        })
+        .sum()
+}
+
+// Given a $2 daily budget and four processes each trying 8 calls of $0.30 at once on one
+// store, then exactly 7 are admitted (a hold is admitted while the day's total is under the
+// cap): one call crossed the line, by at most its own worst case, and the day reads $2.10.
+async fn at_most_one_call_crosses_the_line_across_processes(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let (records, place, table): (Arc<dyn RecordStore>, String, String) = match kind {
+        StoreKind::Local => {
+            (Arc::new(LocalRecords::open(dir.path()).unwrap()), dir.path().display().to_string(), "-".into())
+        }
+        StoreKind::DynamoDb => {
+            let endpoint = integration::dynamodb_local_endpoint();
+            let table = format!("test-{}", uuid::Uuid::new_v4());
+            let store = DynamoRecords::local(&endpoint, table.clone()).await;
+            store.create_table().await.unwrap();
+            (Arc::new(store), endpoint, table)
+        }
+    };
+    let admitted = tokio::task::spawn_blocking(move || race(&place, &table)).await.unwrap();
+    assert_eq!(admitted, 7, "ceil(2.00 / 0.30) holds fit under the line");
+    let caps = BudgetCaps::parse("budgeted=2").unwrap();
+    let budgets = Budgets::new(caps, records, Arc::new(SystemClock), Duration::from_secs(5), 0.0);
+    let spent = budgets.spent("budgeted", chrono::Utc::now().date_naive()).await.unwrap();
+    assert!((spent - 2.10).abs() < 1e-9, "spent {spent}");
+}
+
+/// Makes the fake Perplexity answer every search (1,000 + 500 tokens, one web search: $0.0065).
+async fn answering(h: &Harness) {
+    let body = perplexity::answer(
+        "Coffee demand grew [1].",
+        json!([{"id": 1, "title": "Coffee report", "url": "https://example.com/coffee", "snippet": "Demand grew."}]),
+        json!([]),
+        perplexity::usage(1000, 500, 1, None),
+    );
+    Mock::given(method("POST"))
+        .and(path(AGENT_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(h.upstream())
+        .await;
+}
+
+/// A harness with the fake Perplexity answering every search, and `env`.
+async fn paid(kind: StoreKind, env: &'static [(&'static str, &'static str)]) -> Harness {
+    let h = Harness::with(kind, Setup { perplexity: true, env, ..Setup::default() }).await;
+    answering(&h).await;
+    h
+}
+
+// Given a research budget smaller than one search, then the first search goes through (the day
+// was under the line) and is settled to what it cost; the next new search is 429
+// budget_exceeded with Retry-After and reaches no upstream; the cached one is still answered
+// (free); and a caller asking for a fallback gets labelled mock data instead.
+async fn a_spent_budget_refuses_paid_calls_but_not_cached_ones(kind: StoreKind) {
+    let h = paid(kind, &[("BUDGETS", "research=0.0001,*=1")]).await;
+    let (status, r) = h.post("/search", json!({"query": "coffee"})).await;
+    assert_eq!((status, r["mock"].as_bool()), (200, Some(false)), "{r}");
+    assert_eq!(h.upstream_calls().await.len(), 1);
+
+    let (status, headers, r) = h.exchange("POST", "/search", &json!({"query": "tea"}).to_string(), None).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("budget_exceeded")), "{r}");
+    let retry_after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=86_400).contains(&retry_after), "until midnight UTC: {retry_after}");
+    assert_eq!(h.upstream_calls().await.len(), 1, "no upstream call over budget");
+
+    let (status, r) = h.post("/search", json!({"query": "coffee"})).await;
+    assert_eq!((status, r["cached"].as_bool()), (200, Some(true)), "a cached answer costs nothing: {r}");
+
+    let (status, r) = h.post("/search", json!({"query": "tea", "overBudget": "mock"})).await;
+    assert_eq!((status, r["mock"].as_bool()), (200, Some(true)), "{r}");
+    assert!(r["fallbackReason"].as_str().unwrap().starts_with("budget_exceeded"), "{r}");
+    assert_eq!(h.upstream_calls().await.len(), 1);
+
+    let (status, r) = h.post("/search", json!({"query": "tea", "agent": "writing"})).await;
+    assert_eq!((status, r["mock"].as_bool()), (200, Some(false)), "another agent has its own budget: {r}");
+
+    let (status, r) = h.post("/research", json!({"pipelineId": "p"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("budget_exceeded")), "the node bills research: {r}");
+}
+
+// Given the default PREMIUM_AGENTS, then sonar-pro is refused (403) for the writing agent before
+// any upstream call, and served for the research agent.
+async fn the_expensive_search_is_for_premium_agents(kind: StoreKind) {
+    let h = paid(kind, &[]).await;
+    let (status, r) = h.post("/search", json!({"query": "coffee", "model": "sonar-pro", "agent": "writing"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (403, Some("forbidden")), "{r}");
+    assert!(h.upstream_calls().await.is_empty());
+    let (status, r) = h.post("/search", json!({"query": "coffee", "model": "sonar-pro"})).await;
+    assert_eq!((status, r["mock"].as_bool()), (200, Some(false)), "{r}");
+}
+
+// Given a record store that fails (a table that does not exist), then a container spends its
+// outage allowance (one search of about $0.05 fits in $0.06) and then refuses: budgets fail
+// closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_outage_spends_the_allowance_then_refuses() {
+    let env: &'static [(&'static str, &'static str)] = &[("BUDGET_OUTAGE_ALLOWANCE_USD", "0.06")];
+    let h =
+        Harness::with(StoreKind::DynamoDb, Setup { perplexity: true, store_down: true, env, ..Setup::default() }).await;
+    answering(&h).await;
+    let (status, r) = h.post("/search", json!({"query": "coffee"})).await;
+    assert_eq!((status, r["mock"].as_bool()), (200, Some(false)), "{r}");
+    let (status, r) = h.post("/search", json!({"query": "tea"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("budget_exceeded")), "{r}");
+    assert_eq!(h.upstream_calls().await.len(), 1);
+}
+
+on_both_stores!(
+    at_most_one_call_crosses_the_line_across_processes,
+    a_spent_budget_refuses_paid_calls_but_not_cached_ones,
+    the_expensive_search_is_for_premium_agents,
+);
