@@ -307,7 +307,71 @@ async fn events_are_idempotent_and_order_safe(index: Vec<(&'static str, String)>
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_activity")), "{r}");
 }
 
+/// Great-circle distance in km, as a reader would compute it (mean Earth radius).
+fn km(a: (f64, f64), b: (f64, f64)) -> f64 {
+    let (la1, la2) = (a.0.to_radians(), b.0.to_radians());
+    let (dla, dlo) = (la2 - la1, (b.1 - a.1).to_radians());
+    let h = (dla / 2.0).sin().powi(2) + la1.cos() * la2.cos() * (dlo / 2.0).sin().powi(2);
+    2.0 * 6371.0088 * h.sqrt().asin()
+}
+
+// Given 400 activities over Shanghai, half of them packed within 300 m of the centre (dense
+// and sparse areas), some past or full, then a search with only a location answers the
+// bookable ones nearest first, exactly the brute-force nearest, wherever it is asked (in the
+// packed centre, at its edge, out in the sparse part) and for any limit; `candidates` counts
+// every bookable one in the circle.
+async fn nearest_first_is_exact_whatever_the_density(index: Vec<(&'static str, String)>) {
+    let h = RagHarness::with(None, &borrowed(&index)).await;
+    let centre = (31.2304, 121.4737);
+    let mut seed = 0x2545_f491_u64;
+    let mut unit = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % 1_000_000) as f64 / 1_000_000.0
+    };
+    let mut all = Vec::new();
+    for i in 0..400 {
+        let spread = if i % 2 == 0 { 0.003 } else { 0.4 };
+        let place = (centre.0 + spread * (unit() - 0.5), centre.1 + spread * (unit() - 0.5));
+        let hours = if i % 13 == 0 { -5 } else { 2 + i as i64 % 200 };
+        let mut a = activity(&format!("a{i:03}"), "活动", "运动", "一起来", hours);
+        a["location"] = json!({"lat": place.0, "lng": place.1});
+        if i % 17 == 0 {
+            a["currentParticipants"] = json!(8);
+        }
+        let bookable = hours > 0 && i % 17 != 0;
+        all.push((format!("a{i:03}"), place, bookable, a));
+    }
+    for batch in all.chunks(100) {
+        let body = Value::Array(batch.iter().map(|(.., a)| a.clone()).collect());
+        let (status, r) = h.index("POST", "/activities", &body.to_string()).await;
+        assert_eq!((status, r["indexed"].as_array().map(Vec::len)), (202, Some(100)), "accepted, embeddings pending");
+    }
+    for (at, radius, limit) in
+        [(centre, 10.0, 10), ((centre.0 + 0.002, centre.1), 5.0, 3), ((31.33, 121.6), 30.0, 20), (centre, 1.0, 50)]
+    {
+        let body = json!({"filters": {"location": {"lat": at.0, "lng": at.1, "radiusInKm": radius}}, "limit": limit});
+        let (ids, r) = h.search_ids(body).await;
+        let mut truth: Vec<(f64, &str)> = all
+            .iter()
+            .filter(|(_, p, bookable, _)| *bookable && km(at, *p) <= radius)
+            .map(|(id, p, ..)| (km(at, *p), id.as_str()))
+            .collect();
+        truth.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(r["candidates"].as_u64(), Some(truth.len() as u64), "{at:?} {radius} km");
+        let want: Vec<f64> = truth.iter().take(limit).map(|t| t.0).collect();
+        let got: Vec<f64> =
+            r["results"].as_array().unwrap().iter().map(|x| x["distanceKm"].as_f64().unwrap()).collect();
+        assert_eq!(ids.len(), want.len(), "{at:?} {radius} km limit {limit}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 0.01, "{at:?} {radius} km: distances {got:?}, brute force {want:?}");
+        }
+    }
+}
+
 integration::on_edge_and_server!(
+    nearest_first_is_exact_whatever_the_density,
     the_api_gateway_and_eventbridge_fixtures_drive_the_handlers,
     only_content_changes_are_embedded_again,
     events_are_idempotent_and_order_safe,

@@ -145,7 +145,76 @@ async fn a_store_outage_spends_the_allowance_then_refuses() {
     assert_eq!(h.upstream_calls().await.len(), 1);
 }
 
+// Given an upstream that never answers in time, then each search that was cut short keeps its
+// whole hold (the upstream may have billed it): two of them spend a $0.06 budget, and the third
+// is refused without reaching the upstream.
+async fn a_call_cut_short_keeps_its_hold(kind: StoreKind) {
+    let env: &'static [(&'static str, &'static str)] = &[("BUDGETS", "research=0.06"), ("SEARCH_BUDGET_MS", "1500")];
+    let h = Harness::with(kind, Setup { perplexity: true, env, ..Setup::default() }).await;
+    let body = perplexity::answer("late", json!([]), json!([]), perplexity::usage(1, 1, 0, None));
+    Mock::given(method("POST"))
+        .and(path(AGENT_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body).set_delay(Duration::from_secs(3)))
+        .mount(h.upstream())
+        .await;
+    for query in ["one", "two"] {
+        let (status, r) = h.post("/search", json!({"query": query})).await;
+        assert_eq!((status, r["mock"].as_bool()), (200, Some(true)), "cut short, labelled mock: {r}");
+    }
+    let calls = h.upstream_calls().await.len();
+    let (status, r) = h.post("/search", json!({"query": "three"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("budget_exceeded")), "{r}");
+    assert_eq!(h.upstream_calls().await.len(), calls, "no upstream call over budget");
+}
+
+// Given a model the price table does not know, then each call holds UNPRICED_WORST_USD (its
+// cost is unknown, so the hold is kept), and a free hold whose call reported a cost adds it.
+async fn unpriced_and_reported_costs_are_budgeted(kind: StoreKind) {
+    use shared::core::upstream::Usage;
+    use shared::costs::ledger::{CallKind, Charge, Ledger, Outcome, UNPRICED_WORST_USD};
+    let (records, _guard) = integration::store(kind).await;
+    let clock = Arc::new(SystemClock);
+    let caps = BudgetCaps::parse("a=0.04,b=1").unwrap();
+    let budgets = Arc::new(Budgets::new(caps, records.clone(), clock.clone(), Duration::from_secs(5), 0.0));
+    let prices = Arc::new(shared::costs::pricing::PriceTable::default());
+    let ledger = Ledger::new(records, prices, clock, shared::core::retry::STORE_RETRY).with_budgets(budgets.clone());
+    let usage = Usage { input_tokens: 10, output_tokens: 10, ..Usage::default() };
+    let hold = ledger.hold("a", "openrouter", "brand-new-model", &usage).await.expect("under the line");
+    let charge = Charge {
+        request_id: "r",
+        agent: "a",
+        kind: CallKind::Llm,
+        provider: "openrouter",
+        model: "brand-new-model",
+        usage: &usage,
+        outcome: Outcome::Live,
+        saved_usd: 0.0,
+        upstream_id: None,
+    };
+    let cost = ledger.charge(&charge).await;
+    ledger.settle(hold, &cost, false).await;
+    let today = chrono::Utc::now().date_naive();
+    assert!((budgets.spent("a", today).await.unwrap() - UNPRICED_WORST_USD).abs() < 1e-9, "unpriced: the hold is kept");
+    assert!(ledger.hold("a", "openrouter", "brand-new-model", &usage).await.is_err(), "a's day is spent");
+
+    let free = ledger.hold("b", "local", "multilingual-e5-small", &usage).await.unwrap();
+    let reported = Usage { provider_cost_usd: Some(0.01), ..usage.clone() };
+    let cost = ledger
+        .charge(&Charge {
+            agent: "b",
+            provider: "openrouter",
+            model: "deepseek/deepseek-chat",
+            usage: &reported,
+            ..charge
+        })
+        .await;
+    ledger.settle(free, &cost, false).await;
+    assert!((budgets.spent("b", today).await.unwrap() - 0.01).abs() < 1e-9, "a reported cost is added");
+}
+
 on_both_stores!(
+    a_call_cut_short_keeps_its_hold,
+    unpriced_and_reported_costs_are_budgeted,
     at_most_one_call_crosses_the_line_across_processes,
     a_spent_budget_refuses_paid_calls_but_not_cached_ones,
     the_expensive_search_is_for_premium_agents,

@@ -232,3 +232,22 @@ async fn preferences_stand_in_for_history() {
     let (status, r) = put(&h, "/users/new-user/preferences", json!({})).await;
     assert_eq!(status, 400, "{r}");
 }
+
+// Given a user who posts feedback 120 times, then what is stored for them stays bounded (the
+// newest FEEDBACK_KEPT participations and their counter), and the kept vectors still come
+// from the most recent satisfied activities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feedback_is_kept_in_a_bounded_ring() {
+    use shared::activities::interests::FEEDBACK_KEPT;
+    let h = harness(&[]).await;
+    for i in 0..120 {
+        let id = ["beer", "karaoke", "quiet", "surf"][i % 4];
+        let (status, r) = post(&h, "/users/u-ring/feedback", json!({"activityId": id, "satisfied": i >= 110})).await;
+        assert_eq!(status, 200, "{r}");
+    }
+    let stored = h.records.query("USER#u-ring", "A", "\u{10FFFF}", 0).await.unwrap();
+    assert!(stored.len() as i64 <= FEEDBACK_KEPT + 2, "{} records for one user", stored.len());
+    let (status, r) = post(&h, "/users/u-ring/feedback", json!({"activityId": "run", "satisfied": true})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["satisfiedActivities"], 5, "the four of the last ten, and run: {r}");
+}

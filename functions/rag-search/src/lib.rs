@@ -16,7 +16,8 @@
 //!
 //! Who may call: `POST /rag/search` and the user routes need a user's JWT (the authorizer's
 //! verified claims; 401 without), and a search counts against that user's quota (per minute
-//! and per day; 429 `quota_exceeded` with `Retry-After` when spent). `explore_nearby` is the
+//! and per day; 429 `quota_exceeded` with `Retry-After` when spent; setting preferences, which
+//! embeds them, counts too). `explore_nearby` is the
 //! backend's and the assistant's tool: SigV4 only (401 anonymous, 403 a user).
 
 use std::sync::Arc;
@@ -74,6 +75,7 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
         ["users", user, "preferences"] => {
             http::allow(req, "PUT")?;
             users.require(req, user)?;
+            quota.take(user).await?; // the preferences are embedded: counted like a search
             let body = shared::core::json::json_object(http::body(req)?)?;
             Ok(http::json(200, &app.set_preferences(user, &body, &http::request_id(req)).await?))
         }

@@ -58,6 +58,8 @@ const PERSONAL_DEPTH: usize = 3;
 const RING_POOL: usize = 4;
 /// Counts a distance search may make to find its circle.
 const RING_STEPS: usize = 12;
+/// Time a distance search may spend finding its circle; then it ranks the best one found.
+const RING_TIME: Duration = Duration::from_millis(500);
 /// Candidates each channel contributes to fusion.
 const CHANNEL_DEPTH: usize = 100;
 /// Score multiplier `1 + TIME_BOOST × fit` for a candidate starting when the query asks
@@ -184,38 +186,35 @@ impl Retrieval {
     }
 
     /// The `limit` matches of `filter` nearest `near`, of `candidates` in all, reading about as
-    /// many as the answer needs: the circle shrinks to one expected to hold ~2 × `limit` at
-    /// uniform density, then halves while it holds more than [`RING_POOL`] × `limit` or doubles
-    /// until it holds `limit`; the index ranks the matches of that circle by distance. Every
-    /// match outside it is farther than all inside, so the answer is exact.
+    /// many as the answer needs: a circle holding at least `limit` and at most [`RING_POOL`] ×
+    /// `limit` matches is sought by bisecting its area (first guess: ~2 × `limit` at uniform
+    /// density), with at most [`RING_STEPS`] counts and inside [`RING_TIME`]; the index ranks
+    /// the matches of the smallest circle found that holds `limit` by distance. Every match
+    /// outside it is farther than all inside, so the answer is exact.
     async fn nearest(&self, filter: &HardFilter, near: Near, candidates: usize, limit: usize) -> Result<Vec<Stored>> {
         let limit = limit.max(1);
-        let mut ring = (near.radius_km, candidates);
-        if candidates > RING_POOL * limit {
-            let mut radius = near.radius_km * ((2 * limit) as f64 / candidates as f64).sqrt();
-            let mut narrowed = filter.clone();
-            for _ in 0..RING_STEPS {
-                if radius >= near.radius_km {
-                    break;
-                }
-                narrowed.near = Some(Near { radius_km: radius, ..near });
-                let held = self.index.count(&narrowed).await?;
-                if held >= limit {
-                    ring = (radius, held);
-                    if held <= RING_POOL * limit {
-                        break;
-                    }
-                    radius /= 2.0;
-                } else if ring.0 < near.radius_km {
-                    break; // a wider circle already holds enough
-                } else {
-                    radius *= 2.0;
-                }
+        let started = Instant::now();
+        // The smallest circle known to hold `limit` (radius, matches), the largest known not to.
+        let (mut enough, mut short) = ((near.radius_km, candidates), 0.0_f64);
+        let mut radius = near.radius_km * ((2 * limit) as f64 / candidates.max(1) as f64).sqrt();
+        let mut narrowed = filter.clone();
+        for _ in 0..RING_STEPS {
+            if enough.1 <= RING_POOL * limit || started.elapsed() > RING_TIME || radius >= enough.0 {
+                break;
             }
+            narrowed.near = Some(Near { radius_km: radius, ..near });
+            let held = self.index.count(&narrowed).await?;
+            if held >= limit {
+                enough = (radius, held);
+            } else {
+                short = radius;
+            }
+            // The radius of the circle whose area is halfway between the two.
+            radius = ((short * short + enough.0 * enough.0) / 2.0).sqrt();
         }
-        let narrowed = HardFilter { near: Some(Near { radius_km: ring.0, ..near }), ..filter.clone() };
+        let narrowed = HardFilter { near: Some(Near { radius_km: enough.0, ..near }), ..filter.clone() };
         // A write between the count and the read may add a few: read a little more than counted.
-        self.index.nearest(&narrowed, ring.1 + limit, limit).await
+        self.index.nearest(&narrowed, enough.1 + limit, limit).await
     }
 
     /// Nearest first with a location, else soonest first; top `limit`.

@@ -1,9 +1,9 @@
 //! Per-user request quotas (requests per minute and per UTC day), counted in the record store so
 //! every container shares one count. A spent quota is 429 `quota_exceeded` with `Retry-After`.
 //!
-//! A quota guards routes that spend nothing per request (a search on the bundled embedder):
-//! when the store does not answer within a short bound the request goes ahead (fails open,
-//! said in the log), since a search needs no record store.
+//! When the store does not answer within a short bound the request goes ahead (fails open,
+//! said in the log), since a search needs no record store: what a search may spend (a paid
+//! embedder, model match reasons) is capped by its agent's daily budget all the same.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,7 +44,7 @@ impl Quota {
             if limit == 0 {
                 continue;
             }
-            let pk = format!("QUOTA#{user}");
+            let pk = key(user);
             let counted = self.records.add(&pk, &sk, 1, Some(i64::from(limit)), now.timestamp() + keep_secs);
             match tokio::time::timeout(WAIT, counted).await {
                 Ok(Ok(Some(_))) => {}
@@ -69,4 +69,11 @@ impl Quota {
         }
         Ok(())
     }
+}
+
+/// The partition of `user`'s counters: a hash, so a claim of any length or content (an email,
+/// 2 KB of text) is a valid key of fixed size.
+fn key(user: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("QUOTA#{}", hex::encode(&Sha256::digest(user.as_bytes())[..12]))
 }

@@ -90,6 +90,12 @@ impl ProviderError {
         matches!(self, Self::Timeout(_) | Self::OutOfTime)
     }
 
+    /// Whether the upstream may have charged for the failed call, so its budget hold is kept:
+    /// cut short while working, or answered (HTTP 200) with a failed run or an unusable body.
+    pub fn may_have_cost(&self) -> bool {
+        self.maybe_billed() || matches!(self, Self::RunFailed { .. } | Self::Malformed(_))
+    }
+
     /// Whether the failure says something about the upstream's health. A refusal of this
     /// request's body (HTTP 400 or 422: a field, a filter, this caller's input) does not, so it
     /// must not open the circuit for every other request; a 404 (a wrong base URL) does.

@@ -140,18 +140,34 @@ impl Budgets {
         }
     }
 
-    /// Settles `hold` to `cost_usd`, what the call cost (0 if it failed). Never fails: a
-    /// settlement the store refuses leaves the hold counted (the budget errs closed).
-    pub async fn settle(&self, hold: Hold, cost_usd: f64) {
-        if !hold.counted {
-            return;
+    /// Keeps `hold` as it is: the call may have cost its worst case.
+    pub fn keep(&self, hold: Hold) {
+        if hold.counted {
+            tracing::info!(
+                agent = hold.agent,
+                held_usd = hold.micros as f64 / 1e6,
+                "budget hold kept at its worst case"
+            );
         }
+    }
+
+    /// Settles `hold` to `cost_usd`, what the call cost (0 if it failed). A hold of nothing
+    /// that turns out to have cost something (an upstream's reported cost) adds it. Never
+    /// fails: a settlement the store refuses leaves the hold counted (the budget errs closed).
+    pub async fn settle(&self, hold: Hold, cost_usd: f64) {
+        let now = self.clock.now();
+        let (day, held) = match (hold.counted, hold.micros) {
+            (true, held) => (hold.day, held),
+            (false, 0) if cost_usd > 0.0 => (now.date_naive(), 0),
+            (false, _) => return,
+        };
+        let hold = Hold { day, micros: held, counted: true, ..hold };
         let delta = micros(cost_usd) - hold.micros;
         if delta == 0 {
             return;
         }
         let (pk, sk) = key(&hold.agent, hold.day);
-        let expires = self.clock.now().timestamp() + 3 * 86_400;
+        let expires = now.timestamp() + 3 * 86_400;
         match tokio::time::timeout(self.wait, self.records.add(&pk, &sk, delta, None, expires)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {

@@ -18,6 +18,9 @@ use crate::core::upstream::Usage;
 use crate::costs::budget::{Budgets, Hold};
 use crate::costs::pricing::PriceTable;
 
+/// What a call to a model the price table does not know holds against its agent's budget.
+pub const UNPRICED_WORST_USD: f64 = 0.05;
+
 /// How long cost records are kept.
 pub const RETENTION_DAYS: i64 = 400;
 
@@ -181,16 +184,34 @@ impl Ledger {
 
     /// Holds the worst case of a call to `provider`/`model` by `agent` (`ceiling`: the most
     /// it may use, priced by the table) against the agent's daily budget, before the call.
-    /// `Err(BudgetExceeded)` when the budget is spent; a free or unpriced call holds nothing.
+    /// `Err(BudgetExceeded)` when the budget is spent. A model the table does not price holds
+    /// [`UNPRICED_WORST_USD`] (an upstream that reports its cost is still capped); only the
+    /// in-process and mock models hold nothing.
     pub async fn hold(&self, agent: &str, provider: &str, model: &str, ceiling: &Usage) -> Result<Hold> {
         let Some(budgets) = &self.budgets else { return Ok(Hold::free(agent)) };
-        let worst = ceiling.provider_cost_usd.or_else(|| self.prices.cost(provider, model, ceiling)).unwrap_or(0.0);
+        let worst = match ceiling.provider_cost_usd.or_else(|| self.prices.cost(provider, model, ceiling)) {
+            Some(usd) => usd,
+            None if matches!(provider, "local" | "mock") => 0.0,
+            None => {
+                tracing::warn!(
+                    provider,
+                    model,
+                    "no price for this model: its calls hold {UNPRICED_WORST_USD} USD each"
+                );
+                UNPRICED_WORST_USD
+            }
+        };
         budgets.hold(agent, worst).await
     }
 
-    /// Settles `hold` to what `cost` says the call cost.
-    pub async fn settle(&self, hold: Hold, cost: &CostRecord) {
-        if let Some(budgets) = &self.budgets {
+    /// Settles `hold` to what `cost` says the call cost. A call that failed in a way that may
+    /// have been billed (cut short, or answered but unusable: `maybe_billed`), or whose cost
+    /// is unknown (unpriced), keeps its whole hold: the budget errs on the side of the wallet.
+    pub async fn settle(&self, hold: Hold, cost: &CostRecord, maybe_billed: bool) {
+        let Some(budgets) = &self.budgets else { return };
+        if (cost.failed && maybe_billed) || cost.cost_source == CostSource::Unpriced {
+            budgets.keep(hold);
+        } else {
             budgets.settle(hold, cost.cost_usd).await;
         }
     }

@@ -124,13 +124,13 @@ pub async fn run<T: DeserializeOwned>(
                 let none = Usage::default();
                 let failed = charge(&none, Outcome::Failed, None);
                 let cost = if e.maybe_billed() { ledger.charge(&failed).await } else { ledger.bill(&failed) };
-                ledger.settle(hold, &cost).await;
+                ledger.settle(hold, &cost, e.may_have_cost()).await;
                 return Err(e.into());
             }
         };
         let outcome = if llm.is_mock() { Outcome::Mock } else { Outcome::Live };
         let cost = ledger.charge(&charge(&reply.usage, outcome, reply.upstream_id.clone())).await;
-        ledger.settle(hold, &cost).await;
+        ledger.settle(hold, &cost, false).await;
         if !reply.tool_calls.is_empty() {
             request
                 .messages

@@ -278,7 +278,7 @@ impl SearchService {
                             upstream_id: None,
                         };
                         let cost = self.ledger.charge(&charge).await;
-                        self.ledger.settle(hold, &cost).await;
+                        self.ledger.settle(hold, &cost, e.may_have_cost()).await;
                         (e.to_string(), e.counts_against_upstream())
                     }
                 };
@@ -307,7 +307,7 @@ impl SearchService {
         let upstream_id = answer.upstream_id.clone();
         let (mut response, usable) = self.build(query, request_id, provider, answer);
         let cost = self.bill(query, &response, &usage, Outcome::Live, 0.0, upstream_id);
-        self.ledger.settle(hold, &cost).await;
+        self.ledger.settle(hold, &cost, false).await;
         if !usable {
             // Paid for, but nothing usable: account for it all the same.
             self.ledger.record(&cost).await;

@@ -157,7 +157,7 @@ impl Tools {
         match answer {
             Ok((results, usage)) => {
                 let cost = self.ledger.charge(&charge(&usage, Outcome::Live, 0.0)).await;
-                self.ledger.settle(hold, &cost).await;
+                self.ledger.settle(hold, &cost, false).await;
                 // Only valid, public http(s) URLs reach the model.
                 let results: Vec<WebResult> = results
                     .into_iter()
@@ -171,7 +171,7 @@ impl Tools {
             Err(e) => {
                 // Accounted as failed: free as far as we know, and against Tavily's availability.
                 let cost = self.ledger.charge(&charge(&Usage::default(), Outcome::Failed, 0.0)).await;
-                self.ledger.settle(hold, &cost).await;
+                self.ledger.settle(hold, &cost, e.may_have_cost()).await;
                 tracing::warn!(error = %e, "search_web failed");
                 let message = format!("web search is temporarily unavailable: {e}");
                 Ok(self.kept(request_id, error_string("search_failed", &message), &[]).await)

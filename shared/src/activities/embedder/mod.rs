@@ -104,7 +104,7 @@ pub async fn embed(
         Err(e) if !e.maybe_billed() => ledger.bill(&charge),
         _ => ledger.charge(&charge).await,
     };
-    ledger.settle(hold, &recorded).await;
+    ledger.settle(hold, &recorded, result.as_ref().err().is_some_and(ProviderError::may_have_cost)).await;
     result.map(|(vectors, _)| vectors)
 }
 
