@@ -387,6 +387,21 @@ pub async fn run() -> crate::Result {
     Ok(())
 }
 
+/// The settings of a fresh bench collection of `dims`-d vectors on the Qdrant server at `url`.
+fn server_config(url: &str, dims: usize) -> crate::Result<Config> {
+    let collection = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    Ok(Config::from_lookup(|k| match k {
+        "VECTOR_STORE" => Some("qdrant".into()),
+        "QDRANT_URL" => Some(url.to_owned()),
+        "QDRANT_API_KEY" => std::env::var("QDRANT_API_KEY").ok(),
+        "QDRANT_COLLECTION" => Some(collection.clone()),
+        "EMBEDDING_PROVIDER" => Some("openai".into()),
+        "EMBEDDING_MODEL" => Some("bench".into()),
+        "EMBEDDING_DIMENSIONS" => Some(dims.to_string()),
+        _ => None,
+    })?)
+}
+
 /// With `QDRANT_URL`: the same [`SERVER_N`] activities and queries through `Retrieval::search`
 /// on the Qdrant server (a fresh collection, dropped after) and on Qdrant Edge, alternating
 /// query by query so both see the same machine load.
@@ -394,18 +409,7 @@ async fn server_and_edge(url: &str, dims: usize, now: DateTime<Utc>) -> crate::R
     let mut rng = Rng(0x5eed_0015);
     let c = corpus(SERVER_N, dims, now, &mut rng)?;
     let dir = tempfile::tempdir()?;
-    let collection = format!("bench-{}", uuid::Uuid::new_v4().simple());
-    let dims_s = dims.to_string();
-    let config = Config::from_lookup(|k| match k {
-        "VECTOR_STORE" => Some("qdrant".into()),
-        "QDRANT_URL" => Some(url.to_owned()),
-        "QDRANT_API_KEY" => std::env::var("QDRANT_API_KEY").ok(),
-        "QDRANT_COLLECTION" => Some(collection.clone()),
-        "EMBEDDING_PROVIDER" => Some("openai".into()),
-        "EMBEDDING_MODEL" => Some("bench".into()),
-        "EMBEDDING_DIMENSIONS" => Some(dims_s.clone()),
-        _ => None,
-    })?;
+    let config = server_config(url, dims)?;
     let server = shared::compose::vector_index(&config)?;
     let space = shared::compose::dense_space(&config);
     let edge: Arc<dyn VectorIndex> = Arc::new(EdgeIndex::new(dir.path(), "activities", space, EdgeSharing::Exclusive));
@@ -468,7 +472,7 @@ async fn server_and_edge(url: &str, dims: usize, now: DateTime<Utc>) -> crate::R
     if let Ok(key) = std::env::var("QDRANT_API_KEY") {
         client = client.api_key(key);
     }
-    client.build()?.delete_collection(&collection).await?;
+    client.build()?.delete_collection(&config.qdrant_collection).await?;
     Ok(())
 }
 
@@ -594,19 +598,7 @@ pub async fn nearby() -> crate::Result {
         if n <= SERVER_N
             && let Ok(url) = std::env::var("QDRANT_URL")
         {
-            let collection = format!("bench-{}", uuid::Uuid::new_v4().simple());
-            let dims_s = dims.to_string();
-            let config = Config::from_lookup(|k| match k {
-                "VECTOR_STORE" => Some("qdrant".into()),
-                "QDRANT_URL" => Some(url.clone()),
-                "QDRANT_API_KEY" => std::env::var("QDRANT_API_KEY").ok(),
-                "QDRANT_COLLECTION" => Some(collection.clone()),
-                "EMBEDDING_PROVIDER" => Some("openai".into()),
-                "EMBEDDING_MODEL" => Some("bench".into()),
-                "EMBEDDING_DIMENSIONS" => Some(dims_s.clone()),
-                _ => None,
-            })?;
-            let server = shared::compose::vector_index(&config)?;
+            let server = shared::compose::vector_index(&server_config(&url, dims)?)?;
             load(&*server, c.points.clone()).await?;
             nearby_row("server", n, server, &c, now, dir.path()).await?;
         }

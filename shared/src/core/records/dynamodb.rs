@@ -100,6 +100,24 @@ impl DynamoRecords {
     }
 }
 
+impl DynamoRecords {
+    /// A query of partition `pk` for sort keys in `from..=to`.
+    fn range(
+        &self,
+        pk: &str,
+        from: &str,
+        to: &str,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
+            .expression_attribute_values(":from", AttributeValue::S(from.to_owned()))
+            .expression_attribute_values(":to", AttributeValue::S(to.to_owned()))
+    }
+}
+
 fn to_item(record: &Record) -> HashMap<String, AttributeValue> {
     let mut item = HashMap::from([
         ("pk".to_owned(), AttributeValue::S(record.pk.clone())),
@@ -249,17 +267,7 @@ impl RecordStore for DynamoRecords {
 
     async fn query(&self, pk: &str, from: &str, to: &str, now: i64) -> Result<Vec<Record>> {
         let mut records = Vec::new();
-        let mut pages = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
-            .expression_attribute_values(":from", AttributeValue::S(from.to_owned()))
-            .expression_attribute_values(":to", AttributeValue::S(to.to_owned()))
-            .into_paginator()
-            .items()
-            .send();
+        let mut pages = self.range(pk, from, to).into_paginator().items().send();
         while let Some(item) = pages.next().await {
             let record = from_item(&item.map_err(sdk_error)?)?;
             if record.is_live(now) {
@@ -271,13 +279,7 @@ impl RecordStore for DynamoRecords {
 
     async fn latest(&self, pk: &str, from: &str, to: &str, limit: usize, now: i64) -> Result<Vec<Record>> {
         let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
-            .expression_attribute_values(":from", AttributeValue::S(from.to_owned()))
-            .expression_attribute_values(":to", AttributeValue::S(to.to_owned()))
+            .range(pk, from, to)
             .scan_index_forward(false)
             .limit(i32::try_from(limit).unwrap_or(i32::MAX).max(1))
             .send()
