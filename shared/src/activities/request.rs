@@ -200,8 +200,11 @@ pub struct SearchResponse {
     pub degraded: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub degraded_reason: Option<String>,
-    /// Activities through the hard filter.
+    /// Activities through the hard filter: exact up to [`crate::activities::retrieval::EXACT_COUNT_MAX`],
+    /// the index's estimate above (`candidatesEstimated`), so the count never reads every match.
     pub candidates: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub candidates_estimated: bool,
     /// Where the personalisation vectors came from, when a `userId` was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub personalization: Option<Source>,

@@ -54,6 +54,8 @@ pub const BUDGET: Duration = Duration::from_secs(3);
 const BUDGET_MARGIN: Duration = Duration::from_millis(300);
 /// How many times `limit` a personalised search ranks before the cut.
 const PERSONAL_DEPTH: usize = 3;
+/// Above this estimate, `candidates` is the index's estimate, not an exact count.
+pub const EXACT_COUNT_MAX: usize = 1000;
 /// A distance search ranks at most this many times `limit` matches (see [`Retrieval::nearest`]).
 const RING_POOL: usize = 4;
 /// Counts a distance search may make to find its circle.
@@ -152,7 +154,10 @@ impl Retrieval {
     pub async fn search(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
         let started = Instant::now();
         let filter = HardFilter { after: self.clock.now(), near: req.near, kind: req.kind.clone(), window: req.window };
-        let candidates = self.index.count(&filter).await?;
+        // Counted exactly only when few: an exact count reads every match.
+        let estimate = self.index.estimate(&filter).await?;
+        let (candidates, candidates_estimated) =
+            if estimate <= EXACT_COUNT_MAX { (self.index.count(&filter).await?, false) } else { (estimate, true) };
         let mut degraded_reason = None;
         let personal = match &req.user_id {
             Some(user) => Some(self.interests.vectors(user).await?),
@@ -165,7 +170,7 @@ impl Retrieval {
             let kept = personal.as_ref().map_or(&[][..], |(v, _)| v.as_slice());
             self.semantic(req, query, &filter, kept, request_id, &mut degraded_reason).await?
         } else if let Some(near) = req.near {
-            let stored = self.nearest(&filter, near, candidates, req.limit).await?;
+            let stored = self.nearest(&filter, near, (candidates, candidates_estimated), req.limit).await?;
             (Strategy::Distance, self.by_place_or_time(req, stored)?)
         } else {
             let stored = self.index.scroll(&filter, Order::StartAt, req.limit).await?;
@@ -180,18 +185,26 @@ impl Retrieval {
             degraded: degraded_reason.is_some(),
             degraded_reason,
             candidates,
+            candidates_estimated,
             personalization: personal.map(|(_, source)| source),
             took_ms: started.elapsed().as_millis() as u64,
         })
     }
 
-    /// The `limit` matches of `filter` nearest `near`, of `candidates` in all, reading about as
+    /// The `limit` matches of `filter` nearest `near`, of `candidates` in all (perhaps
+    /// `estimated`), reading about as
     /// many as the answer needs: a circle holding at least `limit` and at most [`RING_POOL`] ×
     /// `limit` matches is sought by bisecting its area (first guess: ~2 × `limit` at uniform
     /// density), with at most [`RING_STEPS`] counts and inside [`RING_TIME`]; the index ranks
     /// the matches of the smallest circle found that holds `limit` by distance. Every match
     /// outside it is farther than all inside, so the answer is exact.
-    async fn nearest(&self, filter: &HardFilter, near: Near, candidates: usize, limit: usize) -> Result<Vec<Stored>> {
+    async fn nearest(
+        &self,
+        filter: &HardFilter,
+        near: Near,
+        (candidates, estimated): (usize, bool),
+        limit: usize,
+    ) -> Result<Vec<Stored>> {
         let limit = limit.max(1);
         let started = Instant::now();
         // The smallest circle known to hold `limit` (radius, matches), the largest known not to.
@@ -211,6 +224,11 @@ impl Retrieval {
             }
             // The radius of the circle whose area is halfway between the two.
             radius = ((short * short + enough.0 * enough.0) / 2.0).sqrt();
+        }
+        if estimated && enough.0 >= near.radius_km {
+            // No narrower circle was found: the whole one, counted exactly (`candidates` may be
+            // an estimate).
+            enough.1 = self.index.count(filter).await?;
         }
         let narrowed = HardFilter { near: Some(Near { radius_km: enough.0, ..near }), ..filter.clone() };
         // A write between the count and the read may add a few: read a little more than counted.

@@ -444,6 +444,14 @@ impl super::VectorIndex for EdgeIndex {
         .await
     }
 
+    async fn estimate(&self, f: &HardFilter) -> Result<usize> {
+        let filter = filter(f)?;
+        self.run(move |shard| {
+            shard.count(CountRequest { filter: Some(filter), exact: false }).map_err(|e| store_error("estimate", e))
+        })
+        .await
+    }
+
     async fn scroll(&self, f: &HardFilter, order: Order, limit: usize) -> Result<Vec<Stored>> {
         let filter = filter(f)?;
         let order_by = match order {

@@ -255,8 +255,11 @@ pub trait VectorIndex: Send + Sync {
     async fn delete(&self, ids: &[Uuid]) -> Result<()>;
     /// The points that exist among `ids`, in the order asked, with dense vectors if `with_dense`.
     async fn get(&self, ids: &[Uuid], with_dense: bool) -> Result<Vec<Stored>>;
-    /// How many points pass `filter` (exact).
+    /// How many points pass `filter` (exact: reads every match).
     async fn count(&self, filter: &HardFilter) -> Result<usize>;
+    /// About how many points pass `filter`: the index's cardinality estimate from its payload
+    /// indexes, which reads no point.
+    async fn estimate(&self, filter: &HardFilter) -> Result<usize>;
     /// Up to `limit` points passing `filter`, payload only.
     async fn scroll(&self, filter: &HardFilter, order: Order, limit: usize) -> Result<Vec<Stored>>;
     /// The `limit` points passing `filter` nearest its location (which it must have), nearest

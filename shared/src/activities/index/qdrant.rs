@@ -305,10 +305,11 @@ impl super::VectorIndex for QdrantIndex {
     }
 
     async fn count(&self, f: &HardFilter) -> Result<usize> {
-        self.ready().await?;
-        let request = CountPointsBuilder::new(&self.collection).filter(filter(f)).exact(true);
-        let response = self.client.count(request).await.map_err(grpc("count"))?;
-        Ok(response.result.map_or(0, |r| r.count as usize))
+        self.counted(f, true).await
+    }
+
+    async fn estimate(&self, f: &HardFilter) -> Result<usize> {
+        self.counted(f, false).await
     }
 
     async fn scroll(&self, f: &HardFilter, order: Order, limit: usize) -> Result<Vec<Stored>> {
@@ -405,6 +406,14 @@ impl super::VectorIndex for QdrantIndex {
 }
 
 impl QdrantIndex {
+    /// The count of `f`'s matches, `exact` or the server's estimate.
+    async fn counted(&self, f: &HardFilter, exact: bool) -> Result<usize> {
+        self.ready().await?;
+        let request = CountPointsBuilder::new(&self.collection).filter(filter(f)).exact(exact);
+        let response = self.client.count(request).await.map_err(grpc("count"))?;
+        Ok(response.result.map_or(0, |r| r.count as usize))
+    }
+
     fn dense_query(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> QueryPointsBuilder {
         QueryPointsBuilder::new(&self.collection)
             .query(VectorInput::new_dense(vector.to_vec()))
