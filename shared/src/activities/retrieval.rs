@@ -192,9 +192,8 @@ impl Retrieval {
     }
 
     /// The `limit` matches of `filter` nearest `near`, of `candidates` in all (perhaps
-    /// `estimated`), reading about as
-    /// many as the answer needs: a circle holding at least `limit` and at most [`RING_POOL`] ×
-    /// `limit` matches is sought by bisecting its area (first guess: ~2 × `limit` at uniform
+    /// `estimated`), reading about as many as the answer needs: a circle holding at least
+    /// `limit` and at most [`RING_POOL`] × `limit` matches is sought by bisecting its area (first guess: ~2 × `limit` at uniform
     /// density), with at most [`RING_STEPS`] counts and inside [`RING_TIME`]; the index ranks
     /// the matches of the smallest circle found that holds `limit` by distance. Every match
     /// outside it is farther than all inside, so the answer is exact.

@@ -40,11 +40,11 @@ impl Quota {
             (self.per_minute, format!("m#{minute}"), 120, 60 - u64::from(now.second()), "minute"),
             (self.per_day, format!("d#{day}"), 2 * 86_400, crate::core::time::seconds_to_midnight(now), "day"),
         ];
+        let pk = key(user);
         for (limit, sk, keep_secs, retry_after_secs, window) in windows {
             if limit == 0 {
                 continue;
             }
-            let pk = key(user);
             let counted = self.records.add(&pk, &sk, 1, Some(i64::from(limit)), now.timestamp() + keep_secs);
             match tokio::time::timeout(WAIT, counted).await {
                 Ok(Ok(Some(_))) => {}

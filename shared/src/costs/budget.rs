@@ -55,6 +55,9 @@ pub struct Budgets {
     allowance: AtomicI64,
 }
 
+/// How long a day's counter is kept (the report reads spend from the cost records).
+const KEEP_SECS: i64 = 3 * 86_400;
+
 fn key(agent: &str, day: NaiveDate) -> (String, String) {
     (format!("BUDGET#{}#{agent}", day.format("%Y-%m-%d")), "spend".to_owned())
 }
@@ -98,7 +101,7 @@ impl Budgets {
         }
         let day = now.date_naive();
         let (pk, sk) = key(agent, day);
-        let expires = now.timestamp() + 3 * 86_400;
+        let expires = now.timestamp() + KEEP_SECS;
         match tokio::time::timeout(self.wait, self.records.add(&pk, &sk, worst, Some(cap), expires)).await {
             Ok(Ok(Some(total))) => {
                 emit_used(agent, total, cap, now);
@@ -161,13 +164,12 @@ impl Budgets {
             (false, 0) if cost_usd > 0.0 => (now.date_naive(), 0),
             (false, _) => return,
         };
-        let hold = Hold { day, micros: held, counted: true, ..hold };
-        let delta = micros(cost_usd) - hold.micros;
+        let delta = micros(cost_usd) - held;
         if delta == 0 {
             return;
         }
-        let (pk, sk) = key(&hold.agent, hold.day);
-        let expires = now.timestamp() + 3 * 86_400;
+        let (pk, sk) = key(&hold.agent, day);
+        let expires = now.timestamp() + KEEP_SECS;
         match tokio::time::timeout(self.wait, self.records.add(&pk, &sk, delta, None, expires)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {

@@ -204,12 +204,13 @@ impl Ledger {
         budgets.hold(agent, worst).await
     }
 
-    /// Settles `hold` to what `cost` says the call cost. A call that failed in a way that may
-    /// have been billed (cut short, or answered but unusable: `maybe_billed`), or whose cost
-    /// is unknown (unpriced), keeps its whole hold: the budget errs on the side of the wallet.
-    pub async fn settle(&self, hold: Hold, cost: &CostRecord, maybe_billed: bool) {
+    /// Settles `hold` to what `cost` says the call cost. A failed call that `may_have_cost`
+    /// (`ProviderError::may_have_cost`: cut short, or answered but unusable), or one whose
+    /// cost is unknown (unpriced), keeps its whole hold: the budget errs on the side of the
+    /// wallet.
+    pub async fn settle(&self, hold: Hold, cost: &CostRecord, may_have_cost: bool) {
         let Some(budgets) = &self.budgets else { return };
-        if (cost.failed && maybe_billed) || cost.cost_source == CostSource::Unpriced {
+        if (cost.failed && may_have_cost) || cost.cost_source == CostSource::Unpriced {
             budgets.keep(hold);
         } else {
             budgets.settle(hold, cost.cost_usd).await;

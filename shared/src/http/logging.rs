@@ -18,19 +18,11 @@ pub const MAX_LEVEL: LevelFilter = LevelFilter::DEBUG;
 pub fn init() {
     let level = std::env::var("AWS_LAMBDA_LOG_LEVEL").or_else(|_| std::env::var("RUST_LOG"));
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
-    install(level.as_deref().unwrap_or("INFO"), json, std::io::stdout);
+    let _ = subscriber(level.as_deref().unwrap_or("INFO"), json, std::io::stdout).try_init();
 }
 
-/// Installs a subscriber at `level` (a level or `RUST_LOG` directives), capped at [`MAX_LEVEL`],
+/// The subscriber at `level` (a level or `RUST_LOG` directives), capped at [`MAX_LEVEL`],
 /// writing to `writer`.
-pub fn install<W>(level: &str, json: bool, writer: W)
-where
-    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
-{
-    let _ = subscriber(level, json, writer).try_init();
-}
-
-/// The subscriber [`install`] installs.
 pub fn subscriber<W>(level: &str, json: bool, writer: W) -> Box<dyn lambda_http::tracing::Subscriber + Send + Sync>
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,

@@ -149,8 +149,7 @@ impl Tools {
             let found: Vec<WebResult> = serde_json::from_str(&hit.results).unwrap_or_default();
             return Ok(self.kept(request_id, hit.results, &found).await);
         }
-        let (model, ceiling) = (tavily::MODEL, Usage { credits: 1, ..Usage::default() });
-        let hold = self.ledger.hold(agent, "tavily", model, &ceiling).await?;
+        let hold = self.ledger.hold(agent, "tavily", tavily::MODEL, &tavily::ceiling()).await?;
         let answer = tokio::time::timeout(self.budget, tavily.search_web(query))
             .await
             .unwrap_or(Err(crate::core::upstream::ProviderError::OutOfTime));

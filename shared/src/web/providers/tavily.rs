@@ -34,6 +34,11 @@ pub struct Tavily {
 /// The tier billed (the price table's key under `tavily`): every request is a basic search.
 pub const MODEL: &str = "basic";
 
+/// The most one request may use: a basic search is one credit, whatever it finds.
+pub fn ceiling() -> Usage {
+    Usage { credits: 1, ..Usage::default() }
+}
+
 impl Tavily {
     pub fn new(base_url: &str, key: Secret, timeout: Duration) -> Result<Self, ProviderError> {
         Ok(Self {
@@ -164,9 +169,8 @@ impl super::SearchProvider for Tavily {
         matches!(kind, Kind::Search | Kind::Research { .. })
     }
 
-    /// A basic search is one credit, whatever it finds.
     fn worst_case(&self, _query: &Query) -> (&'static str, Usage) {
-        (MODEL, Usage { credits: 1, ..Usage::default() })
+        (MODEL, ceiling())
     }
 
     async fn answer(&self, query: &Query) -> Result<Answer, ProviderError> {
