@@ -41,7 +41,7 @@ use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy
 use crate::activities::when::{Wanted, without_time};
 use crate::core::clock::Clock;
 use crate::core::config::Fusion;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
 use crate::llm::ChatModel;
@@ -150,8 +150,15 @@ impl Retrieval {
         self.interests.feedback(&*self.index, user, body).await
     }
 
-    /// Runs `req`. Index faults are errors; embedder faults degrade to lexical ranking.
+    /// Runs `req` within seed 004's [`BUDGET`]. Index faults are errors (a 503 in time when the
+    /// index hangs); embedder faults degrade to lexical ranking.
     pub async fn search(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
+        tokio::time::timeout(BUDGET, self.search_now(req, request_id)).await.unwrap_or_else(|_| {
+            Err(Error::Store(format!("the vector index did not answer within {} s", BUDGET.as_secs())))
+        })
+    }
+
+    async fn search_now(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
         let started = Instant::now();
         let filter = HardFilter { after: self.clock.now(), near: req.near, kind: req.kind.clone(), window: req.window };
         // Counted exactly only when few: an exact count reads every match.
@@ -192,11 +199,14 @@ impl Retrieval {
     }
 
     /// The `limit` matches of `filter` nearest `near`, of `candidates` in all (perhaps
-    /// `estimated`), reading about as many as the answer needs: a circle holding at least
-    /// `limit` and at most [`RING_POOL`] × `limit` matches is sought by bisecting its area (first guess: ~2 × `limit` at uniform
-    /// density), with at most [`RING_STEPS`] counts and inside [`RING_TIME`]; the index ranks
-    /// the matches of the smallest circle found that holds `limit` by distance. Every match
-    /// outside it is farther than all inside, so the answer is exact.
+    /// `estimated`), reading about as many as the answer needs. Circles grow from the centre,
+    /// each sized by the density the last count showed (the first by `candidates`) to hold ~2 ×
+    /// `limit`, until one holds `limit`; one holding more than [`RING_POOL`] × `limit` is
+    /// narrowed by halving the area between it and the last short one. A count reads only its
+    /// circle's matches, so the cost follows the answer, not the collection; at most
+    /// [`RING_STEPS`] counts inside [`RING_TIME`], then the best circle found. The index ranks
+    /// that circle's matches by distance: every match outside it is farther than all inside, so
+    /// the answer is exact.
     async fn nearest(
         &self,
         filter: &HardFilter,
@@ -206,32 +216,41 @@ impl Retrieval {
     ) -> Result<Vec<Stored>> {
         let limit = limit.max(1);
         let started = Instant::now();
-        // The smallest circle known to hold `limit` (radius, matches), the largest known not to.
-        let (mut enough, mut short) = ((near.radius_km, candidates), 0.0_f64);
-        let mut radius = near.radius_km * ((2 * limit) as f64 / candidates.max(1) as f64).sqrt();
+        let whole = near.radius_km;
+        // The largest circle known to hold fewer than `limit`; the smallest known to hold enough
+        // (radius, matches).
+        let (mut short, mut enough) = (0.0_f64, None::<(f64, usize)>);
+        let mut radius = whole * ((2 * limit) as f64 / candidates.max(1) as f64).sqrt();
         let mut narrowed = filter.clone();
         for _ in 0..RING_STEPS {
-            if enough.1 <= RING_POOL * limit || started.elapsed() > RING_TIME || radius >= enough.0 {
+            if radius >= whole || started.elapsed() > RING_TIME {
                 break;
             }
             narrowed.near = Some(Near { radius_km: radius, ..near });
             let held = self.index.count(&narrowed).await?;
             if held >= limit {
-                enough = (radius, held);
+                enough = Some((radius, held));
+                if held <= RING_POOL * limit {
+                    break;
+                }
             } else {
                 short = radius;
             }
-            // The radius of the circle whose area is halfway between the two.
-            radius = ((short * short + enough.0 * enough.0) / 2.0).sqrt();
+            radius = match enough {
+                // The radius of the circle whose area is halfway between the two.
+                Some((r, _)) => ((short * short + r * r) / 2.0).sqrt(),
+                None => radius * ((2 * limit) as f64 / held.max(1) as f64).sqrt().clamp(1.25, 4.0),
+            };
         }
-        if estimated && enough.0 >= near.radius_km {
-            // No narrower circle was found: the whole one, counted exactly (`candidates` may be
-            // an estimate).
-            enough.1 = self.index.count(filter).await?;
-        }
-        let narrowed = HardFilter { near: Some(Near { radius_km: enough.0, ..near }), ..filter.clone() };
+        let (radius, held) = match enough {
+            Some(found) => found,
+            // No smaller circle holds `limit`: the whole one, counted exactly.
+            None if estimated => (whole, self.index.count(filter).await?),
+            None => (whole, candidates),
+        };
+        let narrowed = HardFilter { near: Some(Near { radius_km: radius, ..near }), ..filter.clone() };
         // A write between the count and the read may add a few: read a little more than counted.
-        self.index.nearest(&narrowed, enough.1 + limit, limit).await
+        self.index.nearest(&narrowed, held + limit, limit).await
     }
 
     /// Nearest first with a location, else soonest first; top `limit`.
