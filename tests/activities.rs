@@ -305,6 +305,15 @@ async fn events_are_idempotent_and_order_safe(index: Vec<(&'static str, String)>
     assert_eq!(found(&h).await, ["surf"], "an update after the delete is a new life");
     let (status, r) = send(event("ActivityDeleted", "2026-11-22T03:00:00Z", json!({"id": "bad id!"}))).await;
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_activity")), "{r}");
+
+    // What the runtime sees: a refused event is an error naming why (so it lands in the
+    // on-failure queue with its reason), and it changed nothing.
+    let refused = event("ActivityUpdated", "2026-11-22T06:00:00Z", json!({"id": "surf", "title": 7}));
+    let e = index_activity::serve(&h.indexer, refused).await.unwrap_err().to_string();
+    assert!(e.contains("refused (HTTP 400)") && e.contains("invalid_activity"), "{e}");
+    assert_eq!(found(&h).await, ["surf"], "the refused event changed nothing");
+    let applied = event("ActivityUpdated", "2026-11-22T06:00:00Z", surf.clone());
+    assert!(index_activity::serve(&h.indexer, applied).await.is_ok(), "an applied event is no error");
 }
 
 /// Great-circle distance in km, as a reader would compute it (mean Earth radius).

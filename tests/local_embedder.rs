@@ -113,3 +113,32 @@ async fn a_missing_model_degrades_to_lexical_and_says_how_to_fetch_it() {
     assert_eq!((r["strategy"].as_str(), r["degraded"].as_bool()), (Some("lexical"), Some(true)), "{r}");
     assert!(r["degradedReason"].as_str().unwrap().contains("/nonexistent/e5-small-q4.bin"), "{r}");
 }
+
+// Given a long batch on the bundled model, when its caller gives up (the cancel flag is set a
+// tenth of the way in), then the embedding stops between encoder layers: it returns nothing,
+// long before the batch would have finished, instead of burning the CPU for nobody.
+#[test]
+fn a_cancelled_embedding_stops_between_layers() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    model_present();
+    let config = integration::config(&integration::model_location());
+    let model = e5::E5Model::load(&config.embedding_model_path).unwrap();
+    let text = "周末在城市公园里举办的户外音乐节，适合和朋友一起参加，有乐队演出和市集。".repeat(8);
+    let texts: Vec<&str> = (0..12).map(|_| text.as_str()).collect();
+    let started = std::time::Instant::now();
+    let (vectors, _) = e5::embed_parallel(&model, &texts, false, 1);
+    let whole = started.elapsed();
+    assert_eq!(vectors.len(), texts.len());
+    let cancel = AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    let cut = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(whole / 10);
+            cancel.store(true, Ordering::Relaxed);
+        });
+        e5::embed_parallel_until(&model, &texts, false, 1, &cancel)
+    });
+    let stopped = started.elapsed();
+    assert!(cut.is_none(), "a cancelled embedding returns nothing");
+    assert!(stopped < whole / 2, "stopped after {stopped:?}; the whole batch takes {whole:?}");
+}

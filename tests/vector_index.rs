@@ -164,7 +164,8 @@ fn version(at_minutes: i64) -> i64 {
 
 // Given versioned writes delivered out of order, then an older write never replaces a newer
 // one, a deletion's tombstone holds off older writes and is found by no filter, an equal
-// version rewrites (a replay), and a later write brings the activity back.
+// version rewrites (a replay), a deletion wins a tie of versions whichever arrives first, and
+// a later write brings the activity back.
 async fn writes_never_go_back_in_time(index: Arc<dyn VectorIndex>) {
     let a = activity("a", "读书局", "安静看书", 24);
     let mut renamed = a.clone();
@@ -184,9 +185,20 @@ async fn writes_never_go_back_in_time(index: Arc<dyn VectorIndex>) {
     let q = concept_vector(&a.dense_text(), DIMS);
     assert!(index.search_dense(&q, &HardFilter::bookable(now()), 10, 0.0).await.unwrap().is_empty());
 
+    index.upsert(vec![versioned(&a, 3, true)]).await.unwrap();
+    assert!(
+        index.get(&[point_id("a")], false).await.unwrap()[0].is_tombstone(),
+        "an update of the deletion's version never revives it"
+    );
+
     index.upsert(vec![versioned(&a, 4, true)]).await.unwrap();
     assert_eq!(title(&index.get(&[point_id("a")], false).await.unwrap()), "读书局", "a later write revives it");
     assert_eq!(index.count(&HardFilter::bookable(now())).await.unwrap(), 1);
+    index.upsert(vec![shared::activities::index::tombstone("a", version(4))]).await.unwrap();
+    assert!(
+        index.get(&[point_id("a")], false).await.unwrap()[0].is_tombstone(),
+        "a deletion of an update's version wins when it arrives second too"
+    );
 }
 
 // Given a pending point, then the backfill's dense write sets its vector and `ready` and

@@ -9,6 +9,7 @@
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::Mmap;
 
@@ -233,6 +234,12 @@ impl E5Model {
     /// prefix, and the number of tokens read. An input longer than the model's 512 positions is
     /// cut into windows whose mean-pooled vectors are averaged by token count.
     pub fn embed(&self, texts: &[&str], query: bool) -> (Vec<Vec<f32>>, u64) {
+        self.embed_until(texts, query, &AtomicBool::new(false)).expect("never cancelled")
+    }
+
+    /// [`Self::embed`], stopping between encoder layers once `cancel` is set (`None` then): a
+    /// caller that gave up (a timed-out request) stops the CPU work within one layer.
+    pub fn embed_until(&self, texts: &[&str], query: bool, cancel: &AtomicBool) -> Option<(Vec<Vec<f32>>, u64)> {
         let window = self.max_positions - 2;
         // (text, content tokens) per window.
         let mut windows: Vec<(usize, Vec<u32>)> = Vec::new();
@@ -256,7 +263,7 @@ impl E5Model {
                 total += windows[end].1.len() + 2;
                 end += 1;
             }
-            let pooled = self.forward(&windows[start..end]);
+            let pooled = self.forward(&windows[start..end], cancel)?;
             for ((text, content), mean) in windows[start..end].iter().zip(pooled.chunks_exact(h)) {
                 let w = content.len().max(1) as f32;
                 for (s, m) in sums[*text].iter_mut().zip(mean) {
@@ -277,29 +284,29 @@ impl E5Model {
                 v
             })
             .collect();
-        (vectors, tokens)
+        Some((vectors, tokens))
     }
 
     /// Runs the encoder over the windows concatenated (each weight streamed once for all of
     /// them; attention stays within a window) and returns each window's mean-pooled state.
     /// Compiled twice: for AVX2 + FMA, picked at run time, and for the baseline target.
-    fn forward(&self, windows: &[(usize, Vec<u32>)]) -> Vec<f32> {
+    fn forward(&self, windows: &[(usize, Vec<u32>)], cancel: &AtomicBool) -> Option<Vec<f32>> {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU has AVX2 and FMA (checked above).
-            return unsafe { self.forward_avx2(windows) };
+            return unsafe { self.forward_avx2(windows, cancel) };
         }
-        self.forward_any(windows)
+        self.forward_any(windows, cancel)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn forward_avx2(&self, windows: &[(usize, Vec<u32>)]) -> Vec<f32> {
-        self.forward_any(windows)
+    fn forward_avx2(&self, windows: &[(usize, Vec<u32>)], cancel: &AtomicBool) -> Option<Vec<f32>> {
+        self.forward_any(windows, cancel)
     }
 
     #[inline(always)]
-    fn forward_any(&self, windows: &[(usize, Vec<u32>)]) -> Vec<f32> {
+    fn forward_any(&self, windows: &[(usize, Vec<u32>)], cancel: &AtomicBool) -> Option<Vec<f32>> {
         let (h, ff, heads) = (self.hidden, self.ff, self.heads);
         let hd = h / heads;
         let mut ids = Vec::new();
@@ -333,6 +340,9 @@ impl E5Model {
         let mut probs = Vec::new();
         let scale = 1.0 / (hd as f32).sqrt();
         for layer in &self.layers {
+            if cancel.load(Ordering::Relaxed) {
+                return None;
+            }
             q8.quantize(&x);
             matmul(&layer.q, &layer.q_b, &q8, t, &mut q);
             matmul(&layer.k, &layer.k_b, &q8, t, &mut k);
@@ -387,7 +397,7 @@ impl E5Model {
             let inv = 1.0 / seg.len() as f32;
             out.iter_mut().for_each(|o| *o *= inv);
         }
-        pooled
+        Some(pooled)
     }
 }
 

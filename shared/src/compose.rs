@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::core::clock::Clock;
 use crate::core::config::{Config, RecordStoreKind};
 use crate::core::error::{Error, Result};
-use crate::core::records::{DynamoRecords, LocalRecords, RecordStore};
+use crate::core::records::{DynamoRecords, LocalRecords, RecordStore, Timed};
 use crate::core::retry::{RetryPolicy, STORE_RETRY};
 use crate::costs::budget::Budgets;
 use crate::costs::ledger::Ledger;
@@ -21,12 +21,15 @@ use crate::web::providers::tavily::Tavily;
 use crate::web::providers::{Breaker, SearchProvider};
 use crate::web::search::{Provider, SearchService};
 
-/// The record store `config` selects.
+/// The record store `config` selects, every operation bounded by `STORE_TIMEOUT_MS`.
 pub async fn records(config: &Config) -> Result<Arc<dyn RecordStore>> {
-    Ok(match &config.record_store {
+    let store: Arc<dyn RecordStore> = match &config.record_store {
         RecordStoreKind::Local => Arc::new(LocalRecords::open(&config.data_dir)?),
-        RecordStoreKind::DynamoDb { table } => Arc::new(DynamoRecords::from_env(table.clone()).await),
-    })
+        RecordStoreKind::DynamoDb { table } => {
+            Arc::new(DynamoRecords::from_env(table.clone(), config.store_timeout).await)
+        }
+    };
+    Ok(Arc::new(Timed::new(store, config.store_timeout)))
 }
 
 /// The price table: the defaults, with `PRICE_TABLE_PATH` laid over them.
@@ -234,9 +237,9 @@ pub fn retrieval(
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
 ) -> Result<crate::activities::retrieval::Retrieval> {
-    use crate::activities::retrieval::{Ranking, Reasons, Retrieval};
+    use crate::activities::retrieval::{LEDGER_WRITE_TIME, Ranking, Reasons, Retrieval};
     use crate::core::config::MatchReason;
-    let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?;
+    let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?.writing_within(LEDGER_WRITE_TIME);
     let embedding = embedding(config, ledger.clone(), config.rag_embed_timeout)?;
     let reasons = match config.rag_match_reason {
         MatchReason::Off => Reasons::Off,

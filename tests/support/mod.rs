@@ -87,6 +87,38 @@ pub fn respond(response: lambda_http::Response<Body>) -> (u16, Value) {
     (response.status().as_u16(), serde_json::from_str(&body).unwrap_or_else(|_| serde_json::json!({"raw": body})))
 }
 
+/// A TCP port on 127.0.0.1 that accepts every connection and never answers (what a hung
+/// DynamoDB endpoint or Qdrant server looks like from the client); it holds the connections
+/// until the process ends.
+pub struct Blackhole {
+    pub port: u16,
+}
+
+impl Blackhole {
+    pub fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
+        let port = listener.local_addr().expect("an address").port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming().flatten() {
+                held.push(stream); // read nothing, answer nothing, close nothing
+            }
+        });
+        Self { port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+/// A URL on 127.0.0.1 where nothing listens (connections refused: a killed server).
+pub fn refused_url() -> String {
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port").local_addr().expect("an address").port();
+    format!("http://127.0.0.1:{port}")
+}
+
 /// Keeps a test's store alive (the temp dir of the local store).
 pub struct StoreGuard(#[allow(dead_code)] Option<tempfile::TempDir>);
 
@@ -168,6 +200,8 @@ pub struct Setup<'a> {
     /// The record store is down: a DynamoDB Local table that was never created, so every
     /// read and write fails as a deleted table's would.
     pub store_down: bool,
+    /// This record store instead of a fresh one (a faulty one, say).
+    pub records: Option<Arc<dyn RecordStore>>,
 }
 
 impl Harness {
@@ -185,7 +219,9 @@ impl Harness {
     pub async fn with(kind: StoreKind, setup: Setup<'_>) -> Self {
         let upstream = if setup.perplexity { Some(strict_perplexity().await) } else { None };
         let tavily = if setup.tavily { Some(FakeServer::start().await) } else { None };
-        let (records, guard) = if setup.store_down {
+        let (records, guard) = if let Some(records) = setup.records {
+            (records, StoreGuard(None))
+        } else if setup.store_down {
             let table = format!("missing-{}", uuid::Uuid::new_v4());
             let down: Arc<dyn RecordStore> = Arc::new(DynamoRecords::local(&dynamodb_local_endpoint(), table).await);
             (down, StoreGuard(None))

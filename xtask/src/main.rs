@@ -11,6 +11,9 @@
 //!   the handler and the cold start of the release binary, each beside a baseline measured in
 //!   the same run; the cost report over 100k records on SQLite and DynamoDB Local; and activity
 //!   retrieval over 100k activities on Qdrant Edge; and the backfill sweep against a slow embedder.
+//! - `replay FILE...` (or `-` for standard input): writes back the records that log lines hold
+//!   for replay (cost records and sources a store outage kept out) into the store the
+//!   environment configures (`RECORD_STORE`, `TABLE_NAME`, `DATA_DIR`), idempotently.
 
 mod bench;
 mod demo;
@@ -44,11 +47,33 @@ async fn main() -> Result {
             std::process::exit(status.code().unwrap_or(1));
         }
         Some("bench") => bench::run(std::env::args().nth(2).as_deref()).await,
+        Some("replay") if args.len() > 1 => replay(&args[1..]).await,
         _ => {
-            eprintln!("usage: cargo xtask <demo|bench|quality>");
+            eprintln!("usage: cargo xtask <demo|bench|quality|replay FILE...>");
             std::process::exit(2);
         }
     }
+}
+
+/// `cargo xtask replay`: the replay lines of `files` (`-`: standard input) into the configured
+/// record store.
+async fn replay(files: &[String]) -> Result {
+    use std::io::BufRead;
+    let config = shared::core::config::Config::from_env()?;
+    let store = shared::compose::records(&config).await?;
+    let (mut found, mut written) = (0, 0);
+    for file in files {
+        let reader: Box<dyn BufRead> = match file.as_str() {
+            "-" => Box::new(std::io::stdin().lock()),
+            path => Box::new(std::io::BufReader::new(std::fs::File::open(path)?)),
+        };
+        let lines = reader.lines().collect::<std::io::Result<Vec<_>>>()?;
+        let (f, w) = shared::core::records::replay::write_back(&*store, lines).await?;
+        println!("{file}: {f} replay lines, {w} records written");
+        (found, written) = (found + f, written + w);
+    }
+    println!("replayed {found} lines, {written} records");
+    Ok(())
 }
 
 /// The workspace root.

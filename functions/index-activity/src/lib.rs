@@ -10,9 +10,10 @@
 //! Bad input is a 400 naming the field, and nothing is written. Writes are ordered by the
 //! activity's `updatedAt` (on a deletion event, `detail.updatedAt`), else the event's `time`,
 //! else the request's: a retried or reordered event older than what is indexed changes
-//! nothing (`stale`), and a deletion leaves a tombstone no older write gets past. An event
-//! that fails on our side is an error, so Lambda retries it and then sends it to the
-//! on-failure destination (an SQS queue in template.yaml).
+//! nothing (`stale`), and a deletion leaves a tombstone no older write gets past (nor an update
+//! of its own version). An event that fails on our side, or that is refused, is an error
+//! naming why, so Lambda retries it and then sends it with the reason to the on-failure
+//! destination (an SQS queue in template.yaml; `infra/replay-dlq.sh` sends it back).
 
 use std::sync::Arc;
 
@@ -36,13 +37,19 @@ pub async fn from_env() -> Result<Indexer> {
     compose::indexer(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))
 }
 
-/// Handles one request or event; a failed event whose fault is ours is an `Err`, so Lambda
-/// retries the asynchronous invocation.
+/// Handles one request or event. An event not applied is an `Err` naming why: one failed on
+/// our side is retried by Lambda; one refused (4xx: malformed, unsupported) is too, harmlessly
+/// (nothing is written), and then lands in the on-failure queue with the reason in its
+/// `responsePayload`, never in the void.
 pub async fn serve(app: &Indexer, req: Request) -> std::result::Result<Response<Body>, lambda_http::Error> {
     let event = is_event(&req);
     let response = handle(app, req).await;
-    if event && response.status().is_server_error() {
-        return Err(format!("activity event not applied (HTTP {}); retry", response.status()).into());
+    let status = response.status();
+    if event && (status.is_server_error() || status.is_client_error()) {
+        let reason = String::from_utf8_lossy(response.body().as_ref()).into_owned();
+        let verdict = if status.is_client_error() { "refused" } else { "not applied; retry" };
+        tracing::warn!(status = status.as_u16(), %reason, "activity event {verdict}");
+        return Err(format!("activity event {verdict} (HTTP {}): {reason}", status.as_u16()).into());
     }
     Ok(response)
 }

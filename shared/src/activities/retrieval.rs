@@ -50,6 +50,9 @@ use crate::llm::ChatModel;
 pub const DIRECT_MAX: usize = 3;
 /// Seed 004's response-time budget for a search (Requirement 8).
 pub const BUDGET: Duration = Duration::from_secs(3);
+/// The most a search waits on its cost records (embeddings, match reasons); past it they go to
+/// the replay log, so a slow record store never costs the search its budget.
+pub const LEDGER_WRITE_TIME: Duration = Duration::from_millis(200);
 /// Time kept back from the budget for reading the results and answering.
 const BUDGET_MARGIN: Duration = Duration::from_millis(300);
 /// How many times `limit` a personalised search ranks before the cut.

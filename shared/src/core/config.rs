@@ -71,6 +71,9 @@ pub struct Config {
     pub user_claim: String,
     /// Daily spend cap of each agent (`BUDGETS`, `agent=USD,...,*=USD`).
     pub budgets: BudgetCaps,
+    /// How long any one record-store operation may take, retries included
+    /// (`STORE_TIMEOUT_MS`, 1000); past it the caller's fallback runs.
+    pub store_timeout: Duration,
     /// How long a budget hold waits for the record store (`BUDGET_STORE_TIMEOUT_MS`).
     pub budget_store_timeout: Duration,
     /// What a container may spend while the budget store is unreachable
@@ -292,7 +295,7 @@ impl Config {
                 0 => return Err(Error::Config("SEARCH_BUDGET_MS must be at least 1".into())),
                 ms => Duration::from_millis(ms),
             },
-            qdrant_timeout: Duration::from_millis(number("QDRANT_TIMEOUT_MS", 5_000)?.max(1)),
+            qdrant_timeout: Duration::from_millis(number("QDRANT_TIMEOUT_MS", 1_000)?.max(1)),
             tavily_api_key: get("TAVILY_API_KEY").map(Secret),
             tavily_base_url: base_url("TAVILY_BASE_URL", "https://api.tavily.com"),
             search_providers: {
@@ -327,6 +330,7 @@ impl Config {
             agents: names(get("AGENTS").unwrap_or_else(|| DEFAULT_AGENTS.join(",")), "AGENTS")?,
             budgets: BudgetCaps::parse(&get("BUDGETS").unwrap_or_else(|| DEFAULT_BUDGETS.into()))
                 .map_err(Error::Config)?,
+            store_timeout: Duration::from_millis(number("STORE_TIMEOUT_MS", 1000)?.max(10)),
             budget_store_timeout: Duration::from_millis(number("BUDGET_STORE_TIMEOUT_MS", 1000)?.max(1)),
             budget_outage_allowance_usd: match get("BUDGET_OUTAGE_ALLOWANCE_USD") {
                 None => 0.25,
@@ -467,7 +471,7 @@ mod tests {
         assert_eq!(c.perplexity_base_url, "https://api.perplexity.ai");
         assert_eq!(c.cache_ttl, Duration::from_secs(3600));
         assert_eq!(c.retry_base, Duration::from_secs(1));
-        assert_eq!((c.search_budget, c.qdrant_timeout), (Duration::from_secs(25), Duration::from_secs(5)));
+        assert_eq!((c.search_budget, c.qdrant_timeout), (Duration::from_secs(25), Duration::from_secs(1)));
         assert_eq!(c.data_dir, PathBuf::from("./.data"));
         assert_eq!(c.search_providers, ["perplexity", "tavily"]);
         assert!(c.tavily_api_key.is_none());

@@ -30,8 +30,9 @@ pub enum Error {
     /// The caller has used its request quota (per minute or per day) (429).
     #[error("{message}")]
     QuotaExceeded { message: String, retry_after_secs: u64 },
-    /// A record store failed (503: ours, and usually transient).
-    #[error("record store unavailable: {0}")]
+    /// One of our stores (records, the vector index) failed or did not answer in time (503:
+    /// ours, and usually transient).
+    #[error("store unavailable: {0}")]
     Store(String),
     /// The deployment is misconfigured (500).
     #[error("configuration error: {0}")]
@@ -86,6 +87,13 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A store call still running at its deadline.
+impl From<crate::core::retry::OutOfTime> for Error {
+    fn from(_: crate::core::retry::OutOfTime) -> Self {
+        Self::Store("the record store did not answer in time".into())
+    }
+}
 
 /// Our own store's faults are worth a retry; the caller's mistakes are not.
 impl crate::core::retry::Retryable for Error {

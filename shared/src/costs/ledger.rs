@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::clock::Clock;
 use crate::core::error::Result;
-use crate::core::records::{Record, RecordStore};
+use crate::core::records::{Record, RecordStore, replay};
 use crate::core::retry::{RetryPolicy, with_backoff};
 use crate::core::upstream::Usage;
 use crate::costs::budget::{Budgets, Hold};
@@ -120,6 +120,8 @@ pub struct Ledger {
     clock: Arc<dyn Clock>,
     retry: RetryPolicy,
     budgets: Option<Arc<Budgets>>,
+    /// How long recording a cost may take before it goes to the replay log.
+    write_time: std::time::Duration,
 }
 
 /// The record of `cost`. The sort key starts with the time (range queries) and ends with a
@@ -168,7 +170,14 @@ impl Ledger {
         clock: Arc<dyn Clock>,
         retry: RetryPolicy,
     ) -> Self {
-        Self { records, prices, clock, retry, budgets: None }
+        Self { records, prices, clock, retry, budgets: None, write_time: replay::WRITE_TIME }
+    }
+
+    /// The same ledger, recording within `time` (a route with a tight budget of its own);
+    /// a record not stored by then is logged for replay.
+    pub fn writing_within(mut self, time: std::time::Duration) -> Self {
+        self.write_time = time;
+        self
     }
 
     /// The same ledger, holding paid calls against `budgets`.
@@ -265,12 +274,12 @@ impl Ledger {
         record
     }
 
-    /// Records `cost`. Never fails: when the retries are spent the record is logged as an error.
+    /// Records `cost`, within [`replay::WRITE_TIME`] (or [`Self::writing_within`]). Never
+    /// fails: a record not stored in time is logged for replay.
     pub async fn record(&self, cost: &CostRecord) {
         let record = to_record(cost);
-        if let Err(e) = with_backoff(self.retry, "ledger", |_| self.records.put(&record)).await {
-            tracing::error!(error = %e, cost = %record.body, "cost record not stored; replay from this log line");
-        }
+        let records = std::slice::from_ref(&record);
+        replay::keep("cost record", records, self.write_time, |_| self.records.put(&record)).await;
     }
 
     /// Records many cost records at once (imports, replays from logs); all or an error.

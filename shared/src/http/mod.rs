@@ -54,7 +54,7 @@ pub fn error(e: &Error, request_id: &str) -> Response<Body> {
         tracing::info!(request_id, code = e.code(), error = %e, "request refused");
     }
     let message = match e {
-        Error::Store(_) => format!("our record store is unavailable; please retry (request {request_id})"),
+        Error::Store(_) => format!("a store we depend on is unavailable or slow; please retry (request {request_id})"),
         Error::Config(_) => format!("the service is misconfigured; its operator's log says how (request {request_id})"),
         _ => e.to_string(),
     };

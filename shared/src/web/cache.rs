@@ -1,6 +1,6 @@
 //! The answer cache: whole results under `perplexity:search:<hash>` with an expiry.
-//! A cache fault is never the caller's problem: a failed read is a miss, a failed write is
-//! logged.
+//! A cache fault is never the caller's problem: a failed or slow read (past [`HOT_PATH`]) is a
+//! miss, a failed write is logged.
 
 use std::time::Duration;
 
@@ -8,13 +8,14 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::core::records::{Record, RecordStore};
+use crate::core::records::{HOT_PATH, Record, RecordStore};
 
 const SK: &str = "CACHE";
 
 /// The live cached value under `key`, if any.
 pub async fn get<T: DeserializeOwned>(records: &dyn RecordStore, key: &str, now: DateTime<Utc>) -> Option<T> {
-    match records.get(key, SK, now.timestamp()).await {
+    let read = tokio::time::timeout(HOT_PATH, records.get(key, SK, now.timestamp())).await;
+    match read.unwrap_or_else(|_| Err(crate::core::error::Error::Store("the cache read timed out".into()))) {
         Ok(Some(r)) => serde_json::from_value(r.body)
             .inspect_err(|e| tracing::warn!(key, error = %e, "cached value unreadable; treating as a miss"))
             .ok(),

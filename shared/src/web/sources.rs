@@ -10,8 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use crate::core::error::{Error, Result};
-use crate::core::records::{Record, RecordStore};
-use crate::core::retry::{STORE_RETRY, with_backoff};
+use crate::core::records::{Record, RecordStore, replay};
 use crate::web::citations::{self, Source};
 
 const HEADER: &str = "#header";
@@ -20,10 +19,10 @@ fn partition(request_id: &str) -> String {
     format!("SOURCES#{request_id}")
 }
 
-/// Stores `sources` of `request_id`: all of them, then the header (all or an error).
-pub async fn store(records: &dyn RecordStore, request_id: &str, sources: &[Source], at: DateTime<Utc>) -> Result<()> {
+/// The records of `sources` of `request_id`: one per source, then the header.
+fn rows(request_id: &str, sources: &[Source], at: DateTime<Utc>) -> Vec<Record> {
     let pk = partition(request_id);
-    let rows: Vec<Record> = sources
+    let mut rows: Vec<Record> = sources
         .iter()
         .enumerate()
         .map(|(i, s)| Record {
@@ -33,29 +32,29 @@ pub async fn store(records: &dyn RecordStore, request_id: &str, sources: &[Sourc
             body: serde_json::to_value(s).expect("a source serialises"),
         })
         .collect();
-    if !rows.is_empty() {
-        records.put_all(&rows).await?;
-    }
-    let header = Record {
+    rows.push(Record {
         pk,
         sk: HEADER.into(),
         expires_at: None,
         body: json!({"count": sources.len(), "storedAt": crate::core::time::format(&at)}),
-    };
-    records.put(&header).await
+    });
+    rows
 }
 
-/// [`store`] with retries; whether the sources are stored. When they could not be, they are
-/// logged in full with the request id, for replay: never dropped.
-pub async fn keep(records: &dyn RecordStore, request_id: &str, sources: &[Source], at: DateTime<Utc>) -> bool {
-    match with_backoff(STORE_RETRY, "sources", |_| store(records, request_id, sources, at)).await {
-        Ok(()) => true,
-        Err(e) => {
-            let sources = serde_json::to_string(sources).unwrap_or_default();
-            tracing::error!(error = %e, %request_id, %sources, "sources not stored; logged here for replay");
-            false
-        }
+/// Stores `rows` (see [`rows`]): the sources, then the header (all or an error).
+async fn store(records: &dyn RecordStore, rows: &[Record]) -> Result<()> {
+    let Some((header, sources)) = rows.split_last() else { return Ok(()) };
+    if !sources.is_empty() {
+        records.put_all(sources).await?;
     }
+    records.put(header).await
+}
+
+/// [`store`] within [`replay::WRITE_TIME`]; whether the sources are stored. When they could not
+/// be, they are logged for replay: never dropped.
+pub async fn keep(records: &dyn RecordStore, request_id: &str, sources: &[Source], at: DateTime<Utc>) -> bool {
+    let rows = rows(request_id, sources, at);
+    replay::keep("sources", &rows, replay::WRITE_TIME, |_| store(records, &rows)).await
 }
 
 /// The sources stored for `request_id`, in citation order; `None` if the request is unknown

@@ -7,6 +7,7 @@
 //! or bad file is an embedder error, so retrieval degrades to lexical and says why.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
@@ -23,6 +24,15 @@ pub const DIMENSIONS: usize = 384;
 /// Its cosine floor for a dense match, tuned on the intent dev set (`cargo xtask quality`):
 /// e5's cosines of unrelated Chinese texts sit around 0.75-0.8.
 pub const MIN_SIMILARITY: f32 = 0.8;
+
+/// Sets its flag when dropped: the embedding it was handed to stops.
+struct Cancel(Arc<AtomicBool>);
+
+impl Drop for Cancel {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 pub struct LocalEmbedder {
     path: PathBuf,
@@ -75,13 +85,18 @@ impl Embedder for LocalEmbedder {
         let model = self.model().map_err(ProviderError::Local)?;
         let inputs = inputs.to_vec();
         let threads = self.threads;
-        // CPU-bound: off the async workers, so a slow batch never stalls other requests.
-        let (vectors, tokens) = tokio::task::spawn_blocking(move || {
+        // CPU-bound: off the async workers, so a slow batch never stalls other requests. A
+        // caller that stops waiting (its time box) drops the guard, and the work stops within
+        // one encoder layer instead of burning the CPU for nobody.
+        let cancel = Cancel(Arc::new(AtomicBool::new(false)));
+        let flag = Arc::clone(&cancel.0);
+        let embedded = tokio::task::spawn_blocking(move || {
             let texts: Vec<&str> = inputs.iter().map(String::as_str).collect();
-            e5::embed_parallel(&model, &texts, input == Input::Query, threads)
+            e5::embed_parallel_until(&model, &texts, input == Input::Query, threads, &flag)
         })
         .await
         .map_err(|e| ProviderError::Local(format!("local embedder: {e}")))?;
+        let (vectors, tokens) = embedded.ok_or_else(|| ProviderError::Local("local embedder: cancelled".into()))?;
         Ok((vectors, Usage { input_tokens: tokens, ..Usage::default() }))
     }
 }

@@ -381,7 +381,7 @@ impl super::VectorIndex for EdgeIndex {
         let ops = points
             .into_iter()
             .map(|p| {
-                let condition = json_filter(super::older_than_json(&p))?;
+                let condition = json_filter(super::replaceable_json(&p))?;
                 let points_op = PointInsertOperations::PointsList(vec![point(p, &self.inner.space.name)?.into()]);
                 Ok(UpdateOperation::PointOperation(PointOperations::UpsertPointsConditional(
                     ConditionalInsertOperation { points_op, condition, update_mode: None },

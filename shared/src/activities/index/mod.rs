@@ -10,7 +10,9 @@
 //! A point id is the UUID v5 of the activity id ([`point_id`]): every write is idempotent.
 //! Every write is also order-safe: a point carries its `version` (the activity's `updatedAt`,
 //! in microseconds) and [`VectorIndex::upsert`] leaves a stored point with a later version
-//! alone (an equal one is rewritten: a replayed event writes what it wrote before), in one conditional write (no read-then-write gap); a deletion is such a
+//! alone (an equal one is rewritten: a replayed event writes what it wrote before; but an
+//! update never replaces a deletion of its own version), in one conditional write (no
+//! read-then-write gap); a deletion is such a
 //! write too, of a [`tombstone`], so a late or replayed update never brings a deleted
 //! activity back. The backfill writes only dense vectors ([`VectorIndex::set_dense`]), and
 //! only into points whose content is still what it embedded.
@@ -100,6 +102,13 @@ pub struct Point {
     pub sparse: SparseVector,
 }
 
+impl Point {
+    /// Whether this is a deletion ([`tombstone`]).
+    pub fn is_tombstone(&self) -> bool {
+        self.payload.get(TOMBSTONE).and_then(Value::as_bool) == Some(true)
+    }
+}
+
 /// A point read back.
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -139,11 +148,21 @@ pub fn tombstone(activity_id: &str, version: i64) -> Point {
     Point { id: point_id(activity_id), payload, dense: None, sparse: SparseVector::default() }
 }
 
-/// The condition under which `point` may replace a stored point: the stored version is not
-/// later, or absent. In Qdrant's JSON form.
-pub fn older_than_json(point: &Point) -> Value {
+/// The condition under which `point` may replace a stored point, in Qdrant's JSON form: the
+/// stored point has no version, or an earlier one, or the same one and `point` is a deletion
+/// or the stored point is not (an equal-version tie is decided by kind, never by arrival: a
+/// deletion wins over an update of its version, whichever comes first).
+pub fn replaceable_json(point: &Point) -> Value {
     let version = point.payload.get(VERSION).and_then(Value::as_i64).unwrap_or(i64::MAX);
-    json!({"should": [{"is_empty": {"key": VERSION}}, {"key": VERSION, "range": {"lte": version}}]})
+    if point.is_tombstone() {
+        return json!({"should": [{"is_empty": {"key": VERSION}}, {"key": VERSION, "range": {"lte": version}}]});
+    }
+    json!({"should": [
+        {"is_empty": {"key": VERSION}},
+        {"key": VERSION, "range": {"lt": version}},
+        {"must": [{"key": VERSION, "range": {"gte": version, "lte": version}}],
+         "must_not": [{"key": TOMBSTONE, "match": {"value": true}}]}
+    ]})
 }
 
 /// A dense vector for the backfill: set on point `id` only while its `contentHash` is still
@@ -246,7 +265,7 @@ pub trait VectorIndex: Send + Sync {
     async fn scan(&self, pending_only: bool, offset: Option<Uuid>, limit: usize)
     -> Result<(Vec<Stored>, Option<Uuid>)>;
     /// Writes each of `points` unless the index holds a later version of it
-    /// ([`older_than_json`], checked by the index in the same write); durable when this returns.
+    /// ([`replaceable_json`], checked by the index in the same write); durable when this returns.
     async fn upsert(&self, points: Vec<Point>) -> Result<()>;
     /// Sets each update's dense vector and marks the point `embedding: ready`, changing
     /// nothing else, on points whose content is still the one embedded; others are left alone.

@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 use super::{
     DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
-    Stored, VERSION,
+    Stored, TOMBSTONE, VERSION,
 };
 use crate::core::config::Secret;
 use crate::core::error::{Error, Result};
@@ -56,7 +56,7 @@ impl QdrantIndex {
         space: DenseSpace,
         timeout: Duration,
     ) -> Result<Self> {
-        let mut builder = Qdrant::from_url(url).timeout(timeout).skip_compatibility_check();
+        let mut builder = Qdrant::from_url(url).timeout(timeout).connect_timeout(timeout).skip_compatibility_check();
         if let Some(key) = api_key {
             builder = builder.api_key(key.expose().to_owned());
         }
@@ -215,11 +215,28 @@ impl super::VectorIndex for QdrantIndex {
         // One request; an operation per point, each conditional on its own version.
         let mut operations = Vec::with_capacity(points.len());
         for p in points {
-            let version = p.payload.get(VERSION).and_then(Value::as_i64).unwrap_or(i64::MAX);
-            let older = Filter::should([
-                Condition::is_empty(VERSION),
-                Condition::range(VERSION, Range { lte: Some(version as f64), ..Default::default() }),
-            ]);
+            // As `replaceable_json`: a deletion replaces an equal version, an update only an
+            // update of it.
+            let version = p.payload.get(VERSION).and_then(Value::as_i64).unwrap_or(i64::MAX) as f64;
+            let older = if p.is_tombstone() {
+                Filter::should([
+                    Condition::is_empty(VERSION),
+                    Condition::range(VERSION, Range { lte: Some(version), ..Default::default() }),
+                ])
+            } else {
+                let same =
+                    Condition::range(VERSION, Range { gte: Some(version), lte: Some(version), ..Default::default() });
+                Filter::should([
+                    Condition::is_empty(VERSION),
+                    Condition::range(VERSION, Range { lt: Some(version), ..Default::default() }),
+                    Filter {
+                        must: vec![same],
+                        must_not: vec![Condition::matches(TOMBSTONE, true)],
+                        ..Default::default()
+                    }
+                    .into(),
+                ])
+            };
             let mut vectors = NamedVectors::default()
                 .add_vector(SPARSE, qdrant_client::qdrant::Vector::new_sparse(p.sparse.indices, p.sparse.values));
             if let Some(dense) = p.dense {

@@ -19,6 +19,22 @@ use crate::core::error::{Error, Result};
 /// DynamoDB's limit of items per `BatchWriteItem`.
 const BATCH: usize = 25;
 
+/// The operation timeout of [`DynamoRecords::local`] (DynamoDB Local on a busy machine).
+pub const LOCAL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The SDK's explicit bounds: connecting within a fifth of `timeout` (at most 1 s), each attempt
+/// within half of it, the whole operation (attempts and backoff) within it, and the standard
+/// retry mode with two attempts. Without them a table that accepts connections and never
+/// answers holds a request until Lambda ends it.
+fn bounded(loader: aws_config::ConfigLoader, timeout: Duration) -> aws_config::ConfigLoader {
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout((timeout / 5).min(Duration::from_secs(1)))
+        .operation_attempt_timeout(timeout / 2)
+        .operation_timeout(timeout)
+        .build();
+    loader.timeout_config(timeouts).retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(2))
+}
+
 /// Records in a DynamoDB table.
 #[derive(Clone, Debug)]
 pub struct DynamoRecords {
@@ -36,16 +52,21 @@ impl DynamoRecords {
     }
 
     /// Builds a client from the standard AWS environment (region, credentials,
-    /// `AWS_ENDPOINT_URL_DYNAMODB`).
-    pub async fn from_env(table: impl Into<String>) -> Self {
-        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    /// `AWS_ENDPOINT_URL_DYNAMODB`), each operation bounded by `timeout` (see [`bounded`]).
+    pub async fn from_env(table: impl Into<String>, timeout: Duration) -> Self {
+        let sdk = bounded(aws_config::defaults(aws_config::BehaviorVersion::latest()), timeout).load().await;
         Self::new(Client::new(&sdk), table)
     }
 
     /// A store on a DynamoDB Local at `endpoint` (fixed region, dummy credentials): for local
-    /// stacks, tests and benches.
+    /// stacks, tests and benches; operations bounded by [`LOCAL_TIMEOUT`].
     pub async fn local(endpoint: &str, table: impl Into<String>) -> Self {
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        Self::at(endpoint, table, LOCAL_TIMEOUT).await
+    }
+
+    /// [`Self::local`] with operations bounded by `timeout`.
+    pub async fn at(endpoint: &str, table: impl Into<String>, timeout: Duration) -> Self {
+        let sdk = bounded(aws_config::defaults(aws_config::BehaviorVersion::latest()), timeout)
             .region(aws_config::Region::new("us-east-1"))
             .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("local", "local", None, None, "local"))
             .endpoint_url(endpoint)

@@ -8,14 +8,21 @@
 
 mod dynamodb;
 mod local;
+pub mod replay;
+mod timed;
 
 pub use dynamodb::DynamoRecords;
 pub use local::LocalRecords;
+pub use timed::Timed;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::core::error::Result;
+
+/// How long a step on a request's hot path (a cache read, the single-flight lease) waits for the
+/// store before its fallback (a miss; answering alone).
+pub const HOT_PATH: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// One stored item.
 #[derive(Debug, Clone, PartialEq)]
