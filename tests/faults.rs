@@ -2,8 +2,8 @@
 //! answers) or is gone (connections refused, as after a kill), before a request or in the
 //! middle of a run. For each: the request's time, its status, and that nothing owed was lost:
 //! what could not be stored is on the replay log, and written back from it to a healthy store
-//! it is exactly what the answer reported. Each scenario prints its row of the fault table in
-//! docs/operations.md (`| fault | ...`).
+//! it is exactly what the answer reported. Each scenario prints its row of the README's fault
+//! table (`| fault | ...`).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -101,7 +101,7 @@ async fn search_owes_nothing(fault: &str, store_endpoint: &str, within: Duration
     let (found, written) = replay::write_back(&*healthy, lines.clone()).await.unwrap();
     assert_eq!((found, written), (2, 3), "the cost record and the sources (one + header) on the log: {lines:#?}");
     let again = replay::write_back(&*healthy, lines).await.unwrap();
-    assert_eq!(again, (2, 3), "a second replay writes the same records again, harmlessly");
+    assert_eq!(again, (2, 0), "a second replay finds them stored and writes nothing");
 
     let now = h.clock.now();
     let sources = shared::web::sources::list(&*healthy, &request_id, now).await.unwrap().expect("sources replayed");
@@ -127,7 +127,7 @@ async fn search_owes_nothing(fault: &str, store_endpoint: &str, within: Duration
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamodb_hangs_search_answers_live_in_time_and_owes_nothing() {
     let hole = Blackhole::start();
-    search_owes_nothing("DynamoDB hangs (accepts, never answers)", &hole.url(), Duration::from_secs(6)).await;
+    search_owes_nothing("DynamoDB hangs (accepts, never answers)", &hole.url(), Duration::from_secs(5)).await;
 }
 
 // Given DynamoDB is gone (connections refused, as after a kill), then the same, sooner.
@@ -275,26 +275,32 @@ async fn dynamodb_killed_mid_run_search_keeps_answering() {
     row("DynamoDB killed mid-run", "POST /search", status, took, "cost record and sources on the replay log");
 }
 
-// Given the dead-letter queue holds an event EventBridge could not deliver and Lambda's
-// on-failure record of a refused one, when `infra/replay-dlq.sh` runs (against a fake `aws`
-// executable that speaks the CLI's JSON), then each event is invoked asynchronously on the
-// function, unwrapped from its record, and each message is deleted after it was sent.
+// Given the dead-letter queue holds an event EventBridge could not deliver, Lambda's
+// on-failure record of an event that failed on our side, one of an event the function refused
+// (4xx) and an unreadable body, when `infra/replay-dlq.sh` runs (against a fake `aws`
+// executable that speaks the CLI's JSON), then the two retryable events are invoked
+// asynchronously on the function, unwrapped from their records, and deleted after they were
+// sent; the refused and the unreadable stay in the queue.
 #[test]
 fn the_dead_letter_replay_sends_each_event_back_and_deletes_it() {
     let dir = tempfile::tempdir().unwrap();
-    let event = json!({"detail-type": "ActivityUpdated", "source": "juchang.activities", "detail": {"id": "surf"}});
-    let on_failure = json!({"requestContext": {"condition": "RetriesExhausted"}, "requestPayload": event,
+    let event = json!({"detail-type": "ActivityUpdated", "source": "juchang.activities", "detail": {"id": "surf'; rm -rf /; '"}});
+    let failed = json!({"requestContext": {"condition": "RetriesExhausted"}, "requestPayload": event,
+        "responsePayload": {"errorMessage": "activity event not applied; retry (HTTP 503): ..."}});
+    let refused = json!({"requestContext": {"condition": "RetriesExhausted"}, "requestPayload": event,
         "responsePayload": {"errorMessage": "activity event refused (HTTP 400): ..."}});
     let messages = json!({"Messages": [
         {"ReceiptHandle": "h-1", "Body": event.to_string()},
-        {"ReceiptHandle": "h-2", "Body": on_failure.to_string()},
+        {"ReceiptHandle": "h-2", "Body": failed.to_string()},
+        {"ReceiptHandle": "h-3", "Body": refused.to_string()},
+        {"ReceiptHandle": "h-4", "Body": "not json"},
     ]});
     std::fs::write(dir.path().join("batch.json"), messages.to_string()).unwrap();
     let fake = r#"#!/usr/bin/env bash
 d="$(dirname "$0")"
 case "$1 $2" in
   "sqs receive-message") if [ -f "$d/batch.json" ]; then cat "$d/batch.json"; rm "$d/batch.json"; else echo '{}'; fi ;;
-  "lambda invoke") for a in "$@"; do [ "$prev" = "--payload" ] && echo "$a" >> "$d/invoked"; [ "$prev" = "--invocation-type" ] && echo "$a" >> "$d/types"; prev="$a"; done ;;
+  "lambda invoke") for a in "$@"; do [ "$prev" = "--payload" ] && cat "${a#fileb://}" >> "$d/invoked" && echo >> "$d/invoked"; [ "$prev" = "--invocation-type" ] && echo "$a" >> "$d/types"; prev="$a"; done ;;
   "sqs delete-message") for a in "$@"; do [ "$prev" = "--receipt-handle" ] && echo "$a" >> "$d/deleted"; prev="$a"; done ;;
   *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
@@ -310,10 +316,11 @@ esac
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("sent 2 events"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("sent 2 events") && stdout.contains("left 2 in the queue"), "{stdout}");
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
     let invoked: Vec<Value> = read("invoked").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(invoked, [event.clone(), event], "the event itself, unwrapped from the on-failure record");
     assert_eq!(read("types").lines().collect::<Vec<_>>(), ["Event", "Event"]);
-    assert_eq!(read("deleted").lines().collect::<Vec<_>>(), ["h-1", "h-2"]);
+    assert_eq!(read("deleted").lines().collect::<Vec<_>>(), ["h-1", "h-2"], "only what was sent is deleted");
 }

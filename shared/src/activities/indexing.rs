@@ -193,7 +193,10 @@ impl Indexer {
         for ((a, id), hash) in activities.iter().zip(&ids).zip(&hashes) {
             let previous = stored.remove(id);
             let version = version_of(a.updated_at.unwrap_or(at));
-            let is_stale = previous.as_ref().and_then(Stored::version).is_some_and(|v| v > version);
+            // Later, or a deletion of the same version (it wins the tie: `replaceable_json`).
+            let is_stale = previous
+                .as_ref()
+                .is_some_and(|p| p.version().is_some_and(|v| v > version || (v == version && p.is_tombstone())));
             let same = previous.as_ref().is_some_and(|p| {
                 !p.is_tombstone() && p.payload.get("contentHash").and_then(Value::as_str) == Some(hash.as_str())
             });

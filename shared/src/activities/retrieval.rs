@@ -156,9 +156,9 @@ impl Retrieval {
     /// Runs `req` within seed 004's [`BUDGET`]. Index faults are errors (a 503 in time when the
     /// index hangs); embedder faults degrade to lexical ranking.
     pub async fn search(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
-        tokio::time::timeout(BUDGET, self.search_now(req, request_id)).await.unwrap_or_else(|_| {
-            Err(Error::Store(format!("the vector index did not answer within {} s", BUDGET.as_secs())))
-        })
+        tokio::time::timeout(BUDGET, self.search_now(req, request_id))
+            .await
+            .unwrap_or_else(|_| Err(Error::Store(format!("the search did not finish within {} s", BUDGET.as_secs()))))
     }
 
     async fn search_now(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
@@ -239,10 +239,15 @@ impl Retrieval {
             } else {
                 short = radius;
             }
+            // The radius of the circle whose area is halfway between `short` and `outer`.
+            let halfway = |outer: f64| ((short * short + outer * outer) / 2.0).sqrt();
             radius = match enough {
-                // The radius of the circle whose area is halfway between the two.
-                Some((r, _)) => ((short * short + r * r) / 2.0).sqrt(),
-                None => radius * ((2 * limit) as f64 / held.max(1) as f64).sqrt().clamp(1.25, 4.0),
+                Some((r, _)) => halfway(r),
+                None => {
+                    let grown = radius * ((2 * limit) as f64 / held.max(1) as f64).sqrt().clamp(1.25, 4.0);
+                    // Never the whole circle while steps remain: it may hold every match.
+                    if grown >= whole { halfway(whole) } else { grown }
+                }
             };
         }
         let (radius, held) = match enough {

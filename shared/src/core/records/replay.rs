@@ -37,7 +37,7 @@ where
 /// Logs `records` for replay at ERROR: `what` could not be stored because of `error`.
 pub fn log(what: &str, records: &[Record], error: &dyn std::fmt::Display) {
     let replay = encode(records).to_string();
-    tracing::error!(error = %error, %replay, "{what} not stored; replay with `cargo xtask replay`");
+    tracing::error!(error = %error, %replay, "{what} {MARKER}");
 }
 
 /// The `replay` field's value for `records`.
@@ -47,35 +47,54 @@ pub fn encode(records: &[Record]) -> Value {
     json!({ "records": rows })
 }
 
-/// The records a log line holds for replay, if it is such a line: a JSON log line (the field
-/// at the top or under `fields`, as the JSON subscriber writes it), or a text line with
-/// `replay={...}`, with or without a CloudWatch export's timestamp before it.
+/// The message every replay line carries (the store's own words, not a caller's).
+const MARKER: &str = "not stored; replay with `cargo xtask replay`";
+
+/// The records a log line holds for replay, if it is such a line: a JSON log line (Lambda's
+/// JSON log format, with or without a CloudWatch export's prefix) at ERROR whose message is
+/// [`MARKER`]'s, with the field `replay` among its fields, holding only what may be owed: cost
+/// records (`COST#`) and sources (`SOURCES#`), each body of its type. Text lines are never
+/// read: a caller's text in another line (an error naming an unknown field, say) could look
+/// like one.
 pub fn decode(line: &str) -> Option<Vec<Record>> {
-    let value = match line.find('{').map(|at| serde_json::from_str::<Value>(&line[at..])) {
-        Some(Ok(v)) if field(&v).is_some() => field(&v).cloned()?,
-        _ => text_field(line)?,
-    };
-    let value = match value {
-        Value::String(s) => serde_json::from_str(&s).ok()?,
-        v => v,
-    };
+    let v: Value = serde_json::from_str(line[line.find('{')?..].trim_end()).ok()?;
+    let fields = v.get("fields")?;
+    let message = fields.get("message")?.as_str()?;
+    if v.get("level")?.as_str()? != "ERROR" || !message.ends_with(MARKER) {
+        return None;
+    }
+    let value: Value = serde_json::from_str(fields.get("replay")?.as_str()?).ok()?;
     value["records"]
         .as_array()?
         .iter()
         .map(|r| {
-            Some(Record {
+            let record = Record {
                 pk: r["pk"].as_str()?.to_owned(),
                 sk: r["sk"].as_str()?.to_owned(),
                 expires_at: r["expiresAt"].as_i64(),
                 body: r.get("body")?.clone(),
-            })
+            };
+            owed(&record).then_some(record)
         })
         .collect()
 }
 
-/// Writes back every record that `lines` (log lines, any mix) hold for replay; returns how many
-/// lines held records and how many records were written. Idempotent: run it twice, or over
-/// overlapping exports, and the store ends the same.
+/// Whether `record` is of a kind a replay line may hold: a cost record or a source list's row.
+fn owed(record: &Record) -> bool {
+    if record.pk.starts_with("COST#") {
+        serde_json::from_value::<crate::costs::ledger::CostRecord>(record.body.clone()).is_ok()
+    } else if record.pk.starts_with("SOURCES#") {
+        record.body.get("count").is_some_and(Value::is_u64)
+            || serde_json::from_value::<crate::web::citations::Source>(record.body.clone()).is_ok()
+    } else {
+        false
+    }
+}
+
+/// Writes back every record that `lines` (log lines, any mix) hold for replay, never over a
+/// record already stored; returns how many lines held records and how many records were
+/// written. Idempotent: run it twice, or over overlapping exports, and the second writes
+/// nothing.
 pub async fn write_back(store: &dyn RecordStore, lines: impl IntoIterator<Item = String>) -> Result<(usize, usize)> {
     let (mut found, mut written) = (0, 0);
     for line in lines {
@@ -83,60 +102,70 @@ pub async fn write_back(store: &dyn RecordStore, lines: impl IntoIterator<Item =
         found += 1;
         // In order: a list's header (written last) lands after what it counts.
         for record in &records {
-            store.put(record).await?;
+            if store.put_new(record, 0).await? {
+                written += 1;
+            }
         }
-        written += records.len();
     }
     Ok((found, written))
-}
-
-fn field(v: &Value) -> Option<&Value> {
-    v.get("replay").or_else(|| v.get("fields")?.get("replay"))
-}
-
-/// `replay={...}` in a text log line: the JSON object that follows.
-fn text_field(line: &str) -> Option<Value> {
-    let at = line.find("replay={")? + "replay=".len();
-    serde_json::Deserializer::from_str(&line[at..]).into_iter::<Value>().next()?.ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A source list of one (a row and its header), as `sources::keep` logs it.
     fn records() -> Vec<Record> {
         vec![
             Record {
-                pk: "COST#2026-11-24#3".into(),
-                sk: "t#r#p#1".into(),
-                expires_at: None,
-                body: json!({"costUsd": 0.01}),
-            },
-            Record {
-                pk: "SRC#r".into(),
+                pk: "SOURCES#r-1".into(),
                 sk: "00001".into(),
-                expires_at: Some(1_800_000_000),
-                body: json!({"url": "https://a.example/ x=1"}),
+                expires_at: None,
+                body: json!({"url": "https://a.example/x", "title": "A", "accessedAt": "2026-11-24T00:00:00Z"}),
             },
+            Record { pk: "SOURCES#r-1".into(), sk: "#header".into(), expires_at: None, body: json!({"count": 1}) },
         ]
+    }
+
+    fn line(level: &str, message: &str, replay: &Value) -> String {
+        json!({"level": level, "fields": {"message": message, "error": "timed out", "replay": replay.to_string()}})
+            .to_string()
     }
 
     #[test]
     fn a_json_log_line_round_trips() {
-        let line = json!({"level": "ERROR", "fields": {"message": "m", "replay": encode(&records()).to_string()}});
-        assert_eq!(decode(&format!("2026-11-24T00:00:00Z {line}")), Some(records()));
+        let l = line("ERROR", &format!("sources {MARKER}"), &encode(&records()));
+        assert_eq!(decode(&format!("2026-11-24T00:00:00Z\t{l}")), Some(records()));
     }
 
     #[test]
-    fn a_text_log_line_round_trips() {
-        let line = format!("ERROR error=timed out replay={} cost record not stored", encode(&records()));
-        assert_eq!(decode(&line), Some(records()));
-    }
-
-    #[test]
-    fn other_lines_hold_nothing() {
+    fn only_the_stores_own_error_lines_are_read() {
+        let replay = encode(&records());
+        assert_eq!(decode(&line("INFO", &format!("sources {MARKER}"), &replay)), None, "not an error");
+        assert_eq!(decode(&line("ERROR", "something else", &replay)), None, "not the marker");
+        let text = format!("ERROR error=unknown field `replay={replay}` sources {MARKER}");
+        assert_eq!(decode(&text), None, "a text line (a caller's words may look like one)");
         assert_eq!(decode("INFO search answered"), None);
-        assert_eq!(decode(r#"{"level":"INFO","fields":{"message":"x"}}"#), None);
-        assert_eq!(decode(r#"ERROR replay={"records": [{"pk": "a"}]}"#), None);
+    }
+
+    #[test]
+    fn only_what_may_be_owed_is_replayed() {
+        let cache =
+            vec![Record { pk: "perplexity:search:abc".into(), sk: "CACHE".into(), expires_at: None, body: json!({}) }];
+        let budget = vec![Record {
+            pk: "BUDGET#research".into(),
+            sk: "2026-11-24".into(),
+            expires_at: None,
+            body: json!({"total": 0}),
+        }];
+        let bad_cost = vec![Record {
+            pk: "COST#2026-11-24#1".into(),
+            sk: "x".into(),
+            expires_at: None,
+            body: json!({"costUsd": -5}),
+        }];
+        for forged in [cache, budget, bad_cost] {
+            assert_eq!(decode(&line("ERROR", &format!("cost record {MARKER}"), &encode(&forged))), None, "{forged:?}");
+        }
     }
 }

@@ -1,6 +1,8 @@
-//! A deadline on every call to a record store: a store that hangs (a throttled table, a
-//! connection that never answers) fails the call with a store error after `timeout`, so each
-//! caller's fallback (a cache miss, a replay line, a budget allowance) runs in time.
+//! A deadline on every single-item call to a record store (and on `latest`, bounded by its
+//! limit): a store that hangs (a throttled table, a connection that never answers) fails the
+//! call with a store error after `timeout`, so each caller's fallback (a cache miss, a replay
+//! line, a budget allowance) runs in time. Bulk calls (`query` of a whole partition, `put_all`)
+//! pass through: each of their pages or batches is one SDK operation, bounded by the SDK.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +41,7 @@ impl RecordStore for Timed {
     }
 
     async fn put_all(&self, records: &[Record]) -> Result<()> {
-        self.bounded("put_all", self.inner.put_all(records)).await
+        self.inner.put_all(records).await
     }
 
     async fn get(&self, pk: &str, sk: &str, now: i64) -> Result<Option<Record>> {
@@ -47,7 +49,7 @@ impl RecordStore for Timed {
     }
 
     async fn query(&self, pk: &str, from: &str, to: &str, now: i64) -> Result<Vec<Record>> {
-        self.bounded("query", self.inner.query(pk, from, to, now)).await
+        self.inner.query(pk, from, to, now).await
     }
 
     async fn latest(&self, pk: &str, from: &str, to: &str, limit: usize, now: i64) -> Result<Vec<Record>> {
