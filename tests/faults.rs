@@ -98,10 +98,11 @@ async fn search_owes_nothing(fault: &str, store_endpoint: &str, within: Duration
     let request_id = r["requestId"].as_str().unwrap().to_owned();
     let lines = log_lines(&request_id).into_iter().filter(|l| l.contains("replay")).collect::<Vec<_>>();
     let (healthy, _guard) = integration::store(StoreKind::DynamoDb).await;
-    let (found, written) = replay::write_back(&*healthy, lines.clone()).await.unwrap();
-    assert_eq!((found, written), (2, 3), "the cost record and the sources (one + header) on the log: {lines:#?}");
-    let again = replay::write_back(&*healthy, lines).await.unwrap();
-    assert_eq!(again, (2, 0), "a second replay finds them stored and writes nothing");
+    let owed = shared::compose::owed;
+    let (found, written, refused) = replay::write_back(&*healthy, lines.clone(), owed).await.unwrap();
+    assert_eq!((found, written, refused), (2, 3, 0), "the cost record and the sources (one + header): {lines:#?}");
+    let again = replay::write_back(&*healthy, lines, owed).await.unwrap();
+    assert_eq!(again, (2, 0, 0), "a second replay finds them stored and writes nothing");
 
     let now = h.clock.now();
     let sources = shared::web::sources::list(&*healthy, &request_id, now).await.unwrap().expect("sources replayed");

@@ -261,3 +261,44 @@ pub fn retrieval(
     let interests = crate::activities::interests::Interests::new(records, Arc::clone(&clock));
     Ok(Retrieval::new(index, embedding, interests, reasons, ranking, clock))
 }
+
+/// Whether `record` is of a kind a replay line may hold (`cargo xtask replay`): a cost record
+/// or a row of a source list, its body of that type. Anything else (a cache entry, a budget
+/// counter) is never written from a log.
+pub fn owed(record: &crate::core::records::Record) -> bool {
+    use crate::costs::ledger::CostRecord;
+    use crate::web::citations::Source;
+    let body = || record.body.clone();
+    if record.pk.starts_with("COST#") {
+        serde_json::from_value::<CostRecord>(body()).is_ok()
+    } else if record.pk.starts_with("SOURCES#") {
+        record.body.get("count").is_some_and(serde_json::Value::is_u64)
+            || serde_json::from_value::<Source>(body()).is_ok()
+    } else {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::owed;
+    use crate::core::records::Record;
+    use crate::web::citations::Source;
+
+    fn record(pk: &str, body: serde_json::Value) -> Record {
+        Record { pk: pk.into(), sk: "x".into(), expires_at: None, body }
+    }
+
+    #[test]
+    fn only_cost_records_and_source_lists_may_be_replayed() {
+        let source = Source { url: "https://a.example/x".into(), title: None, accessed_at: chrono::Utc::now() };
+        assert!(owed(&record("SOURCES#r", serde_json::to_value(&source).unwrap())));
+        assert!(owed(&record("SOURCES#r", json!({"count": 1, "storedAt": "2026-11-24T00:00:00Z"}))));
+        assert!(!owed(&record("perplexity:search:abc", json!({}))), "a cache entry");
+        assert!(!owed(&record("BUDGET#research", json!({"total": 0}))), "a budget counter");
+        assert!(!owed(&record("COST#2026-11-24#1", json!({"costUsd": -5}))), "not a cost record");
+        assert!(!owed(&record("SOURCES#r", json!({"url": 7}))), "not a source");
+    }
+}

@@ -68,8 +68,8 @@ async fn replay(files: &[String]) -> Result {
             path => Box::new(std::io::BufReader::new(std::fs::File::open(path)?)),
         };
         let lines = reader.lines().collect::<std::io::Result<Vec<_>>>()?;
-        let (f, w) = shared::core::records::replay::write_back(&*store, lines).await?;
-        println!("{file}: {f} replay lines, {w} records written");
+        let (f, w, r) = shared::core::records::replay::write_back(&*store, lines, shared::compose::owed).await?;
+        println!("{file}: {f} replay lines, {w} records written, {r} refused");
         (found, written) = (found + f, written + w);
     }
     println!("replayed {found} lines, {written} records");
