@@ -67,15 +67,6 @@ fn row(fault: &str, route: &str, status: u16, took: Duration, owed: &str) {
     println!("| {fault} | {route} | {status} | {} ms | {owed} |", took.as_millis());
 }
 
-fn answer() -> Value {
-    perplexity::answer(
-        "Coffee demand grew [1].",
-        json!([{"id": 1, "title": "Coffee report", "url": "https://example.com/coffee", "snippet": "Demand grew.", "date": "2025-01-01"}]),
-        json!([]),
-        perplexity::usage(100, 200, 1, None),
-    )
-}
-
 /// A live search against a store that hangs or is gone: answered in time, and what it owed
 /// (its cost record, its sources) is on the replay log; written back, it is what was answered.
 async fn search_owes_nothing(fault: &str, store_endpoint: &str, within: Duration) {
@@ -85,7 +76,7 @@ async fn search_owes_nothing(fault: &str, store_endpoint: &str, within: Duration
         .await;
     Mock::given(method("POST"))
         .and(path(AGENT_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+        .respond_with(ResponseTemplate::new(200).set_body_json(perplexity::plain_answer()))
         .mount(h.upstream())
         .await;
     let started = Instant::now();
@@ -205,6 +196,18 @@ async fn rag_search_on(url: &str) -> RagHarness {
     RagHarness::new(&[("VECTOR_STORE", "qdrant"), ("QDRANT_URL", url), ("QDRANT_COLLECTION", &collection)]).await
 }
 
+/// A search on `h` while its Qdrant server is down (`fault`): a 503 JSON error asking for a
+/// retry, well inside seed 004's 3 s. Prints the fault table's row.
+async fn fails_fast(h: &RagHarness, fault: &str) {
+    let started = Instant::now();
+    let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
+    let took = started.elapsed();
+    assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("please retry"), "{r}");
+    assert!(took < Duration::from_millis(2500), "503 after {took:?}");
+    row(fault, "POST /rag/search", status, took, "nothing owed (a read)");
+}
+
 // Given the Qdrant server hangs, when a user searches, then rag-search answers a 503 JSON error
 // naming the vector index well inside seed 004's 3 s; and when the server is back, the next
 // request answers (nothing about the failure was kept).
@@ -213,13 +216,7 @@ async fn qdrant_hangs_rag_search_fails_fast_and_recovers() {
     let Some(target) = qdrant_grpc() else { return };
     let switch = Switch::start(target, HANG).await;
     let h = rag_search_on(&switch.url()).await;
-    let started = Instant::now();
-    let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
-    let took = started.elapsed();
-    assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")), "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("please retry"), "{r}");
-    assert!(took < Duration::from_millis(2500), "503 after {took:?}");
-    row("Qdrant hangs", "POST /rag/search", status, took, "nothing owed (a read)");
+    fails_fast(&h, "Qdrant hangs").await;
 
     switch.set(FORWARD);
     let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
@@ -236,12 +233,7 @@ async fn qdrant_killed_mid_run_fails_fast_and_recovers() {
     let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
     assert_eq!(status, 200, "healthy first: {r}");
     switch.set(REFUSE);
-    let started = Instant::now();
-    let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
-    let took = started.elapsed();
-    assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")), "{r}");
-    assert!(took < Duration::from_millis(2500), "503 after {took:?}");
-    row("Qdrant killed mid-run", "POST /rag/search", status, took, "nothing owed (a read)");
+    fails_fast(&h, "Qdrant killed mid-run").await;
     switch.set(FORWARD);
     let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
     assert_eq!(status, 200, "the server is back: {r}");
@@ -259,7 +251,7 @@ async fn dynamodb_killed_mid_run_search_keeps_answering() {
         .await;
     Mock::given(method("POST"))
         .and(path(AGENT_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+        .respond_with(ResponseTemplate::new(200).set_body_json(perplexity::plain_answer()))
         .mount(h.upstream())
         .await;
     let (status, r) = h.post("/search", json!({"query": "coffee demand"})).await;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use integration::perplexity::{self, AGENT_PATH};
+use integration::perplexity::{self, AGENT_PATH, plain_answer};
 use integration::{Harness, Setup, StoreKind, TEST_KEY, on_both_stores};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
@@ -12,15 +12,6 @@ use wiremock::{Mock, ResponseTemplate};
 
 fn ok(body: Value) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(body)
-}
-
-fn plain_answer() -> Value {
-    perplexity::answer(
-        "Coffee demand grew [1].",
-        json!([{"id": 1, "title": "Coffee report", "url": "https://example.com/coffee", "snippet": "Demand grew.", "date": "2025-01-01"}]),
-        json!([]),
-        perplexity::usage(100, 200, 1, None),
-    )
 }
 
 async fn answer_with(h: &Harness, body: Value) {

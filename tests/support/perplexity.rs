@@ -284,6 +284,16 @@ pub fn answer(text: &str, results: Value, annotations: Value, usage: Value) -> V
     })
 }
 
+/// A plain answer citing one source (`https://example.com/coffee`), 100 + 200 tokens, one search.
+pub fn plain_answer() -> Value {
+    answer(
+        "Coffee demand grew [1].",
+        json!([{"id": 1, "title": "Coffee report", "url": "https://example.com/coffee", "snippet": "Demand grew.", "date": "2025-01-01"}]),
+        json!([]),
+        usage(100, 200, 1, None),
+    )
+}
+
 /// Agent API usage: tokens, `searches` search invocations and, when given, the reported cost.
 pub fn usage(input: u64, output: u64, searches: u64, total_cost: Option<f64>) -> Value {
     let mut u = json!({

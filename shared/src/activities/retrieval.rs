@@ -41,7 +41,8 @@ use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy
 use crate::activities::when::{Wanted, without_time};
 use crate::core::clock::Clock;
 use crate::core::config::Fusion;
-use crate::core::error::{Error, Result};
+use crate::core::error::Result;
+use crate::core::records::bounded;
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
 use crate::llm::ChatModel;
@@ -156,9 +157,7 @@ impl Retrieval {
     /// Runs `req` within seed 004's [`BUDGET`]. Index faults are errors (a 503 in time when the
     /// index hangs); embedder faults degrade to lexical ranking.
     pub async fn search(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
-        tokio::time::timeout(BUDGET, self.search_now(req, request_id))
-            .await
-            .unwrap_or_else(|_| Err(Error::Store(format!("the search did not finish within {} s", BUDGET.as_secs()))))
+        bounded(BUDGET, "the search", self.search_now(req, request_id)).await
     }
 
     async fn search_now(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {

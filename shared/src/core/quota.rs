@@ -12,7 +12,7 @@ use chrono::Timelike;
 
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
-use crate::core::records::RecordStore;
+use crate::core::records::{RecordStore, bounded};
 
 /// How long a quota check waits for the store before letting the request through.
 pub const WAIT: Duration = Duration::from_millis(250);
@@ -46,23 +46,17 @@ impl Quota {
                 continue;
             }
             let counted = self.records.add(&pk, &sk, 1, Some(i64::from(limit)), now.timestamp() + keep_secs);
-            match tokio::time::timeout(WAIT, counted).await {
-                Ok(Ok(Some(_))) => {}
-                Ok(Ok(None)) => {
+            match bounded(WAIT, "the quota store", counted).await {
+                Ok(Some(_)) => {}
+                Ok(None) => {
                     return Err(Error::QuotaExceeded {
                         message: format!("user quota of {limit} requests per {window} is spent; retry later"),
                         retry_after_secs,
                     });
                 }
-                Ok(Err(e)) => {
+                // Unavailable or slow: a search needs no record store.
+                Err(e) => {
                     tracing::warn!(error = %e, "quota store unavailable: request allowed");
-                    return Ok(());
-                }
-                Err(_) => {
-                    tracing::warn!(
-                        wait_ms = WAIT.as_millis() as u64,
-                        "quota store did not answer in time: request allowed"
-                    );
                     return Ok(());
                 }
             }

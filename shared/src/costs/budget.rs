@@ -19,7 +19,7 @@ use crate::core::clock::Clock;
 use crate::core::config::BudgetCaps;
 use crate::core::error::{Error, Result};
 use crate::core::metrics;
-use crate::core::records::{RecordStore, TOTAL};
+use crate::core::records::{RecordStore, TOTAL, bounded};
 
 /// Micro-dollars: counters are integers, so concurrent adds never round.
 fn micros(usd: f64) -> i64 {
@@ -102,23 +102,22 @@ impl Budgets {
         let day = now.date_naive();
         let (pk, sk) = key(agent, day);
         let expires = now.timestamp() + KEEP_SECS;
-        match tokio::time::timeout(self.wait, self.records.add(&pk, &sk, worst, Some(cap), expires)).await {
-            Ok(Ok(Some(total))) => {
+        match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(cap), expires)).await {
+            Ok(Some(total)) => {
                 emit_used(agent, total, cap, now);
                 Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: true })
             }
-            Ok(Ok(None)) => {
+            Ok(None) => {
                 tracing::warn!(agent, cap_usd, "daily budget spent: paid call refused");
                 emit_used(agent, cap, cap, now);
                 Err(refused())
             }
-            Ok(Err(e)) => self.from_allowance(agent, worst, &e.to_string()).map_err(|()| refused()),
-            Err(_) => self.from_allowance(agent, worst, "no answer in time").map_err(|()| refused()),
+            Err(e) => self.take_allowance(agent, worst, &e.to_string()).map_err(|()| refused()),
         }
     }
 
     /// The outage path: this container's allowance pays, while it lasts.
-    fn from_allowance(&self, agent: &str, worst: i64, why: &str) -> std::result::Result<Hold, ()> {
+    fn take_allowance(&self, agent: &str, worst: i64, why: &str) -> std::result::Result<Hold, ()> {
         let taken = self
             .allowance
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| (left >= worst).then_some(left - worst));
@@ -170,12 +169,8 @@ impl Budgets {
         }
         let (pk, sk) = key(&hold.agent, day);
         let expires = now.timestamp() + KEEP_SECS;
-        match tokio::time::timeout(self.wait, self.records.add(&pk, &sk, delta, None, expires)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                tracing::warn!(agent = hold.agent, delta, error = %e, "budget hold not settled; it stays counted")
-            }
-            Err(_) => tracing::warn!(agent = hold.agent, delta, "budget hold not settled in time; it stays counted"),
+        if let Err(e) = bounded(self.wait, "the budget store", self.records.add(&pk, &sk, delta, None, expires)).await {
+            tracing::warn!(agent = hold.agent, delta, error = %e, "budget hold not settled; it stays counted");
         }
     }
 

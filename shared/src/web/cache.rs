@@ -8,14 +8,13 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::core::records::{HOT_PATH, Record, RecordStore};
+use crate::core::records::{HOT_PATH, Record, RecordStore, bounded};
 
 const SK: &str = "CACHE";
 
 /// The live cached value under `key`, if any.
 pub async fn get<T: DeserializeOwned>(records: &dyn RecordStore, key: &str, now: DateTime<Utc>) -> Option<T> {
-    let read = tokio::time::timeout(HOT_PATH, records.get(key, SK, now.timestamp())).await;
-    match read.unwrap_or_else(|_| Err(crate::core::error::Error::Store("the cache read timed out".into()))) {
+    match bounded(HOT_PATH, "the cache read", records.get(key, SK, now.timestamp())).await {
         Ok(Some(r)) => serde_json::from_value(r.body)
             .inspect_err(|e| tracing::warn!(key, error = %e, "cached value unreadable; treating as a miss"))
             .ok(),

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::core::clock::Clock;
 use crate::core::error::Result;
-use crate::core::records::{HOT_PATH, Record, RecordStore};
+use crate::core::records::{HOT_PATH, Record, RecordStore, bounded};
 use crate::core::retry::{RetryPolicy, within};
 use crate::core::upstream::Usage;
 use crate::costs::budget::Hold;
@@ -193,11 +193,11 @@ impl SearchService {
             expires_at: Some(now.timestamp() + LEASE_SECS),
             body: serde_json::json!({"claimedAt": now.timestamp()}),
         };
-        match tokio::time::timeout(HOT_PATH, self.records.put_new(&lease, now.timestamp())).await {
-            Ok(Ok(true)) => return Flight::Leads,
-            Ok(Ok(false)) => {}
+        match bounded(HOT_PATH, "the single-flight claim", self.records.put_new(&lease, now.timestamp())).await {
+            Ok(true) => return Flight::Leads,
+            Ok(false) => {}
             // A store fault or a slow store leaves this request to answer alone, never to fail.
-            _ => return Flight::Alone,
+            Err(_) => return Flight::Alone,
         }
         let waiting = Instant::now();
         let until = waiting + FOLLOW_WAIT.min(deadline.saturating_duration_since(waiting) / 2);
@@ -207,8 +207,9 @@ impl SearchService {
             if let Some(hit) = cache::get::<SearchResponse>(&*self.records, key, now).await {
                 return Flight::Answered(Box::new(hit));
             }
-            let held = tokio::time::timeout(HOT_PATH, self.records.get(&lease.pk, &lease.sk, now.timestamp())).await;
-            if !matches!(held, Ok(Ok(Some(_)))) {
+            let held =
+                bounded(HOT_PATH, "the single-flight claim", self.records.get(&lease.pk, &lease.sk, now.timestamp()));
+            if !matches!(held.await, Ok(Some(_))) {
                 return Flight::Alone; // released without a cached answer: ask ourselves
             }
         }
@@ -220,8 +221,8 @@ impl SearchService {
         let now = self.clock.now().timestamp();
         let ended =
             Record { pk: Self::lease_key(key), sk: "lease".into(), expires_at: Some(now), body: serde_json::json!({}) };
-        if !matches!(tokio::time::timeout(HOT_PATH, self.records.put(&ended)).await, Ok(Ok(()))) {
-            tracing::warn!("single-flight claim not released; it expires by itself");
+        if let Err(e) = bounded(HOT_PATH, "the single-flight release", self.records.put(&ended)).await {
+            tracing::warn!(error = %e, "single-flight claim not released; it expires by itself");
         }
     }
 

@@ -20,6 +20,18 @@ use serde_json::Value;
 
 use crate::core::error::Result;
 
+/// `call`, or a store error naming `what` when it has not answered within `time`: the one way a
+/// caller bounds a wait on a store, so a timeout and a failure take the same fallback.
+pub async fn bounded<T>(
+    time: std::time::Duration,
+    what: &str,
+    call: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::time::timeout(time, call).await.unwrap_or_else(|_| {
+        Err(crate::core::error::Error::Store(format!("{what} did not answer within {} ms", time.as_millis())))
+    })
+}
+
 /// How long a step on a request's hot path (a cache read, the single-flight lease) waits for the
 /// store before its fallback (a miss; answering alone).
 pub const HOT_PATH: std::time::Duration = std::time::Duration::from_millis(300);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Record, RecordStore};
-use crate::core::error::{Error, Result};
+use crate::core::error::Result;
 
 /// `inner`, each call bounded by `timeout`.
 pub struct Timed {
@@ -24,9 +24,7 @@ impl Timed {
     }
 
     async fn bounded<T>(&self, what: &str, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-        tokio::time::timeout(self.timeout, call).await.unwrap_or_else(|_| {
-            Err(Error::Store(format!("record store: {what} did not answer within {} ms", self.timeout.as_millis())))
-        })
+        super::bounded(self.timeout, &format!("record store: {what}"), call).await
     }
 }
 
@@ -64,6 +62,7 @@ impl RecordStore for Timed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::error::Error;
 
     /// A store whose every call hangs.
     struct Hung;
