@@ -283,8 +283,73 @@ async fn a_days_costs_are_sharded_and_read_back_whole(kind: StoreKind) {
     assert_eq!(ids, want, "oldest first, across shards");
 }
 
+/// A cost record of `like`'s kind at `like`'s time, costing `usd`, as the ledger stores it.
+fn stored_cost(like: &shared::costs::ledger::CostRecord, id: &str, usd: f64) -> shared::core::records::Record {
+    let mut cost = like.clone();
+    cost.request_id = id.into();
+    cost.cost_usd = usd;
+    let at = cost.timestamp.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    shared::core::records::Record {
+        pk: format!("COST#{}#3", day(cost.timestamp)),
+        sk: format!("{at}#{id}#{}#x", cost.provider),
+        expires_at: None,
+        body: serde_json::to_value(&cost).unwrap(),
+    }
+}
+
+fn total(report: &str) -> f64 {
+    serde_json::from_str::<Value>(report).unwrap()["totals"]["costUsd"].as_f64().unwrap()
+}
+
+// Given two closed days, then a report covering them whole stores each day's sums and the next
+// report reads those (one item a day), not the records; a record replayed from the logs (or
+// imported) into a closed day afterwards revises it, and the next report has it. A period's
+// partial day and today are summed from their records and never stored.
+async fn closed_days_are_read_from_their_sums_until_revised(kind: StoreKind) {
+    use shared::core::records::replay;
+    let (h, app, day0) = activity(kind).await;
+    let sum = |t: DateTime<Utc>| {
+        let records = Arc::clone(&h.records);
+        async move { records.get("COSTDAY", &format!("{}#sum", day(t)), 0).await.unwrap() }
+    };
+    h.clock.advance(Duration::days(2));
+    let partial = (day0 + Duration::seconds(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    assert_eq!(get(&app, &format!("/cost-report?from={partial}&to={}", day(day0))).await.0, 200);
+    assert!(sum(day0).await.is_none(), "a day the period covers in part is not stored");
+    assert_eq!(get(&app, "/cost-report").await.0, 200);
+    assert!(sum(h.clock.now()).await.is_none(), "today is not stored");
+
+    let period = format!("/cost-report?from={}&to={}", day(day0), day(day0 + Duration::days(1)));
+    let (status, _, first) = get(&app, &period).await;
+    assert_eq!(status, 200, "{first}");
+    assert!(sum(day0).await.is_some() && sum(day0 + Duration::days(1)).await.is_some(), "both days' sums stored");
+    let like = app.ledger.between(day0 - Duration::seconds(1), day0 + Duration::seconds(1)).await.unwrap()[0].clone();
+
+    // Written behind the ledger's back: the report reads the day's sums, not its records.
+    h.records.put(&stored_cost(&like, "behind", 0.5)).await.unwrap();
+    assert_eq!(get(&app, &period).await.2, first, "read from the stored sums");
+
+    // Replayed from a log line: the day is revised, and recomputed from all its records.
+    let replayed = stored_cost(&like, "replayed", 1.0);
+    let line = json!({"level": "ERROR", "fields": {"message": format!("cost record {}", replay::MARKER),
+                      "replay": replay::encode(std::slice::from_ref(&replayed)).to_string()}});
+    let done = shared::compose::replay(&*h.records, [line.to_string()]).await.unwrap();
+    assert_eq!((done.lines, done.written, done.refused), (1, 1, 0));
+    let (_, _, second) = get(&app, &period).await;
+    assert!((total(&second) - total(&first) - 1.5).abs() < 1e-9, "{} -> {}", total(&first), total(&second));
+    assert_eq!(get(&app, &period).await.2, second, "stored again at the new revision");
+
+    // Imported through the ledger into the second day: revised too.
+    let mut imported: shared::costs::ledger::CostRecord = serde_json::from_value(replayed.body).unwrap();
+    imported.timestamp += Duration::days(1);
+    app.ledger.record_all(&[imported]).await.unwrap();
+    let (_, _, third) = get(&app, &period).await;
+    assert!((total(&third) - total(&second) - 1.0).abs() < 1e-9, "{} -> {}", total(&second), total(&third));
+}
+
 on_both_stores!(
     a_days_costs_are_sharded_and_read_back_whole,
+    closed_days_are_read_from_their_sums_until_revised,
     every_grouping_renders_as_html,
     the_text_report_is_the_seeds_shape_in_every_grouping,
     the_json_report_counts_costs_cache_and_availability,

@@ -262,6 +262,22 @@ pub fn retrieval(
     Ok(Retrieval::new(index, embedding, interests, reasons, ranking, clock))
 }
 
+/// Writes back the records `lines` (exported log lines) hold for replay, of the kinds [`owed`]
+/// accepts, and marks the days of the cost records among them for recomputing by the next
+/// report ([`rollup::revise`](crate::costs::rollup::revise)); idempotent.
+pub async fn replay(
+    store: &dyn RecordStore,
+    lines: impl IntoIterator<Item = String>,
+) -> Result<crate::core::records::replay::Replayed> {
+    let done = crate::core::records::replay::write_back(store, lines, owed).await?;
+    let days: std::collections::BTreeSet<_> =
+        done.partitions.iter().filter_map(|pk| crate::costs::ledger::day_of(pk)).collect();
+    for day in days {
+        crate::costs::rollup::revise(store, day).await?;
+    }
+    Ok(done)
+}
+
 /// Whether `record` is of a kind a replay line may hold (`cargo xtask replay`): a cost record
 /// or a row of a source list, its body of that type. Anything else (a cache entry, a budget
 /// counter) is never written from a log.

@@ -288,7 +288,7 @@ impl Harness {
         use lambda_http::RequestExt;
         req.headers_mut().insert("content-type", "application/json".parse().expect("a header value"));
         if let Some(id) = request_id {
-            let mut context = lambda_http::Context::default();
+            let mut context = req.lambda_context_ref().cloned().unwrap_or_default();
             context.request_id = id.to_owned();
             req = req.with_lambda_context(context);
         }

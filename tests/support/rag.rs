@@ -53,6 +53,22 @@ impl RagHarness {
 
     /// As [`RagHarness::with`], over the data in `dir` (a reopened bundle).
     pub async fn in_dir(dir: tempfile::TempDir, embedding: Option<EmbeddingServer>, env: &[(&str, &str)]) -> Self {
+        let records: Arc<dyn RecordStore> = Arc::new(LocalRecords::open(dir.path()).unwrap());
+        Self::build(dir, records, embedding, env)
+    }
+
+    /// As [`RagHarness::new`], its records (interests, quotas, costs) in `records`.
+    pub async fn on_store(records: Arc<dyn RecordStore>, env: &[(&str, &str)]) -> Self {
+        let embedding = Some(EmbeddingServer::start(DIMS, Duration::ZERO).await);
+        Self::build(tempfile::tempdir().expect("temp dir"), records, embedding, env)
+    }
+
+    fn build(
+        dir: tempfile::TempDir,
+        records: Arc<dyn RecordStore>,
+        embedding: Option<EmbeddingServer>,
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut vars: Vec<(String, String)> = vec![
             ("EMBEDDING_PROVIDER".into(), "openai".into()),
             ("DATA_DIR".into(), dir.path().display().to_string()),
@@ -69,7 +85,6 @@ impl RagHarness {
         vars.extend(crate::model_location().into_iter().map(|(k, v)| (k.to_owned(), v)));
         vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let config = crate::config(&vars);
-        let records: Arc<dyn RecordStore> = Arc::new(LocalRecords::open(dir.path()).unwrap());
         let clock = Arc::new(ManualClock::new(now()));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
         let indexer = shared::compose::indexer(

@@ -68,9 +68,9 @@ async fn replay(files: &[String]) -> Result {
             path => Box::new(std::io::BufReader::new(std::fs::File::open(path)?)),
         };
         let lines = reader.lines().collect::<std::io::Result<Vec<_>>>()?;
-        let (f, w, r) = shared::core::records::replay::write_back(&*store, lines, shared::compose::owed).await?;
-        println!("{file}: {f} replay lines, {w} records written, {r} refused");
-        (found, written) = (found + f, written + w);
+        let done = shared::compose::replay(&*store, lines).await?;
+        println!("{file}: {} replay lines, {} records written, {} refused", done.lines, done.written, done.refused);
+        (found, written) = (found + done.lines, written + done.written);
     }
     println!("replayed {found} lines, {written} records");
     Ok(())

@@ -30,7 +30,7 @@ pub struct App {
 impl App {
     /// The report of `params`' period, each agent's spend set against its daily budget.
     async fn report(&self, params: &Params) -> Result<Report> {
-        let report = Report::build(params, &self.ledger.between(params.from, params.to).await?);
+        let report = Report::build(params, &self.ledger.days(params.from, params.to).await?);
         Ok(match self.ledger.budgets() {
             Some(budgets) => report.with_budgets(|agent| budgets.cap(agent)),
             None => report,

@@ -108,7 +108,7 @@ async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Respo
         )));
     }
     let request_id = http::request_id(req);
-    Ok(http::json(200, &app.search.run(&query, &request_id).await?))
+    Ok(http::json(200, &app.search.run(&query, &request_id, http::time_left(req)).await?))
 }
 
 async fn sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Response<Body>> {

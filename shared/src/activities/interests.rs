@@ -57,6 +57,8 @@ pub enum Source {
     History,
     Preferences,
     None,
+    /// The store did not answer in time: ranked without personalisation.
+    Unavailable,
 }
 
 #[derive(Clone)]

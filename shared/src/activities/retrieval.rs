@@ -34,7 +34,7 @@ use crate::activities::embedder::{EmbeddingService, Input};
 use crate::activities::index::bm25::Bm25;
 use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
 use crate::activities::indexing::{AGENT, activity_of};
-use crate::activities::interests::Interests;
+use crate::activities::interests::{Interests, Source};
 use crate::activities::ranking::{MAX_BOOST, boost, cosine, distance_km, max_sim, rrf};
 use crate::activities::reasons::{self, Facts};
 use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy};
@@ -42,7 +42,7 @@ use crate::activities::when::{Wanted, without_time};
 use crate::core::clock::Clock;
 use crate::core::config::Fusion;
 use crate::core::error::Result;
-use crate::core::records::bounded;
+use crate::core::records::{HOT_PATH, bounded};
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
 use crate::llm::ChatModel;
@@ -168,8 +168,15 @@ impl Retrieval {
         let (candidates, candidates_estimated) =
             if estimate <= EXACT_COUNT_MAX { (self.index.count(&filter).await?, false) } else { (estimate, true) };
         let mut degraded_reason = None;
+        // A search needs no record store: interests it cannot read in time are left out.
         let personal = match &req.user_id {
-            Some(user) => Some(self.interests.vectors(user).await?),
+            Some(user) => Some(match bounded(HOT_PATH, "the user's interests", self.interests.vectors(user)).await {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::warn!(error = %e, "interests unavailable; ranked without personalisation");
+                    (Vec::new(), Source::Unavailable)
+                }
+            }),
             None => None,
         };
         let (strategy, mut results) = if candidates <= DIRECT_MAX {

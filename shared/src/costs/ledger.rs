@@ -17,6 +17,7 @@ use crate::core::retry::{RetryPolicy, with_backoff};
 use crate::core::upstream::Usage;
 use crate::costs::budget::{Budgets, Hold};
 use crate::costs::pricing::PriceTable;
+use crate::costs::rollup::{self, Day};
 
 /// What a call to a model the price table does not know holds against its agent's budget.
 pub const UNPRICED_WORST_USD: f64 = 0.05;
@@ -156,6 +157,13 @@ fn shard_key(day: NaiveDate, shard: u32) -> String {
     format!("COST#{}#{shard}", day.format("%Y-%m-%d"))
 }
 
+/// The day of a cost record's partition key (`COST#<day>#<shard>`, or `COST#<day>` from before
+/// the sharding).
+pub fn day_of(pk: &str) -> Option<NaiveDate> {
+    let rest = pk.strip_prefix("COST#")?;
+    NaiveDate::parse_from_str(rest.split('#').next()?, "%Y-%m-%d").ok()
+}
+
 /// The partition of a day from before the sharding, still read so no history is lost.
 fn legacy_day_key(day: NaiveDate) -> String {
     format!("COST#{}", day.format("%Y-%m-%d"))
@@ -282,15 +290,61 @@ impl Ledger {
         replay::keep("cost record", records, self.write_time, |_| self.records.put(&record)).await;
     }
 
-    /// Records many cost records at once (imports, replays from logs); all or an error.
+    /// Records many cost records at once (imports); all or an error. The days they fall on
+    /// are recomputed by the next report ([`rollup::revise`]).
     pub async fn record_all(&self, costs: &[CostRecord]) -> Result<()> {
         let records: Vec<Record> = costs.iter().map(to_record).collect();
-        with_backoff(self.retry, "ledger", |_| self.records.put_all(&records)).await
+        with_backoff(self.retry, "ledger", |_| self.records.put_all(&records)).await?;
+        let days: std::collections::BTreeSet<NaiveDate> = costs.iter().map(|c| c.timestamp.date_naive()).collect();
+        for day in days {
+            rollup::revise(&*self.records, day).await?;
+        }
+        Ok(())
     }
 
     /// Cost records with `from <= timestamp <= to`, oldest first. Reads the day's shards (and
-    /// its pre-sharding partition) of each day in the period, [`READ_CONCURRENCY`] at once.
+    /// its pre-sharding partition) of each day in the period.
     pub async fn between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<CostRecord>> {
+        let mut out = Vec::new();
+        for day in days(from, to) {
+            out.extend(self.read_day(day, from, to).await?);
+        }
+        Ok(out)
+    }
+
+    /// The period's calls summed by day, oldest first. A day the period covers whole and that
+    /// has closed is read from its stored sums ([`rollup`]), or computed from its records and
+    /// stored for the next report; other days (today, a period's partial ends) are summed from
+    /// their records. Only one day's records are held at a time.
+    pub async fn days(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<Day>> {
+        let now = self.clock.now();
+        let (first, last) = (from.date_naive(), to.date_naive());
+        // Revisions before records: a record written after this read bumps past it.
+        let (mut stored, revisions) = rollup::stored(&*self.records, first, last, now.timestamp()).await?;
+        let mut out = Vec::new();
+        for day in days(from, to) {
+            if let Some(sums) = stored.remove(&day) {
+                out.push(sums);
+                continue;
+            }
+            let records = self.read_day(day, from, to).await?;
+            let sums = Day::of(day, &records);
+            let whole = from <= rollup::start(day)
+                && day.succ_opt().is_some_and(|next| rollup::start(next) - Duration::milliseconds(1) <= to);
+            if whole && Day::closed(day, now) {
+                let revision = revisions.get(&day).copied().unwrap_or(0);
+                if let Err(e) = rollup::store(&*self.records, &sums, revision).await {
+                    tracing::warn!(day = %day, error = %e, "cost rollup not stored; the next report recomputes it");
+                }
+            }
+            out.push(sums);
+        }
+        Ok(out)
+    }
+
+    /// `day`'s cost records with `from <= timestamp <= to`, oldest first: its shards (and its
+    /// pre-sharding partition), [`READ_CONCURRENCY`] at once.
+    async fn read_day(&self, day: NaiveDate, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<CostRecord>> {
         use futures::stream::{self, StreamExt, TryStreamExt};
         let now = self.clock.now().timestamp();
         let (lo, hi) = (
@@ -298,16 +352,7 @@ impl Ledger {
             // Sort keys are `<timestamp>#<request>#<provider>#<id>`: `~` sorts after every suffix.
             format!("{}~", to.to_rfc3339_opts(SecondsFormat::Micros, true)),
         );
-        let mut keys = Vec::new();
-        let mut day = from.date_naive();
-        while day <= to.date_naive() {
-            keys.push(legacy_day_key(day));
-            keys.extend((0..SHARDS).map(|shard| shard_key(day, shard)));
-            match day.succ_opt() {
-                Some(next) => day = next,
-                None => break,
-            }
-        }
+        let keys = std::iter::once(legacy_day_key(day)).chain((0..SHARDS).map(|shard| shard_key(day, shard)));
         let (lo, hi) = (&lo, &hi);
         let pages: Vec<Vec<Record>> = stream::iter(keys)
             .map(|pk| async move { self.records.query(&pk, lo, hi, now).await })
@@ -323,4 +368,10 @@ impl Ledger {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out.into_iter().map(|(_, c)| c).collect())
     }
+}
+
+/// The days `from..=to` touches.
+fn days(from: DateTime<Utc>, to: DateTime<Utc>) -> impl Iterator<Item = NaiveDate> {
+    let last = to.date_naive();
+    std::iter::successors(Some(from.date_naive()), |d| d.succ_opt()).take_while(move |d| *d <= last)
 }

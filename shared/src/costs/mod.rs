@@ -7,3 +7,4 @@ pub mod budget;
 pub mod ledger;
 pub mod pricing;
 pub mod report;
+pub mod rollup;

@@ -96,6 +96,12 @@ pub fn body_up_to(req: &Request, limit: usize) -> Result<&[u8], Error> {
     Ok(bytes)
 }
 
+/// The time the invocation has left before Lambda's deadline, when running in Lambda.
+pub fn time_left(req: &Request) -> Option<std::time::Duration> {
+    let context = req.lambda_context_ref().filter(|c| c.deadline > 0)?;
+    Some(context.deadline().duration_since(std::time::SystemTime::now()).unwrap_or_default())
+}
+
 /// The Lambda request id when running in Lambda, otherwise a fresh UUID.
 pub fn request_id(req: &Request) -> String {
     req.lambda_context_ref()

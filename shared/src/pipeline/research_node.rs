@@ -115,7 +115,7 @@ impl ResearchNode {
             }
             ResearchProvider::Search => {
                 let query = Query::plain(Kind::Research { topic_count: c.topic_count }, prompt, "research");
-                let answer = self.search.run(&query, request_id).await.map_err(NodeError::Budget)?;
+                let answer = self.search.run(&query, request_id, None).await.map_err(NodeError::Budget)?;
                 let (data, how) = parse_output(&Value::Object(answer.data).to_string(), &query_label);
                 (data, how, answer.provider, answer.mock, Some(answer.sources_stored))
             }

@@ -125,7 +125,7 @@ impl Tools for SearchTool {
         let text = text.chars().take(crate::web::query::MAX_QUERY_CHARS).collect();
         let query = Query::plain(Kind::Search, text, self.agent);
         let request_id = format!("{}_{}", self.run, self.calls.fetch_add(1, Ordering::Relaxed) + 1);
-        let answer = match self.search.run(&query, &request_id).await {
+        let answer = match self.search.run(&query, &request_id, None).await {
             Ok(answer) => answer,
             // The model answers from what it knows; why stays in our log.
             Err(e) => {

@@ -17,6 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::json;
 use tokio::time::Instant;
 
 use crate::core::clock::Clock;
@@ -58,6 +59,10 @@ pub struct SearchService {
 
 /// How long a request waits for an identical one in flight before calling the upstream itself.
 pub const FOLLOW_WAIT: Duration = Duration::from_secs(15);
+/// What a request keeps of its invocation's time for the writes owed after the answer (each
+/// bounded by [`crate::core::records::replay::WRITE_TIME`]) and for sending the answer.
+pub const OWED_RESERVE: Duration = Duration::from_millis(2500);
+
 /// How long a claim on answering a request lasts unless its holder releases it first.
 const LEASE_SECS: i64 = 60;
 
@@ -65,7 +70,8 @@ const LEASE_SECS: i64 = 60;
 enum Flight {
     /// Another request in flight answered it.
     Answered(Box<SearchResponse>),
-    /// This request holds the claim: it asks, then releases the claim.
+    /// This request holds the claim, or may (its claim was cut short by [`HOT_PATH`] and may
+    /// still land): it asks, then releases the claim if it is its own.
     Leads,
     /// This request asks without the claim (another one holds it, gave up, or the store failed).
     Alone,
@@ -107,10 +113,14 @@ impl SearchService {
     /// the answer is labelled mock data. Fails only when the agent's daily budget is spent
     /// (`budget_exceeded`; labelled mock data instead if the query asks for it: `overBudget`).
     /// Emits one metrics line per request.
+    ///
+    /// `left`: the time the invocation has left (Lambda's deadline), when known: the upstream
+    /// work then ends [`OWED_RESERVE`] before it, so the writes owed after the answer fit too.
     #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
-    pub async fn run(&self, query: &Query, request_id: &str) -> Result<SearchResponse> {
+    pub async fn run(&self, query: &Query, request_id: &str, left: Option<Duration>) -> Result<SearchResponse> {
         let mut failed: Vec<&'static str> = Vec::new();
-        let deadline = Instant::now() + self.budget;
+        let budget = left.map_or(self.budget, |left| self.budget.min(left.saturating_sub(OWED_RESERVE)));
+        let deadline = Instant::now() + budget;
         let response = match self.answer(query, request_id, deadline, &mut failed).await {
             Ok(response) => response,
             Err(e) if query.mock_over_budget && e.code() == "budget_exceeded" => {
@@ -155,14 +165,15 @@ impl SearchService {
             tracing::info!(cache_key = %key, "使用快取的 Perplexity 結果");
             return Ok(self.served_from_cache(query, request_id, hit).await);
         }
-        match self.follow(&key, deadline).await {
+        let owner = uuid::Uuid::new_v4().simple().to_string();
+        match self.follow(&key, &owner, deadline).await {
             Flight::Answered(hit) => {
                 tracing::info!(cache_key = %key, "an identical request in flight answered this one");
                 Ok(self.served_from_cache(query, request_id, *hit).await)
             }
             Flight::Leads => {
                 let response = self.ask(query, request_id, &key, candidates, deadline, failed).await;
-                self.release(&key).await;
+                self.release(&key, &owner).await;
                 response
             }
             Flight::Alone => self.ask(query, request_id, &key, candidates, deadline, failed).await,
@@ -183,21 +194,23 @@ impl SearchService {
         format!("lease:{key}")
     }
 
-    /// Claims answering `key`; if another request holds the claim, waits (up to
+    /// Claims answering `key` as `owner`; if another request holds the claim, waits (up to
     /// [`FOLLOW_WAIT`], and half the time left before `deadline`) for its cached answer.
-    async fn follow(&self, key: &str, deadline: Instant) -> Flight {
+    async fn follow(&self, key: &str, owner: &str, deadline: Instant) -> Flight {
         let now = self.clock.now();
         let lease = Record {
             pk: Self::lease_key(key),
             sk: "lease".into(),
             expires_at: Some(now.timestamp() + LEASE_SECS),
-            body: serde_json::json!({"claimedAt": now.timestamp()}),
+            body: json!({"claimedAt": now.timestamp(), "owner": owner}),
         };
-        match bounded(HOT_PATH, "the single-flight claim", self.records.put_new(&lease, now.timestamp())).await {
-            Ok(true) => return Flight::Leads,
-            Ok(false) => {}
-            // A store fault or a slow store leaves this request to answer alone, never to fail.
-            Err(_) => return Flight::Alone,
+        match tokio::time::timeout(HOT_PATH, self.records.put_new(&lease, now.timestamp())).await {
+            Ok(Ok(true)) => return Flight::Leads,
+            Ok(Ok(false)) => {}
+            // A store fault leaves this request to answer alone, never to fail.
+            Ok(Err(_)) => return Flight::Alone,
+            // Cut short, the claim may still land: answer, then release it if it did.
+            Err(_) => return Flight::Leads,
         }
         let waiting = Instant::now();
         let until = waiting + FOLLOW_WAIT.min(deadline.saturating_duration_since(waiting) / 2);
@@ -216,12 +229,20 @@ impl SearchService {
         Flight::Alone
     }
 
-    /// Ends the claim this request holds on `key` (it is answered, or it could not be).
-    async fn release(&self, key: &str) {
+    /// Ends `owner`'s claim on `key` (it is answered, or it could not be); a claim that is not
+    /// `owner`'s (another request's, after this one's expired) is left alone.
+    async fn release(&self, key: &str, owner: &str) {
         let now = self.clock.now().timestamp();
-        let ended =
-            Record { pk: Self::lease_key(key), sk: "lease".into(), expires_at: Some(now), body: serde_json::json!({}) };
-        if let Err(e) = bounded(HOT_PATH, "the single-flight release", self.records.put(&ended)).await {
+        let pk = Self::lease_key(key);
+        let release = async {
+            let held = self.records.get(&pk, "lease", now).await?;
+            if held.is_some_and(|r| r.body["owner"] == owner) {
+                let ended = Record { pk: pk.clone(), sk: "lease".into(), expires_at: Some(now), body: json!({}) };
+                self.records.put(&ended).await?;
+            }
+            Ok(())
+        };
+        if let Err(e) = bounded(HOT_PATH, "the single-flight release", release).await {
             tracing::warn!(error = %e, "single-flight claim not released; it expires by itself");
         }
     }
@@ -248,7 +269,7 @@ impl SearchService {
             }
             if Instant::now() >= deadline {
                 tracing::warn!(provider = name, "no time left in the budget; skipping provider");
-                failures.push(format!("{name}: skipped (the {} ms budget is spent)", self.budget.as_millis()));
+                failures.push(format!("{name}: skipped (the request's time is spent)"));
                 continue;
             }
             // Keep a quarter of the budget for each provider still to fail over to.

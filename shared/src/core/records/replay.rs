@@ -48,7 +48,7 @@ pub fn encode(records: &[Record]) -> Value {
 }
 
 /// The message every replay line carries (the store's own words, not a caller's).
-const MARKER: &str = "not stored; replay with `cargo xtask replay`";
+pub const MARKER: &str = "not stored; replay with `cargo xtask replay`";
 
 /// The records a log line holds for replay, if it is such a line: a JSON log line (Lambda's
 /// JSON log format, with or without a CloudWatch export's prefix) at ERROR whose message is
@@ -76,30 +76,45 @@ pub fn decode(line: &str) -> Option<Vec<Record>> {
         .collect()
 }
 
+/// What [`write_back`] did.
+#[derive(Debug, Default, PartialEq)]
+pub struct Replayed {
+    /// Lines that held records.
+    pub lines: usize,
+    /// Records written (the others were already stored).
+    pub written: usize,
+    /// Records `owed` refused.
+    pub refused: usize,
+    /// The partitions of the records accepted, written or already stored.
+    pub partitions: std::collections::BTreeSet<String>,
+}
+
 /// Writes back the records that `lines` (log lines, any mix) hold for replay and `owed` accepts
-/// (the kinds a replay line may hold, see `compose::owed`), never over a record already stored;
-/// returns how many lines held records, how many records were written and how many refused.
+/// (the kinds a replay line may hold, see `compose::owed`), never over a record already stored.
 /// Idempotent: run it twice, or over overlapping exports, and the second writes nothing.
 pub async fn write_back(
     store: &dyn RecordStore,
     lines: impl IntoIterator<Item = String>,
     owed: impl Fn(&Record) -> bool,
-) -> Result<(usize, usize, usize)> {
-    let (mut found, mut written, mut refused) = (0, 0, 0);
+) -> Result<Replayed> {
+    let mut done = Replayed::default();
     for line in lines {
         let Some(records) = decode(&line) else { continue };
-        found += 1;
+        done.lines += 1;
         // In order: a list's header (written last) lands after what it counts.
         for record in &records {
             if !owed(record) {
                 tracing::warn!(pk = %record.pk, "not a record a replay line may hold; skipped");
-                refused += 1;
-            } else if store.put_new(record, 0).await? {
-                written += 1;
+                done.refused += 1;
+                continue;
             }
+            if store.put_new(record, 0).await? {
+                done.written += 1;
+            }
+            done.partitions.insert(record.pk.clone());
         }
     }
-    Ok((found, written, refused))
+    Ok(done)
 }
 
 #[cfg(test)]

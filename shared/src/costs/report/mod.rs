@@ -1,6 +1,7 @@
 //! The cost report: what each agent spent on AI models, searches and embeddings over a period,
 //! what the cache saved, and how available each search provider was, computed from the cost
-//! records of the period (read by day partition, never a table scan).
+//! period's daily sums ([`crate::costs::rollup`]: a closed day is one stored item, never a
+//! table scan).
 //!
 //! Rendered as JSON (the [`Report`] itself), as seed 000's text blocks ([`text`]), or as a
 //! self-contained HTML page with an inline SVG chart ([`html`]).
@@ -14,7 +15,8 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, SecondsFormat, 
 use serde::Serialize;
 
 use crate::core::error::{Error, Result};
-use crate::costs::ledger::{CallKind, CostRecord};
+use crate::costs::ledger::CallKind;
+use crate::costs::rollup::{Day, Key};
 
 /// Longest period a report may cover.
 pub const MAX_DAYS: i64 = 366;
@@ -223,12 +225,12 @@ pub fn agent_title(agent: &str) -> String {
     format!("{} Agent", words.join(" "))
 }
 
-fn call_label(r: &CostRecord) -> String {
-    match r.kind {
-        CallKind::Llm => format!("AI Model ({})", r.model),
-        CallKind::Embedding => format!("Embeddings ({})", r.model),
+fn call_label(key: &Key) -> String {
+    match key.kind {
+        CallKind::Llm => format!("AI Model ({})", key.model),
+        CallKind::Embedding => format!("Embeddings ({})", key.model),
         CallKind::Search => {
-            let mut c = r.provider.chars();
+            let mut c = key.provider.chars();
             let name: String = c.next().map_or_else(String::new, |f| f.to_uppercase().chain(c).collect());
             format!("{name} Search")
         }
@@ -257,8 +259,11 @@ impl Report {
         self
     }
 
-    /// Builds the report of `records` (those of `params`' period) grouped as `params` says.
-    pub fn build(params: &Params, records: &[CostRecord]) -> Self {
+    /// Builds the report of `days` (the sums of `params`' period, [`Ledger::days`]) grouped as
+    /// `params` says.
+    ///
+    /// [`Ledger::days`]: crate::costs::ledger::Ledger::days
+    pub fn build(params: &Params, days: &[Day]) -> Self {
         // Group key -> (title, (line rank, line label) -> line).
         type Lines = BTreeMap<(u8, String), Line>;
         let mut groups: BTreeMap<String, (String, Lines)> = BTreeMap::new();
@@ -271,53 +276,48 @@ impl Report {
             daily.insert(day.format("%Y-%m-%d").to_string(), BTreeMap::new());
             day = day.succ_opt().expect("date in range");
         }
-        for r in records {
-            if r.kind == CallKind::Search && !r.mock {
-                let p = providers.entry(r.provider.clone()).or_default();
-                match (r.failed, r.cached) {
-                    (true, _) => p.1 += 1,
-                    (false, false) => p.0 += 1,
-                    (false, true) => {}
-                }
-                if !r.failed {
-                    if r.cached {
-                        cache.hits += 1;
-                        cache.saved_usd += r.saved_usd;
-                    } else {
-                        cache.live_searches += 1;
-                    }
-                }
+        for (date, key, t) in days.iter().flat_map(|d| d.tallies.iter().map(move |(k, t)| (d.day, k, t))) {
+            if key.kind == CallKind::Search && t.live_searches + t.cache_hits + t.failed_searches > 0 {
+                let p = providers.entry(key.provider.clone()).or_default();
+                p.0 += t.live_searches;
+                p.1 += t.failed_searches;
+                cache.hits += t.cache_hits;
+                cache.live_searches += t.live_searches;
+                cache.saved_usd += t.cache_saved_usd;
             }
-            if r.failed {
+            if t.calls == 0 {
                 continue;
             }
-            let day = r.timestamp.format("%Y-%m-%d").to_string();
-            *daily.entry(day.clone()).or_default().entry(r.agent.clone()).or_default() += r.cost_usd;
-            let (key, title) = match params.group_by {
-                GroupBy::Agent => (r.agent.clone(), agent_title(&r.agent)),
+            let day = date.format("%Y-%m-%d").to_string();
+            *daily.entry(day.clone()).or_default().entry(key.agent.clone()).or_default() += t.cost_usd;
+            let (group, title) = match params.group_by {
+                GroupBy::Agent => (key.agent.clone(), agent_title(&key.agent)),
                 GroupBy::Day => (day.clone(), day),
                 GroupBy::Model => {
-                    let key =
-                        if r.model.is_empty() { r.provider.clone() } else { format!("{}/{}", r.provider, r.model) };
-                    (key.clone(), key)
+                    let name = if key.model.is_empty() {
+                        key.provider.clone()
+                    } else {
+                        format!("{}/{}", key.provider, key.model)
+                    };
+                    (name.clone(), name)
                 }
             };
             // AI models first, then searches, then embeddings (seed 000's order).
-            let rank = match r.kind {
+            let rank = match key.kind {
                 CallKind::Llm => 0,
                 CallKind::Search => 1,
                 CallKind::Embedding => 2,
             };
             let line_label = match params.group_by {
-                GroupBy::Model => agent_title(&r.agent),
-                _ => call_label(r),
+                GroupBy::Model => agent_title(&key.agent),
+                _ => call_label(key),
             };
-            let group = groups.entry(key).or_insert_with(|| (title, BTreeMap::new()));
+            let group = groups.entry(group).or_insert_with(|| (title, BTreeMap::new()));
             let line = group.1.entry((rank, line_label.clone())).or_insert_with(|| Line {
                 label: line_label,
-                kind: r.kind,
-                provider: r.provider.clone(),
-                model: r.model.clone(),
+                kind: key.kind,
+                provider: key.provider.clone(),
+                model: key.model.clone(),
                 cost_usd: 0.0,
                 calls: 0,
                 cached_calls: 0,
@@ -326,17 +326,17 @@ impl Report {
                 output_tokens: 0,
                 saved_usd: 0.0,
             });
-            line.cost_usd += r.cost_usd;
-            line.calls += 1;
-            line.cached_calls += u64::from(r.cached);
-            line.mock_calls += u64::from(r.mock);
-            line.input_tokens += r.input_tokens;
-            line.output_tokens += r.output_tokens;
-            line.saved_usd += r.saved_usd;
-            totals.cost_usd += r.cost_usd;
-            totals.calls += 1;
-            totals.input_tokens += r.input_tokens;
-            totals.output_tokens += r.output_tokens;
+            line.cost_usd += t.cost_usd;
+            line.calls += t.calls;
+            line.cached_calls += t.cached_calls;
+            line.mock_calls += t.mock_calls;
+            line.input_tokens += t.input_tokens;
+            line.output_tokens += t.output_tokens;
+            line.saved_usd += t.saved_usd;
+            totals.cost_usd += t.cost_usd;
+            totals.calls += t.calls;
+            totals.input_tokens += t.input_tokens;
+            totals.output_tokens += t.output_tokens;
         }
         let searches = cache.hits + cache.live_searches;
         cache.hit_rate = (searches > 0).then(|| cache.hits as f64 / searches as f64);
