@@ -263,19 +263,27 @@ pub fn retrieval(
 }
 
 /// Writes back the records `lines` (exported log lines) hold for replay, of the kinds [`owed`]
-/// accepts, and marks the days of the cost records among them for recomputing by the next
-/// report ([`rollup::revise`](crate::costs::rollup::revise)); idempotent.
+/// accepts, then marks the days of the cost records among them for recomputing by the next
+/// report ([`rollup::revise`](crate::costs::rollup::revise)), even when the writing failed
+/// part way (what was written is counted); idempotent.
 pub async fn replay(
     store: &dyn RecordStore,
     lines: impl IntoIterator<Item = String>,
 ) -> Result<crate::core::records::replay::Replayed> {
-    let done = crate::core::records::replay::write_back(store, lines, owed).await?;
-    let days: std::collections::BTreeSet<_> =
-        done.partitions.iter().filter_map(|pk| crate::costs::ledger::day_of(pk)).collect();
+    use crate::core::records::replay;
+    let lines: Vec<String> = lines.into_iter().collect();
+    let days: std::collections::BTreeSet<_> = lines
+        .iter()
+        .filter_map(|line| replay::decode(line))
+        .flatten()
+        .filter(owed)
+        .filter_map(|r| crate::costs::ledger::day_of(&r.pk))
+        .collect();
+    let done = replay::write_back(store, lines, owed).await;
     for day in days {
         crate::costs::rollup::revise(store, day).await?;
     }
-    Ok(done)
+    done
 }
 
 /// Whether `record` is of a kind a replay line may hold (`cargo xtask replay`): a cost record

@@ -291,15 +291,15 @@ impl Ledger {
     }
 
     /// Records many cost records at once (imports); all or an error. The days they fall on
-    /// are recomputed by the next report ([`rollup::revise`]).
+    /// are recomputed by the next report ([`rollup::revise`]), even when only some were written.
     pub async fn record_all(&self, costs: &[CostRecord]) -> Result<()> {
         let records: Vec<Record> = costs.iter().map(to_record).collect();
-        with_backoff(self.retry, "ledger", |_| self.records.put_all(&records)).await?;
+        let written = with_backoff(self.retry, "ledger", |_| self.records.put_all(&records)).await;
         let days: std::collections::BTreeSet<NaiveDate> = costs.iter().map(|c| c.timestamp.date_naive()).collect();
         for day in days {
             rollup::revise(&*self.records, day).await?;
         }
-        Ok(())
+        written
     }
 
     /// Cost records with `from <= timestamp <= to`, oldest first. Reads the day's shards (and
@@ -307,53 +307,55 @@ impl Ledger {
     pub async fn between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<CostRecord>> {
         let mut out = Vec::new();
         for day in days(from, to) {
-            out.extend(self.read_day(day, from, to).await?);
+            out.extend(self.read_day(day, &stamp(from), &format!("{}~", stamp(to))).await?);
         }
         Ok(out)
     }
 
     /// The period's calls summed by day, oldest first. A day the period covers whole and that
-    /// has closed is read from its stored sums ([`rollup`]), or computed from its records and
-    /// stored for the next report; other days (today, a period's partial ends) are summed from
-    /// their records. Only one day's records are held at a time.
+    /// has closed is read from its stored sums ([`rollup`]), or computed from all its records
+    /// and stored for the next report; other days (today, a period's partial ends) are summed
+    /// from their records in the period. [`DAYS_AT_ONCE`] days' records are held at a time.
     pub async fn days(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<Day>> {
+        use futures::stream::{self, StreamExt, TryStreamExt};
         let now = self.clock.now();
         let (first, last) = (from.date_naive(), to.date_naive());
         // Revisions before records: a record written after this read bumps past it.
-        let (mut stored, revisions) = rollup::stored(&*self.records, first, last, now.timestamp()).await?;
-        let mut out = Vec::new();
-        for day in days(from, to) {
-            if let Some(sums) = stored.remove(&day) {
-                out.push(sums);
-                continue;
-            }
-            let records = self.read_day(day, from, to).await?;
-            let sums = Day::of(day, &records);
-            let whole = from <= rollup::start(day)
-                && day.succ_opt().is_some_and(|next| rollup::start(next) - Duration::milliseconds(1) <= to);
-            if whole && Day::closed(day, now) {
-                let revision = revisions.get(&day).copied().unwrap_or(0);
-                if let Err(e) = rollup::store(&*self.records, &sums, revision).await {
-                    tracing::warn!(day = %day, error = %e, "cost rollup not stored; the next report recomputes it");
+        let (stored, revisions) = rollup::stored(&*self.records, first, last, now.timestamp()).await?;
+        let (stored, revisions, (lo, hi)) = (&stored, &revisions, (stamp(from), format!("{}~", stamp(to))));
+        let (lo, hi) = (&lo, &hi);
+        stream::iter(days(from, to))
+            .map(|day| async move {
+                if let Some(sums) = stored.get(&day) {
+                    return Ok(sums.clone());
                 }
-            }
-            out.push(sums);
-        }
-        Ok(out)
+                let whole = from <= rollup::start(day)
+                    && day.succ_opt().is_some_and(|next| rollup::start(next) - Duration::milliseconds(1) <= to);
+                if !whole {
+                    return Ok(Day::of(day, &self.read_day(day, lo, hi).await?));
+                }
+                // Every record of the day, to its last microsecond (sort keys start with the day).
+                let date = day.format("%Y-%m-%d").to_string();
+                let sums = Day::of(day, &self.read_day(day, &date, &format!("{date}~")).await?);
+                if Day::closed(day, now) && rollup::expiry(day) > now.timestamp() {
+                    let revision = revisions.get(&day).copied().unwrap_or(0);
+                    if let Err(e) = rollup::store(&*self.records, &sums, revision).await {
+                        tracing::warn!(day = %day, error = %e, "cost rollup not stored; the next report recomputes it");
+                    }
+                }
+                Ok(sums)
+            })
+            .buffered(DAYS_AT_ONCE)
+            .try_collect()
+            .await
     }
 
-    /// `day`'s cost records with `from <= timestamp <= to`, oldest first: its shards (and its
+    /// `day`'s cost records with sort keys in `lo..=hi`, oldest first: its shards (and its
     /// pre-sharding partition), [`READ_CONCURRENCY`] at once.
-    async fn read_day(&self, day: NaiveDate, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<CostRecord>> {
+    async fn read_day(&self, day: NaiveDate, lo: &str, hi: &str) -> Result<Vec<CostRecord>> {
         use futures::stream::{self, StreamExt, TryStreamExt};
         let now = self.clock.now().timestamp();
-        let (lo, hi) = (
-            from.to_rfc3339_opts(SecondsFormat::Micros, true),
-            // Sort keys are `<timestamp>#<request>#<provider>#<id>`: `~` sorts after every suffix.
-            format!("{}~", to.to_rfc3339_opts(SecondsFormat::Micros, true)),
-        );
         let keys = std::iter::once(legacy_day_key(day)).chain((0..SHARDS).map(|shard| shard_key(day, shard)));
-        let (lo, hi) = (&lo, &hi);
         let pages: Vec<Vec<Record>> = stream::iter(keys)
             .map(|pk| async move { self.records.query(&pk, lo, hi, now).await })
             .buffered(READ_CONCURRENCY)
@@ -369,6 +371,14 @@ impl Ledger {
         Ok(out.into_iter().map(|(_, c)| c).collect())
     }
 }
+
+/// A time as sort keys start with it.
+fn stamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Days [`Ledger::days`] computes at once.
+const DAYS_AT_ONCE: usize = 4;
 
 /// The days `from..=to` touches.
 fn days(from: DateTime<Utc>, to: DateTime<Utc>) -> impl Iterator<Item = NaiveDate> {

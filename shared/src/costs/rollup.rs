@@ -3,7 +3,7 @@
 //! calls were made.
 //!
 //! A report computes a day it covers whole, once the day has closed ([`CLOSED_AFTER`]), from
-//! that day's records and stores the sum (`COSTDAY` / `<day>#sum`, kept as long as the records)
+//! all that day's records (strongly consistent reads) and stores the sum (`COSTDAY` / `<day>#sum`, kept as long as the records)
 //! for the next report; the daily digest does so for yesterday. A day's sum is valid while
 //! its revision (`<day>#rev`, a counter) is the one it was computed at: writing records into a
 //! closed day (a replay from the logs, an import) bumps the revision ([`revise`]) after the
@@ -176,7 +176,7 @@ pub async fn store(records: &dyn RecordStore, day: &Day, revision: i64) -> Resul
         .put(&Record {
             pk: PARTITION.into(),
             sk: format!("{}#sum", format(day.day)),
-            expires_at: expiry(day.day),
+            expires_at: Some(expiry(day.day)),
             body,
         })
         .await
@@ -184,13 +184,12 @@ pub async fn store(records: &dyn RecordStore, day: &Day, revision: i64) -> Resul
 
 /// Marks `day`'s stored sums stale: call after writing records into a closed day.
 pub async fn revise(records: &dyn RecordStore, day: NaiveDate) -> Result<()> {
-    let expires = expiry(day).unwrap_or(i64::MAX);
-    records.add(PARTITION, &format!("{}#rev", format(day)), 1, None, expires).await.map(|_| ())
+    records.add(PARTITION, &format!("{}#rev", format(day)), 1, None, expiry(day)).await.map(|_| ())
 }
 
-/// Kept as long as the day's cost records.
-fn expiry(day: NaiveDate) -> Option<i64> {
-    Some((start(day) + Duration::days(RETENTION_DAYS + 1)).timestamp())
+/// When `day`'s sums expire (epoch seconds): kept as long as the day's cost records.
+pub fn expiry(day: NaiveDate) -> i64 {
+    (start(day) + Duration::days(RETENTION_DAYS + 1)).timestamp()
 }
 
 #[cfg(test)]

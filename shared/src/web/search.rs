@@ -59,12 +59,21 @@ pub struct SearchService {
 
 /// How long a request waits for an identical one in flight before calling the upstream itself.
 pub const FOLLOW_WAIT: Duration = Duration::from_secs(15);
-/// What a request keeps of its invocation's time for the writes owed after the answer (each
-/// bounded by [`crate::core::records::replay::WRITE_TIME`]) and for sending the answer.
-pub const OWED_RESERVE: Duration = Duration::from_millis(2500);
+/// What a request keeps of its invocation's time for what follows its upstream work: settling
+/// the budget hold (`BUDGET_STORE_TIMEOUT_MS`, 1 s by default), a cut call's record and the
+/// answer's writes (each within [`crate::core::records::replay::WRITE_TIME`]), the
+/// single-flight release ([`HOT_PATH`]) and sending the answer.
+pub const OWED_RESERVE: Duration = Duration::from_millis(5500);
 
 /// How long a claim on answering a request lasts unless its holder releases it first.
 const LEASE_SECS: i64 = 60;
+
+/// The time box of a request's upstream work: when it ends, and how long it is.
+#[derive(Clone, Copy)]
+struct TimeBox {
+    until: Instant,
+    length: Duration,
+}
 
 /// What single flight decided for a cache miss.
 enum Flight {
@@ -120,8 +129,8 @@ impl SearchService {
     pub async fn run(&self, query: &Query, request_id: &str, left: Option<Duration>) -> Result<SearchResponse> {
         let mut failed: Vec<&'static str> = Vec::new();
         let budget = left.map_or(self.budget, |left| self.budget.min(left.saturating_sub(OWED_RESERVE)));
-        let deadline = Instant::now() + budget;
-        let response = match self.answer(query, request_id, deadline, &mut failed).await {
+        let time = TimeBox { until: Instant::now() + budget, length: budget };
+        let response = match self.answer(query, request_id, time, &mut failed).await {
             Ok(response) => response,
             Err(e) if query.mock_over_budget && e.code() == "budget_exceeded" => {
                 self.fallback(query, request_id, &format!("budget_exceeded: {e}")).await
@@ -147,7 +156,7 @@ impl SearchService {
         &self,
         query: &Query,
         request_id: &str,
-        deadline: Instant,
+        time: TimeBox,
         failed: &mut Vec<&'static str>,
     ) -> Result<SearchResponse> {
         if self.providers.is_empty() {
@@ -166,17 +175,17 @@ impl SearchService {
             return Ok(self.served_from_cache(query, request_id, hit).await);
         }
         let owner = uuid::Uuid::new_v4().simple().to_string();
-        match self.follow(&key, &owner, deadline).await {
+        match self.follow(&key, &owner, time.until).await {
             Flight::Answered(hit) => {
                 tracing::info!(cache_key = %key, "an identical request in flight answered this one");
                 Ok(self.served_from_cache(query, request_id, *hit).await)
             }
             Flight::Leads => {
-                let response = self.ask(query, request_id, &key, candidates, deadline, failed).await;
+                let response = self.ask(query, request_id, &key, candidates, time, failed).await;
                 self.release(&key, &owner).await;
                 response
             }
-            Flight::Alone => self.ask(query, request_id, &key, candidates, deadline, failed).await,
+            Flight::Alone => self.ask(query, request_id, &key, candidates, time, failed).await,
         }
     }
 
@@ -247,7 +256,7 @@ impl SearchService {
         }
     }
 
-    /// Asks the candidate providers in order by `deadline`; labelled mock data when none answers.
+    /// Asks the candidate providers in order within `time`; labelled mock data when none answers.
     /// Each call is held against the agent's budget first: a spent budget ends the asking.
     async fn ask(
         &self,
@@ -255,7 +264,7 @@ impl SearchService {
         request_id: &str,
         key: &str,
         candidates: Vec<&Provider>,
-        deadline: Instant,
+        time: TimeBox,
         failed: &mut Vec<&'static str>,
     ) -> Result<SearchResponse> {
         let mut failures = Vec::new();
@@ -267,14 +276,14 @@ impl SearchService {
                 failures.push(format!("{name}: skipped (circuit open after repeated failures)"));
                 continue;
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= time.until {
                 tracing::warn!(provider = name, "no time left in the budget; skipping provider");
                 failures.push(format!("{name}: skipped (the request's time is spent)"));
                 continue;
             }
             // Keep a quarter of the budget for each provider still to fail over to.
-            let kept = (self.budget / 4).saturating_mul((count - i - 1) as u32);
-            let until = deadline.checked_sub(kept).filter(|t| *t > Instant::now()).unwrap_or(deadline);
+            let kept = (time.length / 4).saturating_mul((count - i - 1) as u32);
+            let until = time.until.checked_sub(kept).filter(|t| *t > Instant::now()).unwrap_or(time.until);
             let (model, ceiling) = provider.adapter.worst_case(query);
             let hold = self.ledger.hold(&query.agent, name, model, &ceiling).await?;
             let (failure, against_upstream) =

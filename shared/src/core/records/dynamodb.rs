@@ -133,6 +133,9 @@ impl DynamoRecords {
         self.client
             .query()
             .table_name(&self.table)
+            // Strongly consistent, like `get`: a reader sees every write acknowledged before its
+            // read (the cost rollups' revision protocol relies on it).
+            .consistent_read(true)
             .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
             .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
             .expression_attribute_values(":from", AttributeValue::S(from.to_owned()))

@@ -85,8 +85,6 @@ pub struct Replayed {
     pub written: usize,
     /// Records `owed` refused.
     pub refused: usize,
-    /// The partitions of the records accepted, written or already stored.
-    pub partitions: std::collections::BTreeSet<String>,
 }
 
 /// Writes back the records that `lines` (log lines, any mix) hold for replay and `owed` accepts
@@ -111,7 +109,6 @@ pub async fn write_back(
             if store.put_new(record, 0).await? {
                 done.written += 1;
             }
-            done.partitions.insert(record.pk.clone());
         }
     }
     Ok(done)
