@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
-use serde::{Deserialize, Serialize};
 
 use crate::core::clock::Clock;
 use crate::core::error::Result;
@@ -17,40 +16,11 @@ use crate::core::retry::{RetryPolicy, with_backoff};
 use crate::core::upstream::Usage;
 use crate::costs::budget::{Budgets, Hold};
 use crate::costs::pricing::PriceTable;
+pub use crate::costs::record::{CallKind, CostRecord, CostSource, RETENTION_DAYS};
 use crate::costs::rollup::{self, Day};
 
 /// What a call to a model the price table does not know holds against its agent's budget.
 pub const UNPRICED_WORST_USD: f64 = 0.05;
-
-/// How long cost records are kept.
-pub const RETENTION_DAYS: i64 = 400;
-
-/// Where `cost_usd` came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CostSource {
-    /// The upstream reported it.
-    Provider,
-    /// Computed from the price table.
-    PriceTable,
-    /// Not in the price table: tokens are recorded, cost is zero until priced.
-    Unpriced,
-    /// No paid call was made (cache hit, mock answer).
-    Free,
-}
-
-/// What kind of paid call a record accounts for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallKind {
-    /// A web search provider (Perplexity, Tavily, the CLI).
-    #[default]
-    Search,
-    /// A chat model.
-    Llm,
-    /// An embedding model.
-    Embedding,
-}
 
 /// How a call ended, as the ledger needs to know it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,37 +33,6 @@ pub enum Outcome {
     Mock,
     /// The upstream failed after its retries: free, and counts against its availability.
     Failed,
-}
-
-/// One accounted call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CostRecord {
-    pub request_id: String,
-    pub agent: String,
-    #[serde(default)]
-    pub kind: CallKind,
-    pub provider: String,
-    pub model: String,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Billing credits of per-request upstreams (Tavily).
-    #[serde(default)]
-    pub credits: u32,
-    /// Web searches the upstream ran for the call (Perplexity `search_web` invocations).
-    #[serde(default)]
-    pub searches: u32,
-    pub cost_usd: f64,
-    pub cost_source: CostSource,
-    pub cached: bool,
-    pub mock: bool,
-    /// The upstream failed (no charge); used for availability.
-    #[serde(default)]
-    pub failed: bool,
-    /// For a cache hit: what the call would have cost.
-    #[serde(default)]
-    pub saved_usd: f64,
-    pub upstream_id: Option<String>,
-    pub timestamp: DateTime<Utc>,
 }
 
 /// A call to account for.

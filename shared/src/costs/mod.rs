@@ -6,5 +6,6 @@
 pub mod budget;
 pub mod ledger;
 pub mod pricing;
+pub mod record;
 pub mod report;
 pub mod rollup;

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::error::Result;
 use crate::core::records::{Record, RecordStore, TOTAL};
-use crate::costs::ledger::{CallKind, CostRecord, RETENTION_DAYS};
+use crate::costs::record::{CallKind, CostRecord, RETENTION_DAYS};
 
 /// The partition of the daily sums and their revisions.
 pub const PARTITION: &str = "COSTDAY";
@@ -195,7 +195,7 @@ pub fn expiry(day: NaiveDate) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::costs::ledger::CostSource;
+    use crate::costs::record::CostSource;
 
     fn record(agent: &str, kind: CallKind, cached: bool, failed: bool, cost: f64) -> CostRecord {
         CostRecord {

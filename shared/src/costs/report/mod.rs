@@ -15,7 +15,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, SecondsFormat, 
 use serde::Serialize;
 
 use crate::core::error::{Error, Result};
-use crate::costs::ledger::CallKind;
+use crate::costs::record::CallKind;
 use crate::costs::rollup::{Day, Key};
 
 /// Longest period a report may cover.

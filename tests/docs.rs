@@ -1,0 +1,218 @@
+//! The docs cannot drift from the code: every variable the code reads is in
+//! `docs/configuration.md` and `.env.example` with the code's default; every HTTP route of
+//! `template.yaml` is in the README's table with who may call it; every relative link in the
+//! README and `docs/` resolves.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read(path: impl AsRef<Path>) -> String {
+    let path = root().join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Variables set by the platform or the shell: documented, but not in `.env.example`.
+const PLATFORM: [&str; 6] = [
+    "HOME",
+    "RESEARCH_BUNDLE_CACHE",
+    "AWS_LAMBDA_LOG_LEVEL",
+    "RUST_LOG",
+    "AWS_LAMBDA_FUNCTION_NAME",
+    "AWS_LAMBDA_RUNTIME_API",
+];
+
+fn is_name(s: &str) -> bool {
+    s.len() > 1 && s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The string literal at the start of `s` (after its opening quote), if any.
+fn literal(s: &str) -> Option<String> {
+    Some(s.strip_prefix('"')?.split('"').next()?.to_owned())
+}
+
+/// Every `<call>("NAME"` in `src` where `call` is a whole word: each name and the rest of `src`
+/// after its closing quote.
+fn calls<'a>(src: &'a str, call: &str) -> Vec<(String, &'a str)> {
+    let needle = format!("{call}(\"");
+    let mut out = Vec::new();
+    for (at, _) in src.match_indices(&needle) {
+        let word_start = src[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let rest = &src[at + needle.len()..];
+        let Some(end) = rest.find('"') else { continue };
+        if word_start && is_name(&rest[..end]) {
+            out.push((rest[..end].to_owned(), &rest[end + 1..]));
+        }
+    }
+    out
+}
+
+/// Every variable `shared/src/core/config.rs` reads, with its default where the code states it
+/// as a literal (`number("X", 30)`, `base_url("X", "https://…")`, `get("X")…unwrap_or("v")`).
+fn config_vars() -> BTreeMap<String, Option<String>> {
+    let text = read("shared/src/core/config.rs");
+    let src = text.split("#[cfg(test)]").next().unwrap();
+    let mut vars = BTreeMap::new();
+    for (name, rest) in calls(src, "number") {
+        let n: String = rest.trim_start_matches(", ").chars().take_while(|c| c.is_ascii_digit() || *c == '_').collect();
+        vars.insert(name, Some(n.replace('_', "")).filter(|n| !n.is_empty()));
+    }
+    for (name, rest) in calls(src, "base_url") {
+        vars.insert(name, literal(rest.trim_start_matches(", ")));
+    }
+    for (name, rest) in calls(src, "get") {
+        let rest = rest.trim_start_matches(')').trim_start_matches(".as_deref()").trim_start();
+        let default =
+            rest.strip_prefix(".unwrap_or(").or_else(|| rest.strip_prefix(".unwrap_or_else(|| ")).and_then(literal);
+        let entry = vars.entry(name).or_insert(None);
+        if entry.is_none() {
+            *entry = default;
+        }
+    }
+    vars
+}
+
+/// Every variable read with `std::env::var` outside `config.rs` (logging, metrics, binaries).
+fn other_vars() -> Vec<String> {
+    let mut files = Vec::new();
+    let mut dirs = vec![root().join("shared/src")];
+    dirs.extend(std::fs::read_dir(root().join("functions")).unwrap().map(|d| d.unwrap().path().join("src")));
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut names = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for call in ["env::var", "env::var_os"] {
+            names.extend(calls(&text, call).into_iter().map(|(name, _)| name));
+        }
+    }
+    names
+}
+
+/// The default cell of `name`'s row in `docs/configuration.md`.
+fn documented_default(configuration: &str, name: &str) -> Option<String> {
+    let row = configuration.lines().find(|l| l.starts_with(&format!("| `{name}` |")))?;
+    Some(row.split('|').nth(2)?.trim().to_owned())
+}
+
+/// The comment block of `name` in `.env.example`: the lines above `NAME=` up to a blank line.
+fn example_block(example: &str, name: &str) -> Option<String> {
+    let lines: Vec<&str> = example.lines().collect();
+    let at = lines.iter().position(|l| l.starts_with(&format!("{name}=")))?;
+    let start = lines[..at].iter().rposition(|l| l.trim().is_empty()).map_or(0, |i| i + 1);
+    Some(lines[start..at].join("\n"))
+}
+
+// Given the code's configuration, then every variable it reads is documented with its default
+// in docs/configuration.md and (unless the platform sets it) in .env.example.
+#[test]
+fn every_variable_the_code_reads_is_documented_with_its_default() {
+    let (configuration, example) = (read("docs/configuration.md"), read(".env.example"));
+    let vars = config_vars();
+    assert!(vars.len() > 50, "config.rs read as {} variables: the parser lost them", vars.len());
+    let mut problems = Vec::new();
+    let everything =
+        vars.iter().map(|(n, d)| (n.clone(), d.clone())).chain(other_vars().into_iter().map(|n| (n, None)));
+    for (name, default) in everything {
+        if !configuration.contains(&format!("`{name}`")) {
+            problems.push(format!("{name}: not in docs/configuration.md"));
+        }
+        if PLATFORM.contains(&name.as_str()) {
+            continue;
+        }
+        let Some(block) = example_block(&example, &name) else {
+            problems.push(format!("{name}: no `{name}=` line in .env.example"));
+            continue;
+        };
+        if let Some(default) = default {
+            if documented_default(&configuration, &name).as_deref() != Some(default.as_str()) {
+                problems.push(format!(
+                    "{name}: the code's default is {default:?}; docs/configuration.md's row says otherwise"
+                ));
+            }
+            if !block.contains(&format!("[{default}]")) {
+                problems
+                    .push(format!("{name}: the code's default is {default:?}; .env.example does not say [{default}]"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// Given template.yaml's HTTP routes, then each is in the README's route table, on a row that
+// names who may call it (IAM, JWT or public) as its authorizer says.
+#[test]
+fn every_route_is_in_the_readme_with_its_authorizer() {
+    let (template, readme) = (read("template.yaml"), read("README.md"));
+    let rows: Vec<&str> = readme.lines().filter(|l| l.starts_with("| ")).collect();
+    let lines: Vec<&str> = template.lines().collect();
+    let mut routes = 0;
+    let mut problems = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim() != "Type: HttpApi" {
+            continue;
+        }
+        let block = lines[i + 1..].iter().take_while(|l| !l.trim().starts_with("Type:")).take(12);
+        let (mut method, mut path, mut authorizer) = (None, None, None);
+        for l in block {
+            let l = l.trim();
+            method = method.or_else(|| l.strip_prefix("Method: "));
+            path = path.or_else(|| l.strip_prefix("Path: "));
+            authorizer = authorizer.or_else(|| l.strip_prefix("Authorizer: "));
+        }
+        let (Some(method), Some(path)) = (method, path) else { continue };
+        routes += 1;
+        let who = match authorizer {
+            Some("AWS_IAM") => "IAM",
+            Some(_) => "JWT",
+            None => "public",
+        };
+        let route = format!("`{method} {path}`");
+        match rows.iter().find(|r| r.contains(&route)) {
+            None => problems.push(format!("{route}: not in the README's route table")),
+            Some(row) if !row.contains(who) => problems.push(format!("{route}: its row does not say {who}")),
+            Some(_) => {}
+        }
+    }
+    assert!(routes >= 12, "template.yaml read as {routes} routes: the parser lost them");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// Given the README and docs/, then every relative link points at a file of the repository.
+#[test]
+fn every_relative_link_resolves() {
+    let mut pages = vec![root().join("README.md")];
+    pages.extend(
+        std::fs::read_dir(root().join("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md")),
+    );
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for (at, _) in text.match_indices("](") {
+            let target = text[at + 2..].split(')').next().unwrap_or_default();
+            let target = target.split('#').next().unwrap_or_default();
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            if !page.parent().unwrap().join(target).exists() {
+                broken.push(format!("{}: {target}", page.strip_prefix(root()).unwrap_or(page).display()));
+            }
+        }
+    }
+    assert!(pages.len() >= 8, "docs/ has {} pages", pages.len());
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
