@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use integration::perplexity::{self, AGENT_PATH};
 use integration::rag::RagHarness;
-use integration::{Blackhole, Harness, Setup, StoreKind, refused_url};
+use integration::{Harness, Setup, StoreKind, refused_url};
 use serde_json::{Value, json};
 use shared::core::clock::Clock;
 use shared::core::records::{DynamoRecords, RecordStore, Timed, replay};
@@ -121,7 +121,7 @@ async fn search_owes_nothing(fault: &str, store_endpoint: &str, within: Duration
 // at 2 s) and the cost record and sources are on the replay log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamodb_hangs_search_answers_live_in_time_and_owes_nothing() {
-    let hole = Blackhole::start();
+    let hole = Switch::hung().await;
     search_owes_nothing("DynamoDB hangs (accepts, never answers)", &hole.url(), Duration::from_secs(5)).await;
 }
 
@@ -218,7 +218,7 @@ async fn a_search_ends_before_lambdas_deadline() {
 // left out after their bound and the answer says so).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamodb_hangs_rag_search_answers_unpersonalised_in_time() {
-    let hole = Blackhole::start();
+    let hole = Switch::hung().await;
     let records = dynamodb_at(&hole.url(), false).await;
     let h = RagHarness::on_store(records, &[("USER_QUOTA_PER_MINUTE", "30"), ("USER_QUOTA_PER_DAY", "500")]).await;
     let started = Instant::now();
@@ -270,6 +270,11 @@ impl Switch {
         Self { port, mode, cut }
     }
 
+    /// A port that accepts every connection and never answers (a hung DynamoDB or Qdrant).
+    async fn hung() -> Self {
+        Self::start(String::new(), HANG).await
+    }
+
     fn set(&self, mode: u8) {
         self.mode.store(mode, Ordering::SeqCst);
         if mode != FORWARD {
@@ -297,11 +302,22 @@ async fn rag_search_on(url: &str) -> RagHarness {
     RagHarness::new(&[("VECTOR_STORE", "qdrant"), ("QDRANT_URL", url), ("QDRANT_COLLECTION", &collection)]).await
 }
 
+/// The search every Qdrant scenario makes.
+fn query() -> Value {
+    json!({"semanticQuery": "周末 户外", "limit": 5})
+}
+
+/// [`query`], answered (`when`: why it should be).
+async fn answers(h: &RagHarness, when: &str) {
+    let (status, r) = h.search(query()).await;
+    assert_eq!(status, 200, "{when}: {r}");
+}
+
 /// A search on `h` while its Qdrant server is down (`fault`): a 503 JSON error asking for a
 /// retry, well inside seed 004's 3 s. Prints the fault table's row.
 async fn fails_fast(h: &RagHarness, fault: &str) {
     let started = Instant::now();
-    let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
+    let (status, r) = h.search(query()).await;
     let took = started.elapsed();
     assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")), "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("please retry"), "{r}");
@@ -320,8 +336,7 @@ async fn qdrant_hangs_rag_search_fails_fast_and_recovers() {
     fails_fast(&h, "Qdrant hangs").await;
 
     switch.set(FORWARD);
-    let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
-    assert_eq!(status, 200, "the next request after the server is back answers: {r}");
+    answers(&h, "the next request after the server is back").await;
 }
 
 // Given the Qdrant server is killed mid-run (its connections cut, then refused), then the
@@ -331,13 +346,11 @@ async fn qdrant_killed_mid_run_fails_fast_and_recovers() {
     let Some(target) = qdrant_grpc() else { return };
     let switch = Switch::start(target, FORWARD).await;
     let h = rag_search_on(&switch.url()).await;
-    let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
-    assert_eq!(status, 200, "healthy first: {r}");
+    answers(&h, "healthy first").await;
     switch.set(REFUSE);
     fails_fast(&h, "Qdrant killed mid-run").await;
     switch.set(FORWARD);
-    let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "limit": 5})).await;
-    assert_eq!(status, 200, "the server is back: {r}");
+    answers(&h, "the server is back").await;
 }
 
 // Given DynamoDB is killed mid-run (a healthy run, then connections refused), then searches

@@ -271,15 +271,10 @@ pub async fn replay(
     lines: impl IntoIterator<Item = String>,
 ) -> Result<crate::core::records::replay::Replayed> {
     use crate::core::records::replay;
-    let lines: Vec<String> = lines.into_iter().collect();
-    let days: std::collections::BTreeSet<_> = lines
-        .iter()
-        .filter_map(|line| replay::decode(line))
-        .flatten()
-        .filter(owed)
-        .filter_map(|r| crate::costs::ledger::day_of(&r.pk))
-        .collect();
-    let done = replay::write_back(store, lines, owed).await;
+    let lines: Vec<_> = lines.into_iter().filter_map(|line| replay::decode(&line)).collect();
+    let days: std::collections::BTreeSet<_> =
+        lines.iter().flatten().filter(|r| owed(r)).filter_map(|r| crate::costs::ledger::day_of(&r.pk)).collect();
+    let done = replay::write_back(store, &lines, owed).await;
     for day in days {
         crate::costs::rollup::revise(store, day).await?;
     }

@@ -87,31 +87,6 @@ pub fn respond(response: lambda_http::Response<Body>) -> (u16, Value) {
     (response.status().as_u16(), serde_json::from_str(&body).unwrap_or_else(|_| serde_json::json!({"raw": body})))
 }
 
-/// A TCP port on 127.0.0.1 that accepts every connection and never answers (what a hung
-/// DynamoDB endpoint or Qdrant server looks like from the client); it holds the connections
-/// until the process ends.
-pub struct Blackhole {
-    pub port: u16,
-}
-
-impl Blackhole {
-    pub fn start() -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
-        let port = listener.local_addr().expect("an address").port();
-        std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for stream in listener.incoming().flatten() {
-                held.push(stream); // read nothing, answer nothing, close nothing
-            }
-        });
-        Self { port }
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
 /// A URL on 127.0.0.1 where nothing listens (connections refused: a killed server).
 pub fn refused_url() -> String {
     let port =

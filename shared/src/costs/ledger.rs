@@ -244,9 +244,10 @@ impl Ledger {
     /// Cost records with `from <= timestamp <= to`, oldest first. Reads the day's shards (and
     /// its pre-sharding partition) of each day in the period.
     pub async fn between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<CostRecord>> {
+        let (lo, hi) = bounds(from, to);
         let mut out = Vec::new();
         for day in days(from, to) {
-            out.extend(self.read_day(day, &stamp(from), &format!("{}~", stamp(to))).await?);
+            out.extend(self.read_day(day, &lo, &hi).await?);
         }
         Ok(out)
     }
@@ -261,8 +262,8 @@ impl Ledger {
         let (first, last) = (from.date_naive(), to.date_naive());
         // Revisions before records: a record written after this read bumps past it.
         let (stored, revisions) = rollup::stored(&*self.records, first, last, now.timestamp()).await?;
-        let (stored, revisions, (lo, hi)) = (&stored, &revisions, (stamp(from), format!("{}~", stamp(to))));
-        let (lo, hi) = (&lo, &hi);
+        let (lo, hi) = bounds(from, to);
+        let (stored, revisions, lo, hi) = (&stored, &revisions, &lo, &hi);
         stream::iter(days(from, to))
             .map(|day| async move {
                 if let Some(sums) = stored.get(&day) {
@@ -311,9 +312,11 @@ impl Ledger {
     }
 }
 
-/// A time as sort keys start with it.
-fn stamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+/// The sort-key bounds of records with `from <= timestamp <= to`: sort keys are
+/// `<timestamp>#<request>#<provider>#<id>`, and `~` sorts after every suffix.
+fn bounds(from: DateTime<Utc>, to: DateTime<Utc>) -> (String, String) {
+    let stamp = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Micros, true);
+    (stamp(from), format!("{}~", stamp(to)))
 }
 
 /// Days [`Ledger::days`] computes at once.

@@ -3,8 +3,9 @@
 //! calls were made.
 //!
 //! A report computes a day it covers whole, once the day has closed ([`CLOSED_AFTER`]), from
-//! all that day's records (strongly consistent reads) and stores the sum (`COSTDAY` / `<day>#sum`, kept as long as the records)
-//! for the next report; the daily digest does so for yesterday. A day's sum is valid while
+//! all that day's records (strongly consistent reads) and stores the sum (`COSTDAY` /
+//! `<day>#sum`, kept as long as the records) for the next report; the daily digest does so for
+//! yesterday. A day's sum is valid while
 //! its revision (`<day>#rev`, a counter) is the one it was computed at: writing records into a
 //! closed day (a replay from the logs, an import) bumps the revision ([`revise`]) after the
 //! records are stored, so the next report recomputes the day. Bumping after writing, and reading

@@ -87,28 +87,24 @@ pub struct Replayed {
     pub refused: usize,
 }
 
-/// Writes back the records that `lines` (log lines, any mix) hold for replay and `owed` accepts
+/// Writes back `lines`' records (each line's, as [`decode`] read them) that `owed` accepts
 /// (the kinds a replay line may hold, see `compose::owed`), never over a record already stored.
 /// Idempotent: run it twice, or over overlapping exports, and the second writes nothing.
 pub async fn write_back(
     store: &dyn RecordStore,
-    lines: impl IntoIterator<Item = String>,
+    lines: &[Vec<Record>],
     owed: impl Fn(&Record) -> bool,
 ) -> Result<Replayed> {
-    let mut done = Replayed::default();
-    for line in lines {
-        let Some(records) = decode(&line) else { continue };
-        done.lines += 1;
-        // In order: a list's header (written last) lands after what it counts.
-        for record in &records {
-            if !owed(record) {
-                tracing::warn!(pk = %record.pk, "not a record a replay line may hold; skipped");
-                done.refused += 1;
-                continue;
-            }
-            if store.put_new(record, 0).await? {
-                done.written += 1;
-            }
+    let mut done = Replayed { lines: lines.len(), ..Replayed::default() };
+    // In order: a list's header (written last) lands after what it counts.
+    for record in lines.iter().flatten() {
+        if !owed(record) {
+            tracing::warn!(pk = %record.pk, "not a record a replay line may hold; skipped");
+            done.refused += 1;
+            continue;
+        }
+        if store.put_new(record, 0).await? {
+            done.written += 1;
         }
     }
     Ok(done)
