@@ -16,7 +16,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("activities", &["core", "costs", "llm"]),
     ("pipeline", &["core", "web"]),
     ("timeline", &["core", "costs", "llm", "web"]),
-    ("compose", &["core", "costs", "llm", "web", "activities", "pipeline", "timeline"]),
+    ("assistant", &["core", "costs", "llm", "web", "activities"]),
+    ("compose", &["core", "costs", "llm", "web", "activities", "pipeline", "timeline", "assistant"]),
 ];
 
 fn src() -> PathBuf {

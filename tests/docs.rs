@@ -16,8 +16,9 @@ fn read(path: impl AsRef<Path>) -> String {
 }
 
 /// Variables set by the platform or the shell: documented, but not in `.env.example`.
-const PLATFORM: [&str; 6] = [
+const PLATFORM: [&str; 7] = [
     "HOME",
+    "AWS_REGION",
     "RESEARCH_BUNDLE_CACHE",
     "AWS_LAMBDA_LOG_LEVEL",
     "RUST_LOG",

@@ -142,3 +142,47 @@ fn a_cancelled_embedding_stops_between_layers() {
     assert!(cut.is_none(), "a cancelled embedding returns nothing");
     assert!(stopped < whole / 2, "stopped after {stopped:?}; the whole batch takes {whole:?}");
 }
+
+// The assistant's intent without a model call: messages with no rule word are placed by the
+// bundled model against the exemplars, in milliseconds once the exemplars are embedded (one
+// batch per process). Prints the figures; a message next to an exemplar gets its mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_assistants_intent_is_local_and_fast_on_the_bundled_model() {
+    use shared::assistant::intent::{By, Classifier, Mode};
+    model_present();
+    let h = RagHarness::with(None, &[LOCAL]).await;
+    let classifier = Classifier::new(h.rag.retrieval.embedding().clone());
+    let started = std::time::Instant::now();
+    let (mode, by) = classifier.classify("晚上想出去放松放松", None, "intent-1").await;
+    let first = started.elapsed();
+    assert_eq!((mode, by), (Mode::Explore, By::Exemplars));
+    let messages = [
+        "今天好累啊",
+        "帮我弄个桌游局，六个人",
+        "想找个一起学画画的人",
+        "我那个周六的活动几点来着",
+        "晚上想出去放松放松",
+    ];
+    let mut took = Vec::new();
+    for _ in 0..4 {
+        for m in messages {
+            let started = std::time::Instant::now();
+            let (mode, by) = classifier.classify(m, None, "intent-2").await;
+            took.push(started.elapsed());
+            assert!(matches!(by, By::Exemplars | By::Default), "{m}: no rule word, no history: {by:?}");
+            let _ = mode;
+        }
+    }
+    took.sort();
+    let p50 = took[took.len() / 2];
+    println!(
+        "intent on the bundled model: first (12 exemplars + the message) {first:?}, then p50 {p50:?}, max {:?}",
+        took[took.len() - 1]
+    );
+    let rules = std::time::Instant::now();
+    for _ in 0..1000 {
+        shared::assistant::intent::by_rules("附近有什么适合社恐的活动？");
+    }
+    println!("intent by rules: {:?} per message", rules.elapsed() / 1000);
+    assert!(p50 < Duration::from_millis(100), "a message's intent takes {p50:?}");
+}

@@ -262,6 +262,43 @@ pub fn retrieval(
     Ok(Retrieval::new(index, embedding, interests, reasons, ranking, clock))
 }
 
+/// The assistant (`POST /chat`) over `records` and `clock`: the chat model, retrieval in
+/// process, `search_web` with a Tavily key only, the app's tools, conversations.
+#[cfg(feature = "assistant")]
+pub fn assistant(
+    config: &Config,
+    records: Arc<dyn RecordStore>,
+    clock: Arc<dyn Clock>,
+) -> Result<crate::assistant::Assistant> {
+    use crate::assistant::{Assistant, app_tools::AppTools, history::History, intent::Classifier};
+    let retrieval = retrieval(config, vector_index(config)?, Arc::clone(&records), Arc::clone(&clock))?;
+    let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?;
+    let web = tavily(config)?.map(|tavily| {
+        Arc::new(crate::web::tools::Tools::new(
+            Some(tavily),
+            ledger.clone(),
+            Arc::clone(&records),
+            Arc::clone(&clock),
+            config.cache_ttl,
+            config.assistant_tool_timeout,
+        ))
+    });
+    Ok(Assistant {
+        llm: llm(config)?,
+        model: config.llm_assistant_model.clone(),
+        ledger,
+        retry: RetryPolicy::new(config.retry_base),
+        classifier: Classifier::new(retrieval.embedding().clone()),
+        retrieval,
+        web,
+        app: AppTools::new(config.assistant_tools.clone(), config.assistant_tool_timeout)?,
+        history: History::new(records, config.assistant_history_ttl, config.assistant_history_turns),
+        budget: config.assistant_budget,
+        tool_time: config.assistant_tool_timeout,
+        clock,
+    })
+}
+
 /// Writes back the records `lines` (exported log lines) hold for replay, of the kinds [`owed`]
 /// accepts, then marks the days of the cost records among them for recomputing by the next
 /// report ([`rollup::revise`](crate::costs::rollup::revise)), even when the writing failed

@@ -8,12 +8,15 @@
 //! - [`web`]: web search with citations, its providers, sources and tools;
 //! - [`pipeline`]: the research node and its topic history;
 //! - [`timeline`]: multi-step timeline research and its sessions;
-//! - [`activities`]: activity indexing, retrieval and recommendations.
+//! - [`activities`]: activity indexing, retrieval and recommendations;
+//! - `assistant`: the conversation of `POST /chat`, its modes and tools (feature `assistant`).
 //!
 //! Capabilities depend on `core` and on each other only one way (checked by
 //! `tests/architecture.rs`); [`compose`] wires them for the functions under `functions/`.
 
 pub mod activities;
+#[cfg(feature = "assistant")]
+pub mod assistant;
 pub mod compose;
 pub mod core;
 pub mod costs;

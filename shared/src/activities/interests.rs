@@ -154,6 +154,58 @@ impl Interests {
     }
 }
 
+/// A preference a user stated in conversation ("喜欢安静的", "不要太贵"), kept with their
+/// preferences (the newest [`STATED_KEPT`]): what they like is embedded with the rest, what
+/// they do not is told to the assistant.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct Stated {
+    pub text: String,
+    pub likes: bool,
+}
+
+/// Stated preferences kept per user.
+pub const STATED_KEPT: usize = 10;
+
+impl Interests {
+    /// The user's stored preferences (`{tags, vibes, text, stated}`) and their vector, if any.
+    pub async fn preferences(&self, user: &str) -> Result<Option<(Value, Option<Vec<f32>>)>> {
+        let now = self.clock.now().timestamp();
+        let record = self.records.get(&pk(user), PREFERENCES, now).await?;
+        Ok(record.map(|r| (r.body["preferences"].clone(), serde_json::from_value(r.body["vector"].clone()).ok())))
+    }
+}
+
+/// The stated preferences in stored `preferences`.
+pub fn stated(preferences: &Value) -> Vec<Stated> {
+    serde_json::from_value(preferences["stated"].clone()).unwrap_or_default()
+}
+
+/// `preferences` with `new` stated ones first (a restatement moves to the front), at most
+/// [`STATED_KEPT`], and the text to embed: tags, vibes, text and likes (`None`: nothing to embed).
+pub fn with_stated(preferences: Option<Value>, new: &[Stated]) -> (Value, Option<String>) {
+    let mut preferences = preferences.filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let mut kept: Vec<Stated> = new.to_vec();
+    kept.extend(stated(&preferences).into_iter().filter(|old| !new.iter().any(|n| n.text == old.text)));
+    kept.truncate(STATED_KEPT);
+    preferences["stated"] = json!(kept);
+    let list = |key: &str| -> Vec<String> {
+        preferences[key].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect()
+    };
+    let likes: Vec<&str> = kept.iter().filter(|s| s.likes).map(|s| s.text.as_str()).collect();
+    let text = preferences["text"].as_str().unwrap_or_default();
+    if likes.is_empty() && list("tags").is_empty() && list("vibes").is_empty() && text.is_empty() {
+        return (preferences, None);
+    }
+    let embedded = format!(
+        "标签: {}\n氛围: {}\n偏好: {} {}",
+        list("tags").join(", "),
+        list("vibes").join("、"),
+        text,
+        likes.join("；")
+    );
+    (preferences, Some(embedded))
+}
+
 /// `POST /users/{userId}/feedback`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

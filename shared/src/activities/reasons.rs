@@ -134,7 +134,7 @@ pub async fn from_llm(
         name: crate::activities::indexing::AGENT,
         model,
         instructions: INSTRUCTIONS,
-        output: ("match_reasons", schema()),
+        output: Some(("match_reasons", schema())),
         request_limit: 1,
         tool_limit: 0,
         output_retries: 0,

@@ -383,6 +383,39 @@ impl Retrieval {
         Ok(out)
     }
 
+    /// The preferences `user` stated in conversation.
+    pub async fn stated_preferences(&self, user: &str) -> Result<Vec<crate::activities::interests::Stated>> {
+        let profile = self.interests.preferences(user).await?;
+        Ok(profile.map(|(p, _)| crate::activities::interests::stated(&p)).unwrap_or_default())
+    }
+
+    /// Keeps what `user` stated (`new`) with their preferences and embeds them again; when the
+    /// embedder does not answer (or nothing is liked) the stored vector stays as it was.
+    pub async fn remember(
+        &self,
+        user: &str,
+        new: &[crate::activities::interests::Stated],
+        request_id: &str,
+    ) -> Result<()> {
+        crate::activities::interests::check_user_id(user)?;
+        let (old, old_vector) = self.interests.preferences(user).await?.unzip();
+        let (preferences, text) = crate::activities::interests::with_stated(old, new);
+        let embedded = match text {
+            Some(text) => self.embed(&[text], request_id).await.map(|mut v| v.pop()).unwrap_or_else(|reason| {
+                tracing::warn!(%reason, "stated preferences kept with their previous vector");
+                None
+            }),
+            None => None,
+        };
+        let vector = embedded.or(old_vector.flatten());
+        self.interests.set_preferences(user, &preferences, vector.as_deref()).await
+    }
+
+    /// The query embedding service (the assistant's intent exemplars embed through it).
+    pub fn embedding(&self) -> &EmbeddingService {
+        &self.embedding
+    }
+
     /// Fills in `matchReason`: the model's where it answered in time, else the template's.
     async fn explain(&self, query: &str, results: &mut [Ranked], started: Instant, request_id: &str) {
         if results.is_empty() {

@@ -34,6 +34,10 @@ pub enum Error {
     /// ours, and usually transient).
     #[error("store unavailable: {0}")]
     Store(String),
+    /// A paid upstream we cannot answer without (the assistant's model) failed or ran out of
+    /// time (503); what it cost is recorded.
+    #[error("{0}")]
+    Upstream(String),
     /// The deployment is misconfigured (500).
     #[error("configuration error: {0}")]
     Config(String),
@@ -54,7 +58,7 @@ impl Error {
             Self::MethodNotAllowed { .. } => 405,
             Self::TooLarge { .. } => 413,
             Self::BudgetExceeded { .. } | Self::QuotaExceeded { .. } => 429,
-            Self::Store(_) => 503,
+            Self::Store(_) | Self::Upstream(_) => 503,
             Self::Config(_) => 500,
         }
     }
@@ -81,6 +85,7 @@ impl Error {
             Self::BudgetExceeded { .. } => "budget_exceeded",
             Self::QuotaExceeded { .. } => "quota_exceeded",
             Self::Store(_) => "store_unavailable",
+            Self::Upstream(_) => "upstream_unavailable",
             Self::Config(_) => "misconfigured",
         }
     }

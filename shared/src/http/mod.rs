@@ -53,16 +53,21 @@ pub fn error(e: &Error, request_id: &str) -> Response<Body> {
     } else {
         tracing::info!(request_id, code = e.code(), error = %e, "request refused");
     }
-    let message = match e {
-        Error::Store(_) => format!("a store we depend on is unavailable or slow; please retry (request {request_id})"),
-        Error::Config(_) => format!("the service is misconfigured; its operator's log says how (request {request_id})"),
-        _ => e.to_string(),
-    };
-    let mut response = failure(status, e.code(), &message);
+    let mut response = failure(status, e.code(), &public_message(e, request_id));
     if let Some(secs) = e.retry_after_secs() {
         response.headers_mut().insert(lambda_http::http::header::RETRY_AFTER, secs.into());
     }
     response
+}
+
+/// What the caller is told of `e`: our own faults' detail (table ARNs, file paths, setting
+/// names) stays in the log.
+pub fn public_message(e: &Error, request_id: &str) -> String {
+    match e {
+        Error::Store(_) => format!("a store we depend on is unavailable or slow; please retry (request {request_id})"),
+        Error::Config(_) => format!("the service is misconfigured; its operator's log says how (request {request_id})"),
+        _ => e.to_string(),
+    }
 }
 
 /// The one error body, `{"error": {"code", "message"}}`, with `status`.

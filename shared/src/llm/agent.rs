@@ -1,4 +1,5 @@
-//! The agent loop: a chat model, its tools and a structured answer, as pydantic-ai runs it.
+//! The agent loop: a chat model, its tools and a structured answer, as pydantic-ai runs it
+//! ([`run`]), or a free-text reply to a conversation ([`converse`]).
 //!
 //! Each turn sends the conversation; tool calls are executed and their results appended; a
 //! final answer must be JSON that deserialises into the output type and passes its check,
@@ -47,12 +48,12 @@ impl Tools for NoTools {
 
 /// What an agent is.
 pub struct AgentSpec<'a> {
-    /// The agent's name in cost records (`milestone`, `detail`).
+    /// The agent's name in cost records (`milestone`, `detail`, `assistant`).
     pub name: &'a str,
     pub model: &'a str,
     pub instructions: &'a str,
-    /// Name and JSON schema of the answer.
-    pub output: (&'static str, Value),
+    /// Name and JSON schema of a structured answer ([`run`]); `None`: free text ([`converse`]).
+    pub output: Option<(&'static str, Value)>,
     pub request_limit: u32,
     /// Tool calls the whole run may make; the model is told the rest were skipped.
     pub tool_limit: u32,
@@ -75,6 +76,93 @@ pub enum AgentError {
     Budget(Error),
 }
 
+/// One run: the model, its tools, and what the run has used so far.
+struct Loop<'a> {
+    llm: &'a dyn ChatModel,
+    ledger: &'a Ledger,
+    retry: RetryPolicy,
+    spec: &'a AgentSpec<'a>,
+    tools: &'a dyn Tools,
+    request_id: &'a str,
+    requests: u32,
+    tool_calls: u32,
+}
+
+impl Loop<'_> {
+    /// Sends `request` until the model answers without tool calls, running the tools it asks
+    /// for in between; the answer's text.
+    async fn answer(&mut self, request: &mut ChatRequest) -> Result<String, AgentError> {
+        let spec = self.spec;
+        loop {
+            if self.requests >= spec.request_limit {
+                return Err(AgentError::RequestLimit(spec.request_limit));
+            }
+            self.requests += 1;
+            if self.requests == spec.request_limit {
+                // The last request it may make: no tools, so the model answers.
+                request.tools.clear();
+            }
+            let (llm, ledger) = (self.llm, self.ledger);
+            let hold = ledger
+                .hold(spec.name, llm.provider(), spec.model, &request.ceiling())
+                .await
+                .map_err(AgentError::Budget)?;
+            let attempt = |_| llm.chat(request);
+            let reply = match spec.deadline {
+                Some(at) => within(self.retry, at, "llm", attempt).await,
+                None => with_backoff(self.retry, "llm", attempt).await,
+            };
+            let charge = |usage, outcome, upstream_id| Charge {
+                request_id: self.request_id,
+                agent: spec.name,
+                kind: CallKind::Llm,
+                provider: llm.provider(),
+                model: spec.model,
+                usage,
+                outcome,
+                saved_usd: 0.0,
+                upstream_id,
+            };
+            let reply = match reply {
+                Ok(reply) => reply,
+                Err(e) => {
+                    // Cut short while the model was working: it may be billed, so it is recorded.
+                    let none = Usage::default();
+                    let failed = charge(&none, Outcome::Failed, None);
+                    let cost = if e.maybe_billed() { ledger.charge(&failed).await } else { ledger.bill(&failed) };
+                    ledger.settle(hold, &cost, e.may_have_cost()).await;
+                    return Err(e.into());
+                }
+            };
+            let outcome = if llm.is_mock() { Outcome::Mock } else { Outcome::Live };
+            let cost = ledger.charge(&charge(&reply.usage, outcome, reply.upstream_id.clone())).await;
+            ledger.settle(hold, &cost, false).await;
+            if reply.tool_calls.is_empty() {
+                return Ok(reply.content.unwrap_or_default());
+            }
+            request
+                .messages
+                .push(Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() });
+            for (i, call) in reply.tool_calls.iter().enumerate() {
+                let content = if i < MAX_TOOL_CALLS_PER_REPLY && self.tool_calls < spec.tool_limit {
+                    self.tool_calls += 1;
+                    let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+                    tracing::info!(agent = spec.name, tool = %call.name, "tool call");
+                    self.tools.call(&call.name, arguments).await
+                } else {
+                    tracing::warn!(agent = spec.name, tool = %call.name, "tool call over its cap: skipped");
+                    format!(
+                        "skipped: at most {MAX_TOOL_CALLS_PER_REPLY} tool calls run per reply and {} per run; \
+                         answer with what you have",
+                        spec.tool_limit
+                    )
+                };
+                request.messages.push(Message::Tool { call_id: call.id.clone(), content });
+            }
+        }
+    }
+}
+
 /// Runs `spec` on `prompt` and returns its validated answer.
 #[allow(clippy::too_many_arguments)]
 pub async fn run<T: DeserializeOwned>(
@@ -91,69 +179,12 @@ pub async fn run<T: DeserializeOwned>(
         model: spec.model.to_owned(),
         messages: vec![Message::System(spec.instructions.to_owned()), Message::User(prompt)],
         tools: tools.specs(),
-        output_schema: Some(spec.output.clone()),
+        output_schema: spec.output.clone(),
     };
-    let (mut requests, mut invalid, mut tool_calls) = (0, 0, 0);
+    let mut run = Loop { llm, ledger, retry, spec, tools, request_id, requests: 0, tool_calls: 0 };
+    let mut invalid = 0;
     loop {
-        if requests >= spec.request_limit {
-            return Err(AgentError::RequestLimit(spec.request_limit));
-        }
-        requests += 1;
-        let hold =
-            ledger.hold(spec.name, llm.provider(), spec.model, &request.ceiling()).await.map_err(AgentError::Budget)?;
-        let attempt = |_| llm.chat(&request);
-        let reply = match spec.deadline {
-            Some(at) => within(retry, at, "llm", attempt).await,
-            None => with_backoff(retry, "llm", attempt).await,
-        };
-        let charge = |usage, outcome, upstream_id| Charge {
-            request_id,
-            agent: spec.name,
-            kind: CallKind::Llm,
-            provider: llm.provider(),
-            model: spec.model,
-            usage,
-            outcome,
-            saved_usd: 0.0,
-            upstream_id,
-        };
-        let reply = match reply {
-            Ok(reply) => reply,
-            Err(e) => {
-                // Cut short while the model was working: it may be billed, so it is recorded.
-                let none = Usage::default();
-                let failed = charge(&none, Outcome::Failed, None);
-                let cost = if e.maybe_billed() { ledger.charge(&failed).await } else { ledger.bill(&failed) };
-                ledger.settle(hold, &cost, e.may_have_cost()).await;
-                return Err(e.into());
-            }
-        };
-        let outcome = if llm.is_mock() { Outcome::Mock } else { Outcome::Live };
-        let cost = ledger.charge(&charge(&reply.usage, outcome, reply.upstream_id.clone())).await;
-        ledger.settle(hold, &cost, false).await;
-        if !reply.tool_calls.is_empty() {
-            request
-                .messages
-                .push(Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() });
-            for (i, call) in reply.tool_calls.iter().enumerate() {
-                let content = if i < MAX_TOOL_CALLS_PER_REPLY && tool_calls < spec.tool_limit {
-                    tool_calls += 1;
-                    let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-                    tracing::info!(agent = spec.name, tool = %call.name, "tool call");
-                    tools.call(&call.name, arguments).await
-                } else {
-                    tracing::warn!(agent = spec.name, tool = %call.name, "tool call over its cap: skipped");
-                    format!(
-                        "skipped: at most {MAX_TOOL_CALLS_PER_REPLY} tool calls run per reply and {} per run; \
-                         answer with what you have",
-                        spec.tool_limit
-                    )
-                };
-                request.messages.push(Message::Tool { call_id: call.id.clone(), content });
-            }
-            continue;
-        }
-        let content = reply.content.unwrap_or_default();
+        let content = run.answer(&mut request).await?;
         let problem = match parse_json_object(&content).map(serde_json::from_value::<T>) {
             Some(Ok(answer)) => match check(&answer) {
                 Ok(()) => return Ok(answer),
@@ -172,6 +203,29 @@ pub async fn run<T: DeserializeOwned>(
             "Your answer did not match the required JSON schema: {problem}. Answer again with only the JSON object."
         )));
     }
+}
+
+/// Continues a conversation: `spec`'s instructions, then `history` (earlier turns, oldest
+/// first, ending with the user's new message); the model's free-text answer, after the tool
+/// calls it asked for (the same caps, budget, deadline and accounting as [`run`]).
+pub async fn converse(
+    llm: &dyn ChatModel,
+    ledger: &Ledger,
+    retry: RetryPolicy,
+    spec: &AgentSpec<'_>,
+    history: Vec<Message>,
+    tools: &dyn Tools,
+    request_id: &str,
+) -> Result<String, AgentError> {
+    let mut messages = vec![Message::System(spec.instructions.to_owned())];
+    messages.extend(history);
+    let mut request = ChatRequest {
+        model: spec.model.to_owned(),
+        messages,
+        tools: tools.specs(),
+        output_schema: spec.output.clone(),
+    };
+    Loop { llm, ledger, retry, spec, tools, request_id, requests: 0, tool_calls: 0 }.answer(&mut request).await
 }
 
 #[cfg(test)]
@@ -237,7 +291,7 @@ mod tests {
                 name: "detail",
                 model: "m",
                 instructions: "",
-                output: ("answer", serde_json::json!({"type": "object"})),
+                output: Some(("answer", serde_json::json!({"type": "object"}))),
                 request_limit: 8,
                 tool_limit,
                 output_retries: 0,

@@ -98,7 +98,49 @@ impl ChatModel for MockLlm {
                     .to_string(),
                 )
             }
+            "" => Ok(converse(request)),
             _ => reply(format!("{LABEL}{user}")),
         }
     }
+}
+
+/// A free-text conversation (the assistant): the newest message first gets one call of the
+/// first tool offered, if any, then an answer that names what the tool found.
+fn converse(request: &ChatRequest) -> ChatReply {
+    let last_user = request.messages.iter().rposition(|m| matches!(m, Message::User(_))).unwrap_or(0);
+    let asked = match &request.messages[last_user] {
+        Message::User(t) => t.as_str(),
+        _ => "",
+    };
+    let results: Vec<&str> = request.messages[last_user..]
+        .iter()
+        .filter_map(|m| if let Message::Tool { content, .. } = m { Some(content.as_str()) } else { None })
+        .collect();
+    if let Some(tool) = request.tools.first().filter(|_| results.is_empty()) {
+        let arguments = match tool.name.as_str() {
+            "explore_nearby" => json!({"semanticQuery": asked}),
+            "search_web" => json!({"query": asked}),
+            _ => json!({}),
+        };
+        let call = ToolCall { id: "mock-call-1".into(), name: tool.name.clone(), arguments: arguments.to_string() };
+        return ChatReply { tool_calls: vec![call], ..ChatReply::default() };
+    }
+    let found: Vec<String> = results
+        .iter()
+        .filter_map(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+        .flat_map(|v| {
+            let items = v.get("activities").cloned().unwrap_or(v);
+            items.as_array().cloned().unwrap_or_default()
+        })
+        .filter_map(|item| item.get("title")?.as_str().map(str::to_owned))
+        .take(3)
+        .collect();
+    let content = if results.is_empty() {
+        format!("{LABEL}收到：「{asked}」。设置 LLM_API_KEY 可获得真实回答。")
+    } else if found.is_empty() {
+        format!("{LABEL}关于「{asked}」，工具没有找到结果。设置 LLM_API_KEY 可获得真实回答。")
+    } else {
+        format!("{LABEL}关于「{asked}」，找到：{}。设置 LLM_API_KEY 可获得真实回答。", found.join("、"))
+    };
+    ChatReply { content: Some(content), ..ChatReply::default() }
 }

@@ -35,8 +35,8 @@ pub enum Message {
 /// A tool the model may call (OpenAI function schema).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: String,
+    pub description: String,
     pub parameters: Value,
 }
 

@@ -111,8 +111,8 @@ struct SearchTool {
 impl Tools for SearchTool {
     fn specs(&self) -> Vec<ToolSpec> {
         vec![ToolSpec {
-            name: "search",
-            description: "搜索互联网获取最新信息。返回搜索结果的摘要和链接。",
+            name: "search".into(),
+            description: "搜索互联网获取最新信息。返回搜索结果的摘要和链接。".into(),
             parameters: json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
         }]
     }
@@ -231,7 +231,7 @@ impl Timeline {
             name: "milestone",
             model: &self.milestone_model,
             instructions: MILESTONE_INSTRUCTIONS,
-            output: ("milestones", milestones_schema()),
+            output: Some(("milestones", milestones_schema())),
             request_limit: 8,
             tool_limit: 4,
             output_retries: 2,
@@ -268,7 +268,7 @@ impl Timeline {
             name: "detail",
             model: &self.detail_model,
             instructions: DETAIL_INSTRUCTIONS,
-            output: ("node_detail", detail_schema()),
+            output: Some(("node_detail", detail_schema())),
             request_limit: 8,
             tool_limit: 4,
             output_retries: 2,

@@ -1,0 +1,157 @@
+//! The app's own tools (seed 004's createDraft, createPartnerIntent, getMyActivities, ...), as
+//! a deployment configures them (`ASSISTANT_TOOLS`): each is `POST`ed to its URL with
+//! `{tool, userId, conversationId, arguments}`, signed with the function's role (SigV4) or a
+//! bearer secret from the environment, inside `ASSISTANT_TOOL_TIMEOUT_MS`. The answer's JSON
+//! goes to the model as it is (at most [`MAX_ANSWER_BYTES`]); any failure becomes a
+//! `{"error", "message"}` string, so the model can tell the user.
+
+use std::time::{Duration, SystemTime};
+
+use aws_credential_types::provider::SharedCredentialsProvider;
+use serde_json::{Value, json};
+
+use crate::core::config::{AppTool, ToolAuth};
+use crate::web::tools::error_string;
+
+/// The most of a tool's answer handed to the model.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+
+/// The configured tools and one HTTP client for them.
+pub struct AppTools {
+    tools: Vec<AppTool>,
+    http: reqwest::Client,
+    /// The function's own credentials (its role), found on the first signed call.
+    credentials: tokio::sync::OnceCell<Option<SharedCredentialsProvider>>,
+}
+
+/// Who and where a call is made for.
+pub struct Caller<'a> {
+    pub user: &'a str,
+    pub conversation: &'a str,
+    /// Sent as `Idempotency-Key`: the same for a retried call, so the app can apply it once.
+    pub idempotency_key: &'a str,
+}
+
+impl AppTools {
+    /// `tools`, each call ending within `timeout`.
+    pub fn new(tools: Vec<AppTool>, timeout: Duration) -> crate::core::error::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(3)))
+            // An app tool's URL is the deployment's; a redirect elsewhere is not followed.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| crate::core::error::Error::Config(format!("cannot build the tools' HTTP client: {e}")))?;
+        Ok(Self { tools, http, credentials: tokio::sync::OnceCell::new() })
+    }
+
+    /// The same tools, signing with `credentials` instead of the function's own (a role
+    /// assumed elsewhere; tests).
+    pub fn signing_with(mut self, credentials: SharedCredentialsProvider) -> Self {
+        self.credentials = tokio::sync::OnceCell::from(Some(credentials));
+        self
+    }
+
+    /// The tools offered in `mode` (`CREATE`, ...).
+    pub fn in_mode<'a>(&'a self, mode: &'a str) -> impl Iterator<Item = &'a AppTool> + 'a {
+        self.tools.iter().filter(move |t| t.modes.iter().any(|m| m == mode))
+    }
+
+    /// Calls `tool` with the model's `arguments` for `caller`; the text the model reads.
+    pub async fn call(&self, tool: &AppTool, arguments: Value, caller: &Caller<'_>) -> String {
+        let Value::Object(mut arguments) = arguments else {
+            return error_string("invalid_arguments", "the arguments must be a JSON object");
+        };
+        // Who the call is for is the envelope's, never the model's to say.
+        for key in ["userId", "user_id", "conversationId", "conversation_id"] {
+            arguments.remove(key);
+        }
+        let body = json!({"tool": tool.name, "userId": caller.user, "conversationId": caller.conversation, "arguments": arguments})
+            .to_string();
+        let mut request = self
+            .http
+            .post(tool.url.clone())
+            .header("content-type", "application/json")
+            .header("idempotency-key", caller.idempotency_key);
+        match &tool.auth {
+            ToolAuth::Bearer(secret) => request = request.bearer_auth(secret.expose()),
+            ToolAuth::SigV4 { service, region } => match self.sigv4_headers(tool, service, region, &body).await {
+                Ok(headers) => {
+                    for (name, value) in headers {
+                        request = request.header(name, value);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(tool = %tool.name, error = %e, "cannot sign the app tool's request");
+                    return error_string("tool_failed", "the tool is not available right now");
+                }
+            },
+        }
+        let answer = async {
+            let response = request.body(body).send().await?;
+            let status = response.status();
+            Ok::<_, reqwest::Error>((status, response.bytes().await?))
+        };
+        match answer.await {
+            Ok((status, bytes)) if status.is_success() => {
+                if bytes.len() > MAX_ANSWER_BYTES {
+                    return error_string("tool_failed", "the tool's answer was too large");
+                }
+                match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(v) => v.to_string(),
+                    Err(_) => error_string("tool_failed", "the tool's answer was not JSON"),
+                }
+            }
+            Ok((status, _)) => {
+                tracing::warn!(tool = %tool.name, %status, "app tool refused");
+                error_string("tool_failed", &format!("the tool answered HTTP {}", status.as_u16()))
+            }
+            Err(e) => {
+                let why =
+                    if e.is_timeout() { "the tool did not answer in time" } else { "the tool could not be reached" };
+                tracing::warn!(tool = %tool.name, error = %e.without_url(), "app tool failed");
+                error_string("tool_failed", why)
+            }
+        }
+    }
+}
+
+impl AppTools {
+    /// The SigV4 headers (`authorization`, `x-amz-date`, `x-amz-security-token`) of a `POST`
+    /// of `body` to `tool`'s URL, signed with the function's own credentials.
+    async fn sigv4_headers(
+        &self,
+        tool: &AppTool,
+        service: &str,
+        region: &str,
+        body: &str,
+    ) -> Result<Vec<(String, String)>, String> {
+        use aws_credential_types::provider::ProvideCredentials;
+        use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+        let provider = self
+            .credentials
+            .get_or_init(|| async {
+                aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await.credentials_provider()
+            })
+            .await
+            .as_ref()
+            .ok_or("no AWS credentials provider")?;
+        let credentials = provider.provide_credentials().await.map_err(|e| format!("no AWS credentials: {e}"))?;
+        let identity = aws_smithy_runtime_api::client::identity::Identity::from(credentials);
+        let params = aws_sigv4::sign::v4::SigningParams::builder()
+            .identity(&identity)
+            .region(region)
+            .name(service)
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|e| e.to_string())?
+            .into();
+        let headers = [("content-type", "application/json")];
+        let signable =
+            SignableRequest::new("POST", tool.url.as_str(), headers.into_iter(), SignableBody::Bytes(body.as_bytes()))
+                .map_err(|e| e.to_string())?;
+        let (instructions, _) = sign(signable, &params).map_err(|e| e.to_string())?.into_parts();
+        Ok(instructions.headers().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
+    }
+}

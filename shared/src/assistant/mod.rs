@@ -1,0 +1,338 @@
+//! The assistant (seeds 002 and 004 Requirement 13): one conversation that uses everything the
+//! bundle serves, in five steps per message, with one model and no fan-out of agents:
+//!
+//! 1. **context**: the conversation's newest turns ([`history`]), the user's stated
+//!    preferences, their location and the time;
+//! 2. **intent**: the mode, decided locally ([`intent`]);
+//! 3. **mode**: its prompt and its tools ([`tools`]: `explore_nearby`, `search_web`, the app's);
+//! 4. **model**: the OpenAI-compatible model with those tools, a bounded tool loop, every call
+//!    budgeted and costed under the agent `assistant` (the labelled mock without a key);
+//! 5. **hooks**: the turn is stored, and preferences the user stated are kept in the interest
+//!    profile rag-search personalises with ([`preferences`]).
+
+pub mod app_tools;
+pub mod history;
+pub mod intent;
+pub mod preferences;
+pub mod tools;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::time::Instant;
+
+use crate::activities::interests::Stated;
+use crate::activities::retrieval::Retrieval;
+use crate::assistant::app_tools::AppTools;
+use crate::assistant::history::{History, Turn};
+use crate::assistant::intent::{By, Classifier, Mode};
+use crate::assistant::tools::{AGENT, Cited, ToolUse, Toolbox};
+use crate::core::clock::Clock;
+use crate::core::error::{Error, Result};
+use crate::core::records::HOT_PATH;
+use crate::core::retry::RetryPolicy;
+use crate::costs::ledger::Ledger;
+use crate::llm::agent::{self, AgentError, AgentSpec};
+use crate::llm::{ChatModel, Message};
+
+/// The longest message accepted, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 4000;
+/// Model requests of one reply, and tool calls.
+const REQUEST_LIMIT: u32 = 4;
+const TOOL_LIMIT: u32 = 4;
+/// Kept back from Lambda's deadline for the hooks and the answer.
+const RESERVE: Duration = Duration::from_secs(7);
+/// Time box of storing the turn.
+const HOOK_TIME: Duration = Duration::from_secs(1);
+/// Time box of keeping stated preferences: a read, an embedding, a write.
+const REMEMBER_TIME: Duration = Duration::from_millis(2500);
+
+/// `POST /chat`'s body, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatInput {
+    pub message: String,
+    pub conversation_id: Option<String>,
+    pub location: Option<(f64, f64)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Body {
+    message: String,
+    conversation_id: Option<String>,
+    location: Option<Location>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Location {
+    lat: f64,
+    lng: f64,
+}
+
+impl ChatInput {
+    /// Parses `{message, conversationId?, location?: {lat, lng}}`; each mistake names its field.
+    pub fn from_json(body: &[u8]) -> Result<Self> {
+        let body: Body = crate::core::json::typed_body(body, "invalid_chat")?;
+        let message = body.message.trim().to_owned();
+        if message.is_empty() || message.chars().count() > MAX_MESSAGE_CHARS {
+            return Err(Error::invalid("invalid_chat", format!("message must be 1-{MAX_MESSAGE_CHARS} characters")));
+        }
+        if let Some(id) = &body.conversation_id {
+            history::check_id(id)?;
+        }
+        let location = match body.location {
+            None => None,
+            Some(Location { lat, lng }) if (-90.0..=90.0).contains(&lat) && (-180.0..=180.0).contains(&lng) => {
+                Some((lat, lng))
+            }
+            Some(_) => return Err(Error::invalid("invalid_chat", "location: lat -90..90 and lng -180..180")),
+        };
+        Ok(Self { message, conversation_id: body.conversation_id, location })
+    }
+}
+
+/// A reply: `{conversationId, mode, reply, toolCalls, sources, mock, remembered}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    pub conversation_id: String,
+    pub mode: Mode,
+    pub reply: String,
+    pub tool_calls: Vec<ToolUse>,
+    pub sources: Vec<Cited>,
+    /// The reply is the labelled mock model's (no `LLM_API_KEY`).
+    pub mock: bool,
+    /// Preferences this message stated, now kept in the user's profile.
+    pub remembered: Vec<Stated>,
+}
+
+/// What a reply tells the client as it goes (server-sent events, in this order: `mode`, a
+/// `tool` per tool call, `delta`, then `done` or `error`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Mode { conversation_id: String, mode: Mode, by: By },
+    Tool(ToolUse),
+    Delta(String),
+    Done(Answer),
+    Error { code: String, message: String },
+}
+
+impl Event {
+    /// The event as one SSE frame.
+    pub fn to_sse(&self) -> String {
+        let (name, data) = match self {
+            Event::Mode { conversation_id, mode, by } => {
+                ("mode", serde_json::json!({"conversationId": conversation_id, "mode": mode, "by": by}))
+            }
+            Event::Tool(used) => ("tool", serde_json::json!(used)),
+            Event::Delta(text) => ("delta", serde_json::json!({"text": text})),
+            Event::Done(answer) => ("done", serde_json::json!(answer)),
+            Event::Error { code, message } => ("error", serde_json::json!({"code": code, "message": message})),
+        };
+        format!("event: {name}\ndata: {data}\n\n")
+    }
+}
+
+/// The assistant and what it uses.
+pub struct Assistant {
+    pub llm: Arc<dyn ChatModel>,
+    pub model: String,
+    pub ledger: Ledger,
+    pub retry: RetryPolicy,
+    pub retrieval: Retrieval,
+    /// `search_web` (with a Tavily key only).
+    pub web: Option<Arc<crate::web::tools::Tools>>,
+    pub app: AppTools,
+    pub history: History,
+    pub classifier: Classifier,
+    /// Time box of one reply (`ASSISTANT_BUDGET_MS`), and of one tool call.
+    pub budget: Duration,
+    pub tool_time: Duration,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Assistant {
+    /// Answers `input` from `user` (the verified caller), telling `events` as it goes. `left`:
+    /// what Lambda's deadline leaves. Refused before any event (and any model call): an unknown
+    /// conversation (404), a store that cannot say which it is (503).
+    pub async fn chat(
+        &self,
+        user: &str,
+        input: &ChatInput,
+        request_id: &str,
+        left: Option<Duration>,
+        events: &UnboundedSender<Event>,
+    ) -> Result<Answer> {
+        crate::activities::interests::check_user_id(user)?;
+        let started = Instant::now();
+        let budget = left.map_or(self.budget, |l| self.budget.min(l.saturating_sub(RESERVE)));
+        let now = self.clock.now();
+        // 1. Context.
+        let (conversation, earlier) = match &input.conversation_id {
+            Some(id) => (id.clone(), self.history.recent(user, id, now).await?),
+            None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
+        };
+        let stated = match tokio::time::timeout(HOT_PATH, self.retrieval.stated_preferences(user)).await {
+            Ok(Ok(stated)) => stated,
+            _ => Vec::new(), // personal context is a help, never a reason to fail
+        };
+        // 2. Intent.
+        let (mode, by) = self.classifier.classify(&input.message, earlier.last().map(|t| t.mode), request_id).await;
+        tracing::info!(request_id, mode = mode.as_str(), ?by, "assistant mode");
+        let _ = events.send(Event::Mode { conversation_id: conversation.clone(), mode, by });
+        // 3. Mode: prompt and tools.
+        let instructions = instructions(mode, input.location, &stated, now, self.retrieval.ranking().zone);
+        let toolbox = Toolbox {
+            mode,
+            retrieval: &self.retrieval,
+            web: self.web.as_deref(),
+            app: &self.app,
+            user,
+            conversation: &conversation,
+            location: input.location,
+            request_id,
+            events,
+            deadline: started + budget,
+            tool_time: self.tool_time,
+            used: Mutex::default(),
+            sources: Mutex::default(),
+        };
+        // 4. The model.
+        let spec = AgentSpec {
+            name: AGENT,
+            model: &self.model,
+            instructions: &instructions,
+            output: None,
+            request_limit: REQUEST_LIMIT,
+            tool_limit: TOOL_LIMIT,
+            output_retries: 0,
+            deadline: Some(started + budget),
+        };
+        let mut messages: Vec<Message> = Vec::new();
+        for turn in &earlier {
+            messages.push(Message::User(turn.user.clone()));
+            messages.push(Message::Assistant { content: Some(turn.assistant.clone()), tool_calls: Vec::new() });
+        }
+        messages.push(Message::User(input.message.clone()));
+        let reply = agent::converse(&*self.llm, &self.ledger, self.retry, &spec, messages, &toolbox, request_id)
+            .await
+            .map_err(|e| match e {
+                AgentError::Budget(e) => e,
+                e => {
+                    tracing::error!(request_id, error = %e, "assistant model failed");
+                    Error::Upstream(format!(
+                        "the assistant's model is unavailable; please retry (request {request_id})"
+                    ))
+                }
+            })?;
+        let _ = events.send(Event::Delta(reply.clone()));
+        // 5. Hooks.
+        let turn = Turn { user: input.message.clone(), assistant: reply.clone(), mode, at: self.clock.now() };
+        match tokio::time::timeout(HOOK_TIME, self.history.append(user, &conversation, &turn)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(request_id, error = %e, "the turn was not stored"),
+            Err(_) => tracing::error!(request_id, "the turn was not stored in time"),
+        }
+        let remembered = self.remember(user, &input.message, request_id).await;
+        let (tool_calls, sources) = (toolbox.used.into_inner(), toolbox.sources.into_inner());
+        Ok(Answer {
+            conversation_id: conversation,
+            mode,
+            reply,
+            tool_calls: tool_calls.expect("not poisoned"),
+            sources: sources.expect("not poisoned"),
+            mock: self.llm.is_mock(),
+            remembered,
+        })
+    }
+
+    /// The preferences `message` states, kept in `user`'s profile; what was kept.
+    async fn remember(&self, user: &str, message: &str, request_id: &str) -> Vec<Stated> {
+        let new = preferences::extract(message);
+        if new.is_empty() {
+            return new;
+        }
+        match tokio::time::timeout(REMEMBER_TIME, self.retrieval.remember(user, &new, request_id)).await {
+            Ok(Ok(_)) => new,
+            Ok(Err(e)) => {
+                tracing::warn!(request_id, error = %e, "stated preferences not kept");
+                Vec::new()
+            }
+            Err(_) => {
+                tracing::warn!(request_id, "stated preferences not kept in time");
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// The system prompt of `mode`, with the context: time, place, stated preferences.
+fn instructions(
+    mode: Mode,
+    location: Option<(f64, f64)>,
+    stated: &[Stated],
+    now: chrono::DateTime<Utc>,
+    zone: chrono_tz::Tz,
+) -> String {
+    let persona = match mode {
+        Mode::Chat => "像一个温暖的朋友一样聊天。需要最新的事实时，用 search_web（如果有）查证，并说明来源。",
+        Mode::Explore => {
+            "你是导游：用 explore_nearby 找用户附近的活动，只推荐工具返回的活动，说清时间、地点和推荐理由；\
+             没有合适的就直说。需要活动以外的信息时可以用 search_web（如果有）。"
+        }
+        Mode::Create => {
+            "你是秘书：帮用户发起活动。先确认类型、时间、地点、人数和费用，再用可用的工具创建或修改草稿，\
+             发布前必须得到用户明确同意。没有工具时，把草稿整理好请用户在 App 里发布。"
+        }
+        Mode::Partner => {
+            "你是中介：帮用户找搭子。问清想做什么、什么时间、希望对方是什么样的人，再用可用的工具登记意向。\
+             没有工具时，告诉用户可以在 App 里发布找搭子。"
+        }
+        Mode::Manage => {
+            "你是管家：帮用户查看和管理自己的活动，用可用的工具查询或取消；取消前必须得到用户确认。\
+             没有工具时，告诉用户在 App 的「我的活动」里操作。"
+        }
+    };
+    let mut context = format!(
+        "你是聚场的 AI 助手。用用户使用的语言回答，简洁。\n{persona}\n现在：{}",
+        now.with_timezone(&zone).format("%Y-%m-%d %H:%M %Z")
+    );
+    if let Some((lat, lng)) = location {
+        context.push_str(&format!("\n用户位置：{lat:.5}, {lng:.5}"));
+    }
+    let (likes, dislikes): (Vec<&Stated>, Vec<&Stated>) = stated.iter().partition(|s| s.likes);
+    let join = |list: Vec<&Stated>| list.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("；");
+    if !likes.is_empty() {
+        context.push_str(&format!("\n用户说过喜欢：{}", join(likes)));
+    }
+    if !dislikes.is_empty() {
+        context.push_str(&format!("\n用户说过不要：{}", join(dislikes)));
+    }
+    context
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chat_body_is_checked_field_by_field() {
+        let ok = ChatInput::from_json(br#"{"message": " hi ", "location": {"lat": 31.2, "lng": 121.5}}"#).unwrap();
+        assert_eq!((ok.message.as_str(), ok.location), ("hi", Some((31.2, 121.5))));
+        for (body, says) in [
+            (r#"{"message": ""}"#, "message"),
+            (r#"{"message": "x", "extra": 1}"#, "extra"),
+            (r#"{"message": "x", "conversationId": "../x"}"#, "conversationId"),
+            (r#"{"message": "x", "location": {"lat": 91, "lng": 0}}"#, "lat"),
+            (r#"{}"#, "message"),
+        ] {
+            let e = ChatInput::from_json(body.as_bytes()).unwrap_err();
+            assert_eq!(e.status(), 400, "{body}");
+            assert!(e.to_string().contains(says), "{body}: {e}");
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Step 3's tools for one reply: those of its mode, run for the model and told to the client
+//! (`tool` events) as they finish. `explore_nearby` runs in process through the same retrieval
+//! as `POST /rag/search` (at the user's location unless the model names a place, personalised
+//! for the user); `search_web` is seed 002's (offered only with a Tavily key); the app's tools
+//! go over HTTP.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::activities::request::SearchRequest;
+use crate::activities::retrieval::Retrieval;
+use crate::assistant::Event;
+use crate::assistant::app_tools::{AppTools, Caller};
+use crate::assistant::intent::Mode;
+use crate::llm::ToolSpec;
+use crate::web::providers::tavily::WebResult;
+use crate::web::tools::{self as web, EXPLORE_NEARBY, SEARCH_WEB, error_string};
+
+/// Radius of `explore_nearby` when the model gives none, in km.
+const DEFAULT_RADIUS_KM: f64 = 10.0;
+
+/// A tool call as the answer lists it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolUse {
+    pub name: String,
+    pub ok: bool,
+}
+
+/// A web source the reply may cite.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Cited {
+    pub title: String,
+    pub url: String,
+}
+
+/// What one reply's tools need, and what they did.
+pub struct Toolbox<'a> {
+    pub mode: Mode,
+    pub retrieval: &'a Retrieval,
+    /// `search_web`, when a Tavily key is configured.
+    pub web: Option<&'a web::Tools>,
+    pub app: &'a AppTools,
+    pub user: &'a str,
+    pub conversation: &'a str,
+    pub location: Option<(f64, f64)>,
+    pub request_id: &'a str,
+    pub events: &'a UnboundedSender<Event>,
+    /// When the reply's time box ends, and the longest a tool may take: a tool that could not
+    /// finish before it is not started.
+    pub deadline: tokio::time::Instant,
+    pub tool_time: std::time::Duration,
+    pub used: Mutex<Vec<ToolUse>>,
+    pub sources: Mutex<Vec<Cited>>,
+}
+
+/// The agent every assistant call is accounted to.
+pub const AGENT: &str = "assistant";
+
+impl Toolbox<'_> {
+    /// `explore_nearby`'s arguments with the user's place and a radius filled in, and the user
+    /// to personalise for.
+    async fn explore(&self, mut arguments: Value) -> String {
+        let Some(args) = arguments.as_object_mut() else {
+            return error_string("invalid_arguments", "the arguments must be a JSON object");
+        };
+        if let Some((lat, lng)) = self.location
+            && !args.contains_key("lat")
+            && !args.contains_key("lng")
+        {
+            args.insert("lat".into(), json!(lat));
+            args.insert("lng".into(), json!(lng));
+        }
+        if !args.contains_key("lat") {
+            return error_string("location_unknown", "the user's location is unknown: ask where they are");
+        }
+        args.entry("radiusInKm").or_insert(json!(DEFAULT_RADIUS_KM));
+        let mut request = match SearchRequest::from_tool_arguments(&arguments) {
+            Ok(request) => request,
+            Err(e) => return error_string("invalid_arguments", &e.to_string()),
+        };
+        request.user_id = Some(self.user.to_owned());
+        match self.retrieval.search(&request, self.request_id).await {
+            Ok(response) => response.tool_text(self.retrieval.ranking().zone),
+            Err(e) => {
+                tracing::error!(error = %e, "explore_nearby failed");
+                error_string("explore_failed", "activity search is temporarily unavailable")
+            }
+        }
+    }
+
+    async fn search_web(&self, web: &web::Tools, arguments: &Value) -> String {
+        let Some(query) = arguments.get("query").and_then(Value::as_str).map(str::trim).filter(|q| !q.is_empty())
+        else {
+            return error_string("invalid_arguments", "query is required");
+        };
+        let query: String = query.chars().take(400).collect();
+        match web.search_web(&query, AGENT, self.request_id).await {
+            Ok(answer) => {
+                let found: Vec<WebResult> = serde_json::from_str(&answer.result).unwrap_or_default();
+                let mut sources = self.sources.lock().expect("not poisoned");
+                for r in found {
+                    if !sources.iter().any(|s| s.url == r.url) {
+                        sources.push(Cited { title: r.title, url: r.url });
+                    }
+                }
+                answer.result
+            }
+            Err(e) => error_string(e.code(), &e.to_string()),
+        }
+    }
+}
+
+#[async_trait]
+impl crate::llm::agent::Tools for Toolbox<'_> {
+    fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        if self.mode == Mode::Explore {
+            let mut parameters = web::explore_nearby_definition()["function"]["parameters"].clone();
+            parameters["required"] = json!([]);
+            specs.push(ToolSpec {
+                name: EXPLORE_NEARBY.into(),
+                description: "Find bookable activities near the user (their location unless you give lat and lng; \
+                              10 km unless you give radiusInKm), ranked by how well they fit what the user wants, \
+                              each with why it matches (matchReason)."
+                    .into(),
+                parameters,
+            });
+        }
+        if matches!(self.mode, Mode::Chat | Mode::Explore)
+            && let Some(web) = self.web
+        {
+            let definition = web.definitions().into_iter().find(|d| d["function"]["name"] == SEARCH_WEB);
+            if let Some(d) = definition {
+                specs.push(ToolSpec {
+                    name: SEARCH_WEB.into(),
+                    description: d["function"]["description"].as_str().unwrap_or_default().to_owned(),
+                    parameters: d["function"]["parameters"].clone(),
+                });
+            }
+        }
+        specs.extend(self.app.in_mode(self.mode.as_str()).map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t.parameters.clone(),
+        }));
+        specs
+    }
+
+    async fn call(&self, name: &str, arguments: Value) -> String {
+        let offered = self.specs().iter().any(|s| s.name == name);
+        let in_time = tokio::time::Instant::now() + self.tool_time <= self.deadline;
+        let result = if !offered {
+            error_string("unknown_tool", &format!("no tool {name} in this conversation"))
+        } else if !in_time {
+            error_string("out_of_time", "no time is left for tools: answer with what you have")
+        } else if name == EXPLORE_NEARBY {
+            self.explore(arguments).await
+        } else if name == SEARCH_WEB
+            && let Some(web) = self.web
+        {
+            self.search_web(web, &arguments).await
+        } else {
+            match self.app.in_mode(self.mode.as_str()).find(|t| t.name == name) {
+                Some(tool) => {
+                    let call = self.used.lock().expect("not poisoned").len();
+                    let key = format!("{}-{call}", self.request_id);
+                    let caller = Caller { user: self.user, conversation: self.conversation, idempotency_key: &key };
+                    self.app.call(tool, arguments, &caller).await
+                }
+                None => error_string("unknown_tool", &format!("no tool {name} in this conversation")),
+            }
+        };
+        let ok = serde_json::from_str::<Value>(&result).map_or(true, |v| v.get("error").is_none());
+        let used = ToolUse { name: name.to_owned(), ok };
+        let _ = self.events.send(Event::Tool(used.clone()));
+        self.used.lock().expect("not poisoned").push(used);
+        result
+    }
+}

@@ -1,0 +1,440 @@
+//! The assistant, `POST /chat` (seeds 002 and 004 Requirement 13), through the real handler:
+//! a scripted OpenAI-compatible model, a fake Tavily, Qdrant Edge, and both record stores
+//! (SQLite and DynamoDB Local).
+
+use integration::chat::{Chat, ChatHarness, ScriptedModel, offered};
+use integration::rag::activity;
+use integration::{StoreKind, TAVILY_KEY, on_both_stores};
+use serde_json::{Value, json};
+use shared::core::clock::Clock;
+use shared::costs::ledger::CallKind;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+const USER: &str = "u-alice";
+/// Where the catalogue's activities are.
+const HERE: (f64, f64) = (31.2218, 121.4378);
+
+fn calls(tool: &str, arguments: Value) -> Option<ScriptedModel> {
+    Some(ScriptedModel { tool: Some((tool.into(), arguments)) })
+}
+
+fn tavily_results() -> Value {
+    json!({
+        "query": "q", "answer": null, "images": [], "response_time": 0.4, "usage": {"credits": 1},
+        "results": [
+            {"title": "识字教学新方法", "url": "https://one.example.com/a", "content": "one", "score": 0.9},
+            {"title": "绘本推荐", "url": "https://two.example.com/b", "content": "two", "score": 0.8},
+            {"title": "第三条", "url": "https://three.example.com/c", "content": "three", "score": 0.7},
+            {"title": "第四条", "url": "https://four.example.com/d", "content": "four", "score": 0.6}
+        ]
+    })
+}
+
+async fn tavily_answers(h: &ChatHarness, status: u16, body: Value) {
+    Mock::given(method("POST"))
+        .and(path("/search"))
+        .and(header("authorization", format!("Bearer {TAVILY_KEY}").as_str()))
+        .respond_with(ResponseTemplate::new(status).set_body_json(body))
+        .mount(h.tavily())
+        .await;
+}
+
+async fn index_catalogue(h: &ChatHarness) {
+    let catalogue = json!([
+        activity("quiet", "白噪音读书局", "读书会", "雨声白噪音里安静看书，累了就放空发呆。", 30),
+        activity("beer", "周五大排档啤酒局", "美食", "下班来撸串喝啤酒，人多热闹，欢迎新朋友！", 32),
+        activity("meditate", "正念冥想入门", "冥想", "白噪音里静下心来冥想，放空发呆。", 100),
+    ]);
+    let (status, r) = h.rag.index("POST", "/activities", &catalogue.to_string()).await;
+    assert_eq!(status, 200, "{r}");
+}
+
+/// The content of the tool result the model was given in its second request.
+fn tool_result(request: &Value) -> Value {
+    let m = request["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").expect("a tool result");
+    serde_json::from_str(m["content"].as_str().unwrap()).expect("a tool result is a JSON string")
+}
+
+// Seed 002, "API Key 未配置降级" and "联网搜索工具注册": without a Tavily key the model is
+// offered no search_web and the user still gets an answer; with one, search_web is registered
+// with its name, description and parameters.
+async fn search_web_is_registered_only_with_a_tavily_key(kind: StoreKind) {
+    let without =
+        ChatHarness::new(kind, Chat { model: calls("search_web", json!({"query": "x"})), ..Chat::default() }).await;
+    let (status, r) = without.chat(USER, json!({"message": "最新的识字教学方法有哪些"})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["mode"].as_str(), r["reply"].as_str()), (Some("CHAT"), Some("你好，我是测试模型。")));
+    assert_eq!(r["toolCalls"], json!([]));
+    let sent = without.model_requests().await;
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].get("tools").is_none(), "no tools at all in CHAT without a key: {}", sent[0]);
+
+    let with = ChatHarness::new(
+        kind,
+        Chat { model: calls("search_web", json!({"query": "x"})), tavily: true, ..Chat::default() },
+    )
+    .await;
+    tavily_answers(&with, 200, tavily_results()).await;
+    with.chat(USER, json!({"message": "最新的识字教学方法有哪些"})).await;
+    let sent = with.model_requests().await;
+    assert_eq!(offered(&sent[0]), ["search_web"]);
+    let function = &sent[0]["tools"][0]["function"];
+    assert!(function["description"].as_str().unwrap().contains("Search the web"));
+    assert_eq!(function["parameters"]["required"], json!(["query"]));
+}
+
+// Seed 002, "HTTP 请求调用", "响应处理", "工具调用结果处理": the model's search_web call sends
+// Tavily exactly the seed's body with the bearer key; the model gets a JSON string of at most 3
+// {title, url, content} and answers from it; the citations are the answer's sources, and every
+// call is costed under the agent `assistant`.
+async fn search_web_feeds_three_results_back_to_the_model(kind: StoreKind) {
+    let h = ChatHarness::new(
+        kind,
+        Chat {
+            model: calls("search_web", json!({"query": "最新的识字教学方法"})), tavily: true, ..Chat::default()
+        },
+    )
+    .await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let (status, r) = h.chat(USER, json!({"message": "最新的识字教学方法有哪些"})).await;
+    assert_eq!(status, 200, "{r}");
+    let sent: Value = serde_json::from_slice(&h.tavily_requests().await[0].body).unwrap();
+    assert_eq!(
+        sent,
+        json!({"query": "最新的识字教学方法", "search_depth": "basic", "max_results": 3, "include_answer": false,
+               "include_raw_content": false, "include_images": false})
+    );
+    let model = h.model_requests().await;
+    assert_eq!(model.len(), 2, "a tool call, then the answer");
+    let given = tool_result(&model[1]);
+    assert_eq!(given.as_array().unwrap().len(), 3, "at most 3 results reach the model: {given}");
+    assert_eq!(given[0], json!({"title": "识字教学新方法", "url": "https://one.example.com/a", "content": "one"}));
+    assert!(
+        r["reply"].as_str().unwrap().starts_with("根据工具结果：")
+            && r["reply"].as_str().unwrap().contains("识字教学新方法")
+    );
+    assert_eq!(r["toolCalls"], json!([{"name": "search_web", "ok": true}]));
+    let urls: Vec<&str> = r["sources"].as_array().unwrap().iter().map(|s| s["url"].as_str().unwrap()).collect();
+    assert_eq!(urls, ["https://one.example.com/a", "https://two.example.com/b", "https://three.example.com/c"]);
+    assert_eq!((r["mock"].as_bool(), r["mode"].as_str()), (Some(false), Some("CHAT")));
+    let costs = h.rag.costs().await;
+    let llm: Vec<_> = costs.iter().filter(|c| c.kind == CallKind::Llm).collect();
+    assert_eq!(llm.len(), 2, "both model requests are costed");
+    assert!(llm.iter().all(|c| c.agent == "assistant" && c.input_tokens == 1000 && c.cost_usd > 0.0), "{llm:?}");
+    let tavily: Vec<_> = costs.iter().filter(|c| c.provider == "tavily").collect();
+    assert_eq!((tavily.len(), tavily[0].agent.as_str()), (1, "assistant"));
+}
+
+// Seed 002, "API 调用失败处理": when Tavily fails, the model gets a JSON string {"error": ...}
+// and still answers; the reply is 200 and says the tool did not work.
+async fn a_failed_search_web_is_an_error_string_and_the_reply_goes_on(kind: StoreKind) {
+    let h = ChatHarness::new(
+        kind,
+        Chat { model: calls("search_web", json!({"query": "天气"})), tavily: true, ..Chat::default() },
+    )
+    .await;
+    tavily_answers(&h, 500, json!({"detail": {"error": "down"}})).await;
+    let (status, r) = h.chat(USER, json!({"message": "明天上海天气怎么样"})).await;
+    assert_eq!(status, 200, "{r}");
+    let given = tool_result(&h.model_requests().await[1]);
+    assert_eq!(given["error"], "search_failed", "{given}");
+    assert!(given["message"].as_str().unwrap().contains("temporarily unavailable"));
+    assert_eq!(r["toolCalls"], json!([{"name": "search_web", "ok": false}]));
+    assert_eq!(r["sources"], json!([]));
+    assert!(r["reply"].as_str().unwrap().contains("search_failed"), "the model answered from the error: {r}");
+}
+
+// Seed 004 Requirement 13: EXPLORE runs explore_nearby in process (the same retrieval as
+// /rag/search) at the user's location; CHAT offers no activity search; the app's tools are
+// offered only in their modes and called with the bearer secret, for the verified user.
+async fn modes_have_their_tools(kind: StoreKind) {
+    let app = integration::FakeServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/ai/tools/create-draft"))
+        .and(header("authorization", "Bearer app-tool-secret"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"draftId": "d-1", "status": "draft"})))
+        .mount(&app)
+        .await;
+    let tools = json!([{
+        "name": "createDraft", "description": "Create an activity draft for the user to confirm.",
+        "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+        "url": format!("{}/ai/tools/create-draft", app.uri()), "modes": ["CREATE"], "auth": "bearer",
+        "secretEnv": "APP_TOOL_TOKEN"
+    }])
+    .to_string();
+    let env = [("ASSISTANT_TOOLS", tools.as_str()), ("APP_TOOL_TOKEN", "app-tool-secret")];
+    let explore = ChatHarness::new(
+        kind,
+        Chat {
+            model: calls("explore_nearby", json!({"semanticQuery": "安静 发呆"})), env: &env, ..Chat::default()
+        },
+    )
+    .await;
+    index_catalogue(&explore).await;
+    let (status, r) = explore
+        .chat(USER, json!({"message": "附近有什么能安静发呆的活动？", "location": {"lat": HERE.0, "lng": HERE.1}}))
+        .await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["mode"], "EXPLORE");
+    let sent = explore.model_requests().await;
+    assert_eq!(offered(&sent[0]), ["explore_nearby"], "no search_web without a key, no CREATE tool");
+    let found = tool_result(&sent[1]);
+    let titles: Vec<&str> =
+        found["activities"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(titles.first(), Some(&"白噪音读书局"), "ranked by what the user asked for: {titles:?}");
+    assert!(found["activities"][0]["distanceKm"].as_f64().unwrap() < 1.0, "at the user's location");
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]));
+
+    let create = ChatHarness::new(
+        kind,
+        Chat { model: calls("createDraft", json!({"title": "周六飞盘"})), env: &env, ..Chat::default() },
+    )
+    .await;
+    let (status, r) = create.chat(USER, json!({"message": "我想发起一个周六的飞盘局"})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["mode"], "CREATE");
+    assert_eq!(offered(&create.model_requests().await[0]), ["createDraft"]);
+    let called = app.received_requests().await.unwrap();
+    assert_eq!(called.len(), 1);
+    let body: Value = serde_json::from_slice(&called[0].body).unwrap();
+    assert_eq!(
+        body,
+        json!({"tool": "createDraft", "userId": USER, "conversationId": r["conversationId"], "arguments": {"title": "周六飞盘"}})
+    );
+    assert_eq!(tool_result(&create.model_requests().await[1]), json!({"draftId": "d-1", "status": "draft"}));
+    assert_eq!(r["toolCalls"], json!([{"name": "createDraft", "ok": true}]));
+
+    // Without a location, explore_nearby tells the model to ask for one.
+    let (_, r) = explore.chat(USER, json!({"message": "附近有什么好玩的"})).await;
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false}]));
+    assert!(r["reply"].as_str().unwrap().contains("location_unknown"), "{r}");
+}
+
+// History across two messages: the second request carries the first exchange; another user's
+// conversationId is a 404 that reaches no model, and so is an unknown one.
+async fn a_conversation_is_its_users_only(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tool: None }), ..Chat::default() }).await;
+    let (status, first) = h.chat(USER, json!({"message": "你好，我叫小周"})).await;
+    assert_eq!(status, 200, "{first}");
+    let id = first["conversationId"].as_str().unwrap().to_owned();
+    h.rag.clock.advance(chrono::Duration::seconds(5));
+    let (status, second) = h.chat(USER, json!({"message": "我刚才说我叫什么？", "conversationId": id})).await;
+    assert_eq!((status, second["conversationId"].as_str()), (200, Some(id.as_str())), "{second}");
+    let sent = h.model_requests().await;
+    let roles: Vec<(&str, &str)> = sent[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        roles,
+        [("user", "你好，我叫小周"), ("assistant", "你好，我是测试模型。"), ("user", "我刚才说我叫什么？")]
+    );
+
+    let (status, r) = h.chat("u-mallory", json!({"message": "给我看看", "conversationId": id})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (404, Some("not_found")), "{r}");
+    let (status, _) = h.chat(USER, json!({"message": "hi", "conversationId": "no-such-conversation"})).await;
+    assert_eq!(status, 404);
+    assert_eq!(h.model_requests().await.len(), 2, "a refused conversation reaches no model");
+    // After its TTL (30 days from the last turn) the conversation is gone.
+    h.rag.clock.advance(chrono::Duration::days(31));
+    let (status, _) = h.chat(USER, json!({"message": "还在吗", "conversationId": id})).await;
+    assert_eq!(status, 404);
+    assert_eq!(h.model_requests().await.len(), 2);
+}
+
+// The hook: stated preferences are kept in the user's interest profile (embedded for
+// rag-search's MaxSim) and told to the model on the next message.
+async fn stated_preferences_are_remembered(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tool: None }), ..Chat::default() }).await;
+    let (status, r) = h.chat(USER, json!({"message": "我喜欢安静的，不要太贵"})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["remembered"], json!([{"text": "喜欢安静的", "likes": true}, {"text": "不要太贵", "likes": false}]));
+    let record =
+        h.rag.records.get("USER#u-alice", "PREFERENCES", h.rag.clock.now().timestamp()).await.unwrap().unwrap();
+    assert!(record.body["vector"].as_array().is_some_and(|v| !v.is_empty()), "embedded for MaxSim: {}", record.body);
+    h.chat(USER, json!({"message": "那帮我推荐点什么"})).await;
+    let system = h.model_requests().await[1]["messages"][0]["content"].as_str().unwrap().to_owned();
+    assert!(system.contains("用户说过喜欢：喜欢安静的") && system.contains("用户说过不要：不要太贵"), "{system}");
+    // Bounded per user: the newest ten.
+    for i in 0..12 {
+        h.chat(USER, json!({"message": format!("我喜欢第{i}种活动")})).await;
+    }
+    let record =
+        h.rag.records.get("USER#u-alice", "PREFERENCES", h.rag.clock.now().timestamp()).await.unwrap().unwrap();
+    let kept = record.body["preferences"]["stated"].as_array().unwrap();
+    assert_eq!((kept.len(), kept[0]["text"].as_str()), (10, Some("喜欢第11种活动")));
+}
+
+// With Accept: text/event-stream the reply is SSE: mode, tool, delta, done, in that order, and
+// done is the JSON answer; a model that fails after the mode is an error event.
+async fn sse_events_come_in_order(kind: StoreKind) {
+    let h = ChatHarness::new(
+        kind,
+        Chat { model: calls("search_web", json!({"query": "绘本"})), tavily: true, ..Chat::default() },
+    )
+    .await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let (status, kind_of, text) = h.send(Some(USER), &json!({"message": "推荐儿童阅读绘本"}), true).await;
+    assert_eq!((status, kind_of.as_str()), (200, "text/event-stream; charset=utf-8"));
+    let events: Vec<(&str, Value)> = text
+        .split("\n\n")
+        .filter(|f| !f.is_empty())
+        .map(|f| {
+            let (name, data) = f.split_once('\n').unwrap();
+            (name.strip_prefix("event: ").unwrap(), serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = events.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["mode", "tool", "delta", "done"], "{text}");
+    assert_eq!(events[1].1, json!({"name": "search_web", "ok": true}));
+    assert_eq!(events[2].1["text"], events[3].1["reply"]);
+    assert_eq!(events[0].1["conversationId"], events[3].1["conversationId"]);
+
+    let down = ChatHarness::new(
+        kind,
+        Chat {
+            model: None,
+            env: &[("LLM_API_KEY", "k"), ("LLM_BASE_URL", &integration::refused_url())],
+            ..Chat::default()
+        },
+    )
+    .await;
+    let (status, _, text) = down.send(Some(USER), &json!({"message": "你好"}), true).await;
+    assert_eq!(status, 200);
+    assert!(
+        text.starts_with("event: mode\n") && text.contains("event: error\ndata: {\"code\":\"upstream_unavailable\""),
+        "{text}"
+    );
+    let (_, _, text) = down.send(Some(USER), &json!({"message": "你好"}), false).await;
+    assert!(text.contains("upstream_unavailable"), "JSON callers get the one error body: {text}");
+}
+
+// No LLM key: the labelled mock still classifies, runs the mode's tool and names what it found.
+async fn without_a_key_the_mock_runs_intent_and_tools(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat::default()).await;
+    index_catalogue(&h).await;
+    let (status, r) =
+        h.chat(USER, json!({"message": "附近有什么安静的活动", "location": {"lat": HERE.0, "lng": HERE.1}})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["mock"].as_bool(), r["mode"].as_str()), (Some(true), Some("EXPLORE")));
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]));
+    let reply = r["reply"].as_str().unwrap();
+    assert!(reply.starts_with("【模擬資料】") && reply.contains("白噪音读书局"), "{reply}");
+    let mock: Vec<_> = h.rag.costs().await.into_iter().filter(|c| c.kind == CallKind::Llm).collect();
+    assert!(!mock.is_empty() && mock.iter().all(|c| c.agent == "assistant" && c.mock && c.cost_usd == 0.0));
+}
+
+// Who may call, and bad input: no token is 401, and so is a backend's signature (not a user); a
+// bad body is a 400 naming its field, another method a 405; none reaches the model.
+async fn only_a_user_may_chat_and_bad_input_changes_nothing(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tool: None }), ..Chat::default() }).await;
+    let (status, _, text) = h.send(None, &json!({"message": "hi"}), false).await;
+    assert_eq!(status, 401, "{text}");
+    let backend = integration::as_backend(integration::request("POST", "/chat", r#"{"message": "hi"}"#));
+    assert_eq!(assistant::handle(&h.app, backend).await.status(), 401, "a backend is not a user");
+    for (body, code) in [
+        (json!({"message": ""}), "invalid_chat"),
+        (json!({"message": "hi", "model": "gpt-5"}), "unknown_field"),
+        (json!({"message": "hi", "location": {"lat": 200, "lng": 0}}), "invalid_chat"),
+        (json!({"message": "hi", "conversationId": "a/b"}), "invalid_conversation_id"),
+    ] {
+        let (status, r) = h.chat(USER, body.clone()).await;
+        assert_eq!((status, r["error"]["code"].as_str()), (400, Some(code)), "{body}: {r}");
+    }
+    let get = integration::as_user(integration::request("GET", "/chat", ""), USER);
+    assert_eq!(assistant::handle(&h.app, get).await.status(), 405);
+    assert!(h.model_requests().await.is_empty());
+    assert!(h.rag.costs().await.is_empty(), "nothing was spent");
+}
+
+// An app tool with `auth: sigv4` is signed with the function's credentials for its service and
+// region: the signature the tool receives is the one AWS would compute for that request.
+async fn a_sigv4_app_tool_is_signed(kind: StoreKind) {
+    use aws_credential_types::Credentials;
+    use aws_credential_types::provider::SharedCredentialsProvider;
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+    let app = integration::FakeServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/ai/tools/my-activities"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"activities": []})))
+        .mount(&app)
+        .await;
+    let url = format!("{}/ai/tools/my-activities", app.uri());
+    let tools = json!([{"name": "getMyActivities", "description": "The user's activities.",
+        "parameters": {"type": "object", "properties": {}}, "url": url, "modes": ["MANAGE"],
+        "auth": "sigv4", "region": "eu-west-1"}])
+    .to_string();
+    let env = [("ASSISTANT_TOOLS", tools.as_str())];
+    let mut h =
+        ChatHarness::new(kind, Chat { model: calls("getMyActivities", json!({})), env: &env, ..Chat::default() }).await;
+    let credentials = Credentials::new("AKIDTEST", "test-secret-access-key", Some("test-session".into()), None, "test");
+    let tools = shared::assistant::app_tools::AppTools::new(
+        h.rag.config.assistant_tools.clone(),
+        std::time::Duration::from_secs(2),
+    )
+    .unwrap()
+    .signing_with(SharedCredentialsProvider::new(credentials.clone()));
+    h.app.assistant.app = tools;
+    let (status, r) = h.chat(USER, json!({"message": "帮我看看我的活动"})).await;
+    assert_eq!((status, r["mode"].as_str()), (200, Some("MANAGE")), "{r}");
+    assert_eq!(r["toolCalls"], json!([{"name": "getMyActivities", "ok": true}]));
+    let got = &app.received_requests().await.unwrap()[0];
+    let header = |name: &str| got.headers.get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    let authorization = header("authorization");
+    assert!(authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDTEST/"), "{authorization}");
+    assert!(authorization.contains("/eu-west-1/execute-api/aws4_request"), "{authorization}");
+    assert_eq!(header("x-amz-security-token"), "test-session");
+    // Recompute the signature of what arrived, at the time it says.
+    let at = chrono::NaiveDateTime::parse_from_str(&header("x-amz-date"), "%Y%m%dT%H%M%SZ").unwrap().and_utc();
+    let identity = aws_smithy_runtime_api::client::identity::Identity::from(credentials);
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region("eu-west-1")
+        .name("execute-api")
+        .time(std::time::SystemTime::from(at))
+        .settings(SigningSettings::default())
+        .build()
+        .unwrap()
+        .into();
+    let signable = SignableRequest::new(
+        "POST",
+        url.as_str(),
+        [("content-type", "application/json")].into_iter(),
+        SignableBody::Bytes(&got.body),
+    )
+    .unwrap();
+    let (expected, _) = sign(signable, &params).unwrap().into_parts();
+    let expected = expected.headers().find(|(k, _)| *k == "authorization").unwrap().1.to_owned();
+    assert_eq!(authorization, expected, "the signature covers this URL and body");
+}
+
+// The `infra/events/chat.json` fixture (what `cargo lambda invoke` and the demo send) routes
+// through the real handler on the embedded default: the labelled mock, in EXPLORE.
+async fn the_chat_fixture_answers_on_the_embedded_default(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat::default()).await;
+    let path = format!("{}/../infra/events/chat.json", env!("CARGO_MANIFEST_DIR"));
+    let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).expect("an API Gateway event");
+    let response = assistant::handle(&h.app, req).await;
+    let r: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    assert_eq!(response.status(), 200, "{r}");
+    assert_eq!((r["mode"].as_str(), r["mock"].as_bool()), (Some("EXPLORE"), Some(true)));
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]));
+}
+
+on_both_stores!(
+    a_sigv4_app_tool_is_signed,
+    the_chat_fixture_answers_on_the_embedded_default,
+    search_web_is_registered_only_with_a_tavily_key,
+    search_web_feeds_three_results_back_to_the_model,
+    a_failed_search_web_is_an_error_string_and_the_reply_goes_on,
+    modes_have_their_tools,
+    a_conversation_is_its_users_only,
+    stated_preferences_are_remembered,
+    sse_events_come_in_order,
+    without_a_key_the_mock_runs_intent_and_tools,
+    only_a_user_may_chat_and_bad_input_changes_nothing,
+);
