@@ -191,18 +191,14 @@ pub fn with_stated(preferences: Option<Value>, new: &[Stated]) -> (Value, Option
     let list = |key: &str| -> Vec<String> {
         preferences[key].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect()
     };
+    let (tags, vibes) = (list("tags"), list("vibes"));
     let likes: Vec<&str> = kept.iter().filter(|s| s.likes).map(|s| s.text.as_str()).collect();
     let text = preferences["text"].as_str().unwrap_or_default();
-    if likes.is_empty() && list("tags").is_empty() && list("vibes").is_empty() && text.is_empty() {
+    if likes.is_empty() && tags.is_empty() && vibes.is_empty() && text.is_empty() {
         return (preferences, None);
     }
-    let embedded = format!(
-        "标签: {}\n氛围: {}\n偏好: {} {}",
-        list("tags").join(", "),
-        list("vibes").join("、"),
-        text,
-        likes.join("；")
-    );
+    let embedded =
+        format!("标签: {}\n氛围: {}\n偏好: {} {}", tags.join(", "), vibes.join("、"), text, likes.join("；"));
     (preferences, Some(embedded))
 }
 

@@ -114,9 +114,7 @@ impl AppTools {
             }
         }
     }
-}
 
-impl AppTools {
     /// The SigV4 headers (`authorization`, `x-amz-date`, `x-amz-security-token`) of a `POST`
     /// of `body` to `tool`'s URL, signed with the function's own credentials.
     async fn sigv4_headers(

@@ -199,10 +199,11 @@ impl Classifier {
                 .map(|(_, v)| cosine(asked, v))
                 .fold(f32::MIN, f32::max)
         };
-        let (mode, score) =
-            Mode::ALL.into_iter().map(|m| (m, best(m))).max_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or((Mode::Chat, 0.0));
+        let scores = Mode::ALL.map(|m| (m, best(m)));
+        let chat = scores[0].1; // Mode::ALL starts with CHAT
+        let (mode, score) = scores.into_iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or((Mode::Chat, chat));
         let floor = self.embedding.min_similarity().unwrap_or(0.0);
-        (mode != Mode::Chat && score >= floor && score - best(Mode::Chat) >= EXEMPLAR_MARGIN).then_some(mode)
+        (mode != Mode::Chat && score >= floor && score - chat >= EXEMPLAR_MARGIN).then_some(mode)
     }
 }
 

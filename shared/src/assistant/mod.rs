@@ -32,7 +32,7 @@ use crate::assistant::intent::{By, Classifier, Mode};
 use crate::assistant::tools::{AGENT, Cited, ToolUse, Toolbox};
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
-use crate::core::records::HOT_PATH;
+use crate::core::records::{HOT_PATH, bounded};
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
 use crate::llm::agent::{self, AgentError, AgentSpec};
@@ -168,18 +168,17 @@ impl Assistant {
         events: &UnboundedSender<Event>,
     ) -> Result<Answer> {
         crate::activities::interests::check_user_id(user)?;
-        let started = Instant::now();
         let budget = left.map_or(self.budget, |l| self.budget.min(l.saturating_sub(RESERVE)));
+        let deadline = Instant::now() + budget;
         let now = self.clock.now();
         // 1. Context.
         let (conversation, earlier) = match &input.conversation_id {
             Some(id) => (id.clone(), self.history.recent(user, id, now).await?),
             None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
         };
-        let stated = match tokio::time::timeout(HOT_PATH, self.retrieval.stated_preferences(user)).await {
-            Ok(Ok(stated)) => stated,
-            _ => Vec::new(), // personal context is a help, never a reason to fail
-        };
+        // Personal context is a help, never a reason to fail.
+        let stated = bounded(HOT_PATH, "stated preferences", self.retrieval.stated_preferences(user)).await;
+        let stated = stated.unwrap_or_default();
         // 2. Intent.
         let (mode, by) = self.classifier.classify(&input.message, earlier.last().map(|t| t.mode), request_id).await;
         tracing::info!(request_id, mode = mode.as_str(), ?by, "assistant mode");
@@ -196,7 +195,7 @@ impl Assistant {
             location: input.location,
             request_id,
             events,
-            deadline: started + budget,
+            deadline,
             tool_time: self.tool_time,
             used: Mutex::default(),
             sources: Mutex::default(),
@@ -210,7 +209,7 @@ impl Assistant {
             request_limit: REQUEST_LIMIT,
             tool_limit: TOOL_LIMIT,
             output_retries: 0,
-            deadline: Some(started + budget),
+            deadline: Some(deadline),
         };
         let mut messages: Vec<Message> = Vec::new();
         for turn in &earlier {
@@ -232,10 +231,8 @@ impl Assistant {
         let _ = events.send(Event::Delta(reply.clone()));
         // 5. Hooks.
         let turn = Turn { user: input.message.clone(), assistant: reply.clone(), mode, at: self.clock.now() };
-        match tokio::time::timeout(HOOK_TIME, self.history.append(user, &conversation, &turn)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(request_id, error = %e, "the turn was not stored"),
-            Err(_) => tracing::error!(request_id, "the turn was not stored in time"),
+        if let Err(e) = bounded(HOOK_TIME, "storing the turn", self.history.append(user, &conversation, &turn)).await {
+            tracing::error!(request_id, error = %e, "the turn was not stored");
         }
         let remembered = self.remember(user, &input.message, request_id).await;
         let (tool_calls, sources) = (toolbox.used.into_inner(), toolbox.sources.into_inner());
@@ -256,14 +253,12 @@ impl Assistant {
         if new.is_empty() {
             return new;
         }
-        match tokio::time::timeout(REMEMBER_TIME, self.retrieval.remember(user, &new, request_id)).await {
-            Ok(Ok(_)) => new,
-            Ok(Err(e)) => {
+        match bounded(REMEMBER_TIME, "keeping stated preferences", self.retrieval.remember(user, &new, request_id))
+            .await
+        {
+            Ok(()) => new,
+            Err(e) => {
                 tracing::warn!(request_id, error = %e, "stated preferences not kept");
-                Vec::new()
-            }
-            Err(_) => {
-                tracing::warn!(request_id, "stated preferences not kept in time");
                 Vec::new()
             }
         }

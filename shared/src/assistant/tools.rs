@@ -15,6 +15,7 @@ use crate::activities::retrieval::Retrieval;
 use crate::assistant::Event;
 use crate::assistant::app_tools::{AppTools, Caller};
 use crate::assistant::intent::Mode;
+use crate::core::config::AppTool;
 use crate::llm::ToolSpec;
 use crate::web::providers::tavily::WebResult;
 use crate::web::tools::{self as web, EXPLORE_NEARBY, SEARCH_WEB, error_string};
@@ -113,6 +114,29 @@ impl Toolbox<'_> {
     }
 }
 
+/// A tool this reply offers.
+enum Offered<'t> {
+    Explore,
+    Web(&'t web::Tools),
+    App(&'t AppTool),
+}
+
+impl Toolbox<'_> {
+    /// `search_web`, when this reply's mode offers it and a Tavily key is configured.
+    fn web_offered(&self) -> Option<&web::Tools> {
+        self.web.filter(|_| matches!(self.mode, Mode::Chat | Mode::Explore))
+    }
+
+    /// The tool `name`, if this reply offers it.
+    fn offered(&self, name: &str) -> Option<Offered<'_>> {
+        match name {
+            EXPLORE_NEARBY if self.mode == Mode::Explore => Some(Offered::Explore),
+            SEARCH_WEB => self.web_offered().map(Offered::Web),
+            _ => self.app.in_mode(self.mode.as_str()).find(|t| t.name == name).map(Offered::App),
+        }
+    }
+}
+
 #[async_trait]
 impl crate::llm::agent::Tools for Toolbox<'_> {
     fn specs(&self) -> Vec<ToolSpec> {
@@ -129,9 +153,7 @@ impl crate::llm::agent::Tools for Toolbox<'_> {
                 parameters,
             });
         }
-        if matches!(self.mode, Mode::Chat | Mode::Explore)
-            && let Some(web) = self.web
-        {
+        if let Some(web) = self.web_offered() {
             let definition = web.definitions().into_iter().find(|d| d["function"]["name"] == SEARCH_WEB);
             if let Some(d) = definition {
                 specs.push(ToolSpec {
@@ -150,27 +172,17 @@ impl crate::llm::agent::Tools for Toolbox<'_> {
     }
 
     async fn call(&self, name: &str, arguments: Value) -> String {
-        let offered = self.specs().iter().any(|s| s.name == name);
         let in_time = tokio::time::Instant::now() + self.tool_time <= self.deadline;
-        let result = if !offered {
-            error_string("unknown_tool", &format!("no tool {name} in this conversation"))
-        } else if !in_time {
-            error_string("out_of_time", "no time is left for tools: answer with what you have")
-        } else if name == EXPLORE_NEARBY {
-            self.explore(arguments).await
-        } else if name == SEARCH_WEB
-            && let Some(web) = self.web
-        {
-            self.search_web(web, &arguments).await
-        } else {
-            match self.app.in_mode(self.mode.as_str()).find(|t| t.name == name) {
-                Some(tool) => {
-                    let call = self.used.lock().expect("not poisoned").len();
-                    let key = format!("{}-{call}", self.request_id);
-                    let caller = Caller { user: self.user, conversation: self.conversation, idempotency_key: &key };
-                    self.app.call(tool, arguments, &caller).await
-                }
-                None => error_string("unknown_tool", &format!("no tool {name} in this conversation")),
+        let result = match self.offered(name) {
+            None => error_string("unknown_tool", &format!("no tool {name} in this conversation")),
+            Some(_) if !in_time => error_string("out_of_time", "no time is left for tools: answer with what you have"),
+            Some(Offered::Explore) => self.explore(arguments).await,
+            Some(Offered::Web(web)) => self.search_web(web, &arguments).await,
+            Some(Offered::App(tool)) => {
+                let call = self.used.lock().expect("not poisoned").len();
+                let key = format!("{}-{call}", self.request_id);
+                let caller = Caller { user: self.user, conversation: self.conversation, idempotency_key: &key };
+                self.app.call(tool, arguments, &caller).await
             }
         };
         let ok = serde_json::from_str::<Value>(&result).map_or(true, |v| v.get("error").is_none());
