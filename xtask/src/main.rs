@@ -3,10 +3,12 @@
 //! - `demo`: runs the `search` function binary as Lambda runs it (a local Runtime API), on the
 //!   embedded default: no keys, no cloud, SQLite under `DATA_DIR`, labelled mock data; then
 //!   against a labelled sample upstream on 127.0.0.1 to show caching and stored citations.
-//! - `quality [--tune]`: both quality sets (`benches/intent/`, `benches/asks/`) through
-//!   retrieval with the bundled embedder, offline: nDCG@10, Recall@20, MRR per set, query kind
-//!   and split, beside BM25 and e5 alone; `quality lab [--tune]`: the ranking experiments in
-//!   memory. `--tune` hides the test splits (what a change may be tuned on).
+//! - `quality [--tune | --activities FILE --queries FILE]`: the quality sets (`benches/intent/`,
+//!   `benches/asks/`, `benches/fresh/`, or a team's own) through retrieval, offline with the
+//!   bundled embedder: nDCG@10, Recall@20, MRR per method, set, query kind and split, the
+//!   pooled held-out table and the decision rule (non-zero exit on a loss to a baseline);
+//!   `quality lab [--tune]`: the ranking experiments in memory. `--tune` hides the held-out
+//!   splits (what a change may be tuned on).
 //! - `bench [search|report|rag|backfill|embed]`: prints citation extraction on 1 MB, a cache-hit request through
 //!   the handler and the cold start of the release binary, each beside a baseline measured in
 //!   the same run; the cost report over 100k records on SQLite and DynamoDB Local; and activity
@@ -35,7 +37,16 @@ async fn main() -> Result {
         Some("demo") => demo::run().await,
         Some("quality") => match args.get(1).map(String::as_str) {
             Some("lab") => quality::methods::run(args.iter().any(|a| a == "--tune")),
-            _ => quality::run(args.iter().any(|a| a == "--tune")).await,
+            _ => {
+                let value =
+                    |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map(Into::into);
+                let sets = match (value("--activities"), value("--queries")) {
+                    (Some(activities), Some(queries)) => quality::Sets::Own { activities, queries },
+                    (None, None) => quality::Sets::Bundled { tune: args.iter().any(|a| a == "--tune") },
+                    _ => return Err("quality: give both --activities FILE and --queries FILE".into()),
+                };
+                quality::run(sets, |k| std::env::var(k).ok()).await
+            }
         },
         Some("bench") if cfg!(debug_assertions) => {
             // Figures from unoptimised code mean nothing: run again, optimised.

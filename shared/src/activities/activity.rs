@@ -1,6 +1,7 @@
 //! Activities (seed 004): the input model, its validation, and the texts the index is made of.
 //!
-//! The embedder reads the activity's own words ([`Activity::dense_text`]); BM25 reads seed 004
+//! The embedder reads the activity's own words and the questions it answers
+//! ([`Activity::dense_views`]); BM25 reads seed 004
 //! Requirement 2's lines (`标题`, `描述`, `类型`, `标签`, `时间`, `地点`;
 //! [`Activity::lexical_text`]), time said in the activity's timezone (`ACTIVITY_TIMEZONE`,
 //! Asia/Shanghai by default) as 周一…周日 and a part of the day: 早上 05:00–11:59, 下午
@@ -126,14 +127,41 @@ impl Activity {
         self.max_participants - self.current_participants
     }
 
-    /// Hash of what the vectors are made of: the [`dense_text`], the [`lexical_text`] in `zone`
+    /// Hash of what the vectors are made of: the [`dense_views`], the [`lexical_text`] in `zone`
     /// (title, description, type, tags, time, place) and the [`TEXT_RULES`] version. An update
     /// that keeps it needs no new embedding; any other needs one.
     ///
-    /// [`dense_text`]: Activity::dense_text
+    /// [`dense_views`]: Activity::dense_views
     /// [`lexical_text`]: Activity::lexical_text
     pub fn content_hash(&self, zone: Tz) -> String {
-        text_hash(&self.dense_text(), &self.lexical_text(zone))
+        text_hash(&self.dense_views(zone), &self.lexical_text(zone))
+    }
+
+    /// What the dense vector is made of: the activity's own words ([`Activity::dense_text`])
+    /// and the questions it answers ([`Activity::questions`]). The bundled e5 embeds both as
+    /// queries and sums them (on the pooled held-out quality sets, `cargo xtask quality`, the
+    /// questions lifted intent queries over the own words alone); an API model the first only.
+    pub fn dense_views(&self, zone: Tz) -> [String; 2] {
+        [self.dense_text(), self.questions(zone)]
+    }
+
+    /// Short questions the activity answers, made from its fields alone (no model, no key):
+    /// its type and tags, the part of the week and of the day, and how many people it takes.
+    pub fn questions(&self, zone: Tz) -> String {
+        let local = self.start_at.with_timezone(&zone);
+        let week = if local.weekday().number_from_monday() >= 6 { "周末" } else { "工作日" };
+        let crowd = match self.max_participants {
+            0..=8 => "人少的小活动",
+            9..=30 => "十几二十人的活动",
+            31..=100 => "几十人的活动",
+            _ => "人很多的大型活动",
+        };
+        let about = if self.tags.is_empty() {
+            String::new()
+        } else {
+            format!("想找和{}有关的。", self.tags.join("、"))
+        };
+        format!("有什么{}活动？{about}{week}{}有什么可以去的？{crowd}", self.kind, time_of_day(local.hour()))
     }
 
     /// What the embedder reads: the activity's own words (title, description, type, tags),
@@ -197,14 +225,14 @@ pub fn time_of_day(hour: u32) -> &'static str {
 /// The version of the rules that turn an activity into indexed text (which fields, which lines,
 /// [`without_left_behind`]): bump it when they change, so stored vectors are made again on the
 /// next write or backfill instead of mixing old and new text.
-pub const TEXT_RULES: u32 = 3;
+pub const TEXT_RULES: u32 = 4;
 
-/// The content hash of an activity's dense and lexical texts (with the [`TEXT_RULES`]
+/// The content hash of an activity's dense views and lexical text (with the [`TEXT_RULES`]
 /// version), for a caller that already has them.
-pub fn text_hash(dense: &str, lexical: &str) -> String {
+pub fn text_hash(views: &[String], lexical: &str) -> String {
     let mut h = Sha256::new();
     h.update(TEXT_RULES.to_le_bytes());
-    for text in [dense, lexical] {
+    for text in views.iter().map(String::as_str).chain([lexical]) {
         h.update((text.len() as u64).to_le_bytes());
         h.update(text.as_bytes());
     }
@@ -333,13 +361,14 @@ mod tests {
         b.current_participants = 5;
         b.updated_at = Some("2026-12-01T00:00:00Z".parse().unwrap());
         assert_eq!(a.content_hash(zone), b.content_hash(zone), "participants and updatedAt are not embedded");
-        let changes: [fn(&mut Activity); 6] = [
+        let changes: [fn(&mut Activity); 7] = [
             |b| b.title.push('!'),
             |b| b.description.push('!'),
             |b| b.kind = "桌游".into(),
             |b| b.tags.push("新".into()),
             |b| b.start_at = "2026-12-01T00:00:00Z".parse().unwrap(),
             |b| b.location_name = "徐汇区".into(),
+            |b| b.max_participants = 200,
         ];
         for change in changes {
             let mut b = a.clone();

@@ -3,9 +3,12 @@
 //!
 //! Each activity becomes one point: its payload (the activity, with `location` as Qdrant's
 //! `{lat, lon}`, plus `spotsLeft`, `contentHash`, `embedding`, `version`), a BM25 vector of its
-//! lexical text ([`Activity::lexical_text`]), and a dense vector of its own words
-//! ([`Activity::dense_text`]) when the embedder gives one. An update whose content hash (both
-//! texts) is unchanged keeps the stored dense vector and rewrites the rest. When the embedder is absent, fails or misses its time box, the point is
+//! lexical text ([`Activity::lexical_text`]), and a dense vector when the embedder gives one:
+//! with the bundled e5, the normalised sum of its views ([`Activity::dense_views`]: its own
+//! words and the questions it answers), each embedded as a query; with an API model, the own
+//! words (the views were measured on e5 only). An update whose content hash (views and lexical text)
+//! is unchanged keeps the stored dense vector and rewrites the rest. When the embedder is
+//! absent, fails or misses its time box, the point is
 //! written without a dense vector and marked `embedding: "pending"`: activity writes are never
 //! blocked by the embedder (a backfill fills them in).
 //!
@@ -109,6 +112,22 @@ pub fn activity_of(payload: &Map<String, Value>) -> Result<Activity> {
     serde_json::from_value(Value::Object(map)).map_err(|e| Error::Store(format!("stored activity is unreadable: {e}")))
 }
 
+/// The unit vector along the sum of `vectors` (zero when they cancel): an activity's dense
+/// vector from its views' vectors.
+pub fn normalised_sum(vectors: &[Vec<f32>]) -> Vec<f32> {
+    let mut sum = vectors.first().cloned().unwrap_or_default();
+    for v in &vectors[1.min(vectors.len())..] {
+        for (s, x) in sum.iter_mut().zip(v) {
+            *s += x;
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        sum.iter_mut().for_each(|x| *x /= norm);
+    }
+    sum
+}
+
 /// The activity write path: validation, enrichment, embedding, versioned writes, deletions.
 pub struct Indexer {
     index: Arc<dyn VectorIndex>,
@@ -186,9 +205,9 @@ impl Indexer {
             activities.iter().map(|a| Activity { updated_at: Some(a.updated_at.unwrap_or(at)), ..a.clone() }).collect();
         let ids: Vec<_> = activities.iter().map(|a| point_id(&a.id)).collect();
         let mut stored: HashMap<_, _> = self.index.get(&ids, true).await?.into_iter().map(|s| (s.id, s)).collect();
-        let texts: Vec<(String, String)> =
-            activities.iter().map(|a| (a.dense_text(), a.lexical_text(self.zone))).collect();
-        let hashes: Vec<String> = texts.iter().map(|(dense, lexical)| text_hash(dense, lexical)).collect();
+        let texts: Vec<([String; 2], String)> =
+            activities.iter().map(|a| (a.dense_views(self.zone), a.lexical_text(self.zone))).collect();
+        let hashes: Vec<String> = texts.iter().map(|(views, lexical)| text_hash(views, lexical)).collect();
         let (mut stale, mut kept, mut dense) = (Vec::new(), Vec::new(), Vec::new());
         for ((a, id), hash) in activities.iter().zip(&ids).zip(&hashes) {
             let previous = stored.remove(id);
@@ -209,8 +228,8 @@ impl Indexer {
         let wanted: Vec<usize> = (0..activities.len()).filter(|&i| !kept[i]).collect();
         let mut pending_reason = None;
         if !wanted.is_empty() {
-            let inputs: Vec<String> = wanted.iter().map(|&i| texts[i].0.clone()).collect();
-            match self.embed(&inputs, request_id).await {
+            let views: Vec<[String; 2]> = wanted.iter().map(|&i| texts[i].0.clone()).collect();
+            match self.embed(&views, request_id).await {
                 Ok(vectors) => {
                     for (&i, v) in wanted.iter().zip(vectors) {
                         dense[i] = Some(v);
@@ -263,8 +282,8 @@ impl Indexer {
                 Err(e) => tracing::warn!(error = %e, "unreadable point skipped"),
             }
         }
-        let texts: Vec<String> = read.iter().map(|(_, a, _)| a.dense_text()).collect();
-        let (embedding, pending_reason) = match self.embed(&texts, request_id).await {
+        let views: Vec<[String; 2]> = read.iter().map(|(_, a, _)| a.dense_views(self.zone)).collect();
+        let (embedding, pending_reason) = match self.embed(&views, request_id).await {
             Ok(vectors) => {
                 let updates = read
                     .iter()
@@ -280,9 +299,22 @@ impl Indexer {
         Ok(Report { indexed, pending_reason })
     }
 
-    /// Passage vectors of `texts` within the write's time box (each call accounted), or why not.
-    async fn embed(&self, texts: &[String], request_id: &str) -> std::result::Result<Vec<Vec<f32>>, String> {
-        self.embedding.vectors(AGENT, request_id, texts, Input::Passage).await
+    /// One dense vector per activity of `views` within the write's time box (one accounted
+    /// call for all), or why not: with the bundled e5 the normalised sum of both views embedded
+    /// as queries; with a model measured on one view ([`EmbeddingService::views`]), the own
+    /// words as a passage.
+    async fn embed(&self, views: &[[String; 2]], request_id: &str) -> std::result::Result<Vec<Vec<f32>>, String> {
+        match self.embedding.views() {
+            1 => {
+                let texts: Vec<String> = views.iter().map(|[own, _]| own.clone()).collect();
+                self.embedding.vectors(AGENT, request_id, &texts, Input::Passage).await
+            }
+            _ => {
+                let texts: Vec<String> = views.iter().flatten().cloned().collect();
+                let vectors = self.embedding.vectors(AGENT, request_id, &texts, Input::Query).await?;
+                Ok(vectors.chunks(2).map(normalised_sum).collect())
+            }
+        }
     }
 
     /// Deletes an activity as of `at` (its `updatedAt` when deleted, else the request's or

@@ -31,6 +31,36 @@ pub fn rrf(lists: &[(&[Hit], f32)]) -> Vec<Hit> {
     fused
 }
 
+/// Weight of the lexical hits a routed wish appends after its dense hits.
+const FILL: f32 = 0.05;
+
+/// Specificity from which a query is fused with its lexical hits ([`specificity`]).
+pub const SPECIFIC: f32 = 0.8;
+
+/// How specific a query is to the lexical channel: its best BM25 score (`top`, IDF applied)
+/// per query term (`terms`), over the largest IDF a term can have among `documents` (a term in
+/// one). Names, places and rare terms score above 1 on the quality sets; descriptions of a
+/// wish, whose words are common or absent, below 0.6.
+pub fn specificity(top: f32, terms: usize, documents: usize) -> f32 {
+    let n = documents.max(2) as f32;
+    let rarest = (1.0 + (n - 0.5) / 1.5).ln();
+    top / terms.max(1) as f32 / rarest
+}
+
+/// Routed fusion: a query at or above [`SPECIFIC`] fuses both lists by [`rrf`], the lexical one
+/// at `lexical_weight`; any other keeps the dense list as it is (cosines) and appends the
+/// lexical hits it lacks in their order, at reciprocal-rank scores × [`FILL`] (below 0.001,
+/// under any dense hit's cosine above it: a wish is ranked by meaning; words fill the list).
+pub fn routed(dense: &[Hit], lexical: &[Hit], lexical_weight: f32, specificity: f32) -> Vec<Hit> {
+    if specificity >= SPECIFIC {
+        return rrf(&[(dense, 1.0), (lexical, lexical_weight)]);
+    }
+    let seen: std::collections::HashSet<Uuid> = dense.iter().map(|h| h.id).collect();
+    let rest = lexical.iter().filter(|h| !seen.contains(&h.id));
+    let after = rest.enumerate().map(|(rank, h)| Hit { id: h.id, score: FILL / (RRF_K + rank as f32 + 1.0) });
+    dense.iter().cloned().chain(after).collect()
+}
+
 /// Cosine similarity of two vectors (0 when either is zero).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);

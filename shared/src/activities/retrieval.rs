@@ -7,10 +7,12 @@
 //! 3. No `semanticQuery`: nearest first when a location is given (`distance`), else soonest
 //!    first (`start_time`).
 //! 4. A `semanticQuery`: the query is embedded within a time box; dense hits with cosine
-//!    ≥ the model's floor (`RAG_MIN_SIMILARITY` overrides it) and BM25 hits are fused by
-//!    weighted reciprocal rank (`hybrid`, k = 60, the lexical list weighted
-//!    `RAG_LEXICAL_WEIGHT` against the dense list's 1), or ranked by similarity alone with
-//!    `RAG_FUSION=dense` (`dense`). When the embedder is absent, failing or slow, the lexical
+//!    ≥ the model's floor (`RAG_MIN_SIMILARITY` overrides it) and BM25 hits (`hybrid`) are
+//!    routed per query ([`routed`]): fused by weighted reciprocal rank (k = 60, the lexical
+//!    list weighted `RAG_LEXICAL_WEIGHT` against the dense list's 1) when the query is specific
+//!    to BM25, else the dense hits by cosine with the BM25-only hits after them.
+//!    `RAG_FUSION=rrf` fuses every query; `RAG_FUSION=dense` ranks by similarity alone
+//!    (`dense`). When the embedder is absent, failing or slow, the lexical
 //!    hits are ranked alone (`lexical`, `degraded`). A time the query names ("周五晚上",
 //!    [`Wanted`]) lifts candidates starting then by up to [`TIME_BOOST`]; a `userId` lifts them
 //!    by MaxSim to the user's interests. The dense channel embeds the query without its time
@@ -19,8 +21,8 @@
 //! Results of a search with a `semanticQuery` carry `matchReason` ([`crate::activities::reasons`]), the
 //! model's within what is left of the 3 s budget, else the template's.
 //!
-//! `score` is what the results are ordered by (higher first): the RRF sum, the cosine, the
-//! BM25 score, `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
+//! `score` is what the results are ordered by (higher first): the RRF sum, the cosine (a
+//! routed wish; BM25-only hits after it score below 0.001), the BM25 score, `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,7 +37,7 @@ use crate::activities::index::bm25::Bm25;
 use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
 use crate::activities::indexing::{AGENT, activity_of};
 use crate::activities::interests::{Interests, Source};
-use crate::activities::ranking::{MAX_BOOST, boost, cosine, distance_km, max_sim, rrf};
+use crate::activities::ranking::{MAX_BOOST, boost, cosine, distance_km, max_sim, routed, rrf, specificity};
 use crate::activities::reasons::{self, Facts};
 use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy};
 use crate::activities::when::{Wanted, without_time};
@@ -184,7 +186,7 @@ impl Retrieval {
             (Strategy::FilterOnly, self.by_place_or_time(req, stored)?)
         } else if let Some(query) = &req.semantic_query {
             let kept = personal.as_ref().map_or(&[][..], |(v, _)| v.as_slice());
-            self.semantic(req, query, &filter, kept, request_id, &mut degraded_reason).await?
+            self.semantic(req, query, &filter, candidates, kept, request_id, &mut degraded_reason).await?
         } else if let Some(near) = req.near {
             let stored = self.nearest(&filter, near, (candidates, candidates_estimated), req.limit).await?;
             (Strategy::Distance, self.by_place_or_time(req, stored)?)
@@ -306,6 +308,7 @@ impl Retrieval {
         req: &SearchRequest,
         query: &str,
         filter: &HardFilter,
+        candidates: usize,
         kept: &[Vec<f32>],
         request_id: &str,
         degraded_reason: &mut Option<String>,
@@ -331,6 +334,20 @@ impl Retrieval {
                     Fusion::Rrf => {
                         let (dense, lexical) = self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
                         (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.ranking.lexical_weight)]))
+                    }
+                    Fusion::Routed => {
+                        let (dense, lexical) = self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
+                        // IDF is over the whole collection: every bookable activity stands in for
+                        // it (the index's estimate, which reads no point, when the filter narrows).
+                        let bookable = HardFilter::bookable(filter.after);
+                        let documents = if *filter == bookable {
+                            candidates
+                        } else {
+                            self.index.estimate(&bookable).await?.max(candidates)
+                        };
+                        let top = lexical.first().map_or(0.0, |h| h.score);
+                        let specific = specificity(top, sparse.indices.len(), documents);
+                        (Strategy::Hybrid, routed(&dense, &lexical, self.ranking.lexical_weight, specific))
                     }
                 }
             }

@@ -119,9 +119,9 @@ pub struct Config {
     /// Dense hits below this cosine are dropped (`RAG_MIN_SIMILARITY`; default: the
     /// embedder's own floor).
     pub rag_min_similarity: Option<f32>,
-    /// `rrf` (dense + lexical) or `dense` (`RAG_FUSION`).
+    /// `routed` (per query), `rrf` (dense + lexical) or `dense` (`RAG_FUSION`).
     pub rag_fusion: Fusion,
-    /// Weight of the lexical list against the dense list's 1 in `rrf` (`RAG_LEXICAL_WEIGHT`).
+    /// Weight of the lexical list against the dense list's 1 where fused (`RAG_LEXICAL_WEIGHT`).
     pub rag_lexical_weight: f32,
     /// Time box of a search's query embedding (`RAG_EMBED_TIMEOUT_MS`).
     pub rag_embed_timeout: Duration,
@@ -247,10 +247,9 @@ fn app_tools(json: &str, get: impl Fn(&str) -> Option<String>) -> Result<Vec<App
     Ok(tools)
 }
 
-/// Weight of the lexical list in the fusion, against 1 for the dense list: chosen on the dev
-/// splits of both quality sets (`cargo xtask quality`); more buries intent queries under word
-/// matches, and exact names still come first at this weight.
-pub const DEFAULT_LEXICAL_WEIGHT: f32 = 0.25;
+/// Weight of the lexical list when it is fused, against 1 for the dense list: routed fusion
+/// fuses only queries specific to it, so both channels count alike (`cargo xtask quality`).
+pub const DEFAULT_LEXICAL_WEIGHT: f32 = 1.0;
 
 /// The daily cap of each agent: `agent=USD,...,*=USD` (`*` for every agent not named; without
 /// `*`, an agent not named may spend nothing).
@@ -306,7 +305,11 @@ pub enum EmbedderKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
-    /// Reciprocal rank fusion of both channels.
+    /// Per query ([`crate::activities::ranking::routed`]): both channels by reciprocal rank
+    /// when the query is specific to the lexical one (a name, a place, a rare term), else the
+    /// dense hits first and lexical-only hits after them.
+    Routed,
+    /// Reciprocal rank fusion of both channels for every query.
     Rrf,
     /// Dense hits by similarity alone.
     Dense,
@@ -533,10 +536,13 @@ impl Config {
                     Error::Config(format!("RAG_MIN_SIMILARITY must be a cosine from -1 to 1, not {v:?}"))
                 })?),
             },
-            rag_fusion: match get("RAG_FUSION").as_deref().unwrap_or("rrf") {
+            rag_fusion: match get("RAG_FUSION").as_deref().unwrap_or("routed") {
+                "routed" => Fusion::Routed,
                 "rrf" => Fusion::Rrf,
                 "dense" => Fusion::Dense,
-                other => return Err(Error::Config(format!("RAG_FUSION must be rrf or dense, not {other:?}"))),
+                other => {
+                    return Err(Error::Config(format!("RAG_FUSION must be routed, rrf or dense, not {other:?}")));
+                }
             },
             rag_lexical_weight: match get("RAG_LEXICAL_WEIGHT") {
                 None => DEFAULT_LEXICAL_WEIGHT,

@@ -49,6 +49,19 @@ pub fn clauses(a: &Activity) -> Vec<String> {
         .collect()
 }
 
+/// The activity's time and place as a line: "周六下午，周末，上海武康路".
+pub fn when_where(a: &Activity) -> String {
+    use chrono::{Datelike, Timelike};
+    let local = a.start_at.with_timezone(&ZONE);
+    let week = if local.weekday().number_from_monday() >= 6 { "周末" } else { "工作日" };
+    format!(
+        "{}{}，{week}，{}",
+        shared::activities::activity::day_of_week(local.weekday()),
+        shared::activities::activity::time_of_day(local.hour()),
+        a.location_name
+    )
+}
+
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
@@ -59,6 +72,7 @@ impl Lab {
         activities: Vec<Activity>,
         queries: Vec<DevQuery>,
         now: DateTime<Utc>,
+        full: bool,
     ) -> Self {
         let mut lab = Lab {
             activities,
@@ -73,13 +87,19 @@ impl Lab {
             facet_p: Vec::new(),
         };
         // `plain`: BM25's text; `own`: the embedder's (the activity's own words).
-        let views: [View; 4] = [
+        let views: [View; 8] = [
             ("plain", |a| a.lexical_text(ZONE)),
             ("own", Activity::dense_text),
             ("described", |a| format!("{}\n{}\n{}", a.description, a.kind, a.tags.join(", "))),
             ("titled", |a| format!("{}：{}", a.title, a.description)),
+            // Named vectors: what it is, what happens, when and where.
+            ("title+type", |a| format!("{}（{}：{}）", a.title, a.kind, a.tags.join("、"))),
+            ("description", |a| a.description.clone()),
+            ("when+where", when_where),
+            ("questions", |a| a.questions(ZONE)),
         ];
-        for (name, view) in views {
+        // Without `full`, what the baselines need: BM25's text and the own words.
+        for (name, view) in views.into_iter().filter(|(name, _)| full || ["plain", "own"].contains(name)) {
             let texts: Vec<String> = lab.activities.iter().map(view).collect();
             let tokens: usize = texts.iter().map(|t| lab.model.token_ids(t, false).len()).sum();
             eprintln!("  view {name}: {:.1} tokens per activity", tokens as f64 / texts.len().max(1) as f64);
@@ -107,6 +127,9 @@ impl Lab {
                 Box::leak(symmetric.into_boxed_str()),
                 e5::embed_parallel(&lab.model, &refs, true, threads()).0,
             );
+        }
+        if !full {
+            return lab;
         }
         let all: Vec<Vec<String>> = lab.activities.iter().map(clauses).collect();
         let flat: Vec<&str> = all.iter().flatten().map(String::as_str).collect();
@@ -136,6 +159,15 @@ impl Lab {
             .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1));
         out
+    }
+
+    /// The IDF of each of `query`'s BM25 terms on `view` (0 for a term no document has), and
+    /// the largest IDF a term can have there (one document).
+    pub fn idfs(&self, view: &str, query: &str) -> (Vec<f32>, f32) {
+        let (docs, idf) = &self.sparse[view];
+        let n = docs.len() as f32;
+        let q = self.bm25.query(query);
+        (q.indices.iter().map(|k| idf.get(k).copied().unwrap_or(0.0)).collect(), (1.0 + (n - 0.5) / 1.5).ln())
     }
 
     /// Cosines of `vector` to every document of `view`, best first, those at or above `floor`.

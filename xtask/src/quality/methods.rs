@@ -19,7 +19,7 @@ type Method = Box<dyn Fn(&Lab, &DevQuery) -> Ranked>;
 
 /// A ranking with one dense and one sparse vector per activity (what the index holds).
 #[derive(Clone, Copy)]
-struct Pipeline {
+pub struct Pipeline {
     /// The lab view the dense vectors are made of, and BM25's.
     dense: &'static str,
     lexical: &'static str,
@@ -33,8 +33,8 @@ struct Pipeline {
     untimed: bool,
 }
 
-/// The configured retrieval, as the lab runs it.
-const KEPT: Pipeline =
+/// The retrieval issue 19 shipped, as the lab runs it (the "before" of `cargo xtask quality`).
+pub const KEPT: Pipeline =
     Pipeline { dense: "own", lexical: "plain", lexical_weight: 0.25, unwanted: 0.0, time: 0.5, untimed: true };
 /// What the first sealed reading was of (with negations, the dense query timed).
 const FIRST: Pipeline = Pipeline { unwanted: 1.0, untimed: false, ..KEPT };
@@ -55,7 +55,7 @@ fn candidates(lab: &Lab, view: &str, v: &[f32]) -> Ranked {
 }
 
 impl Pipeline {
-    fn rank(self, lab: &Lab, q: &DevQuery) -> Ranked {
+    pub fn rank(self, lab: &Lab, q: &DevQuery) -> Ranked {
         self.rank_with(lab, q, |lab, v| lab.embed_query(v))
     }
 
@@ -121,6 +121,88 @@ fn scored(lab: &Lab, q: &DevQuery, own: f32, facets: f32) -> Ranked {
     d.truncate(100);
     FIRST.fuse(lab, q, &d, &wanted)
 }
+
+/// Dense scores of `v` over several document views: the weighted mean of its cosines to each
+/// (what one vector at the views' centroid measures), or with `max` the best of them.
+fn views(lab: &Lab, v: &[f32], views: &[(&'static str, f32)], max: bool) -> Ranked {
+    let total: f32 = views.iter().map(|(_, w)| w).sum();
+    let mut out: Ranked = (0..lab.activities.len())
+        .map(|i| {
+            let each = views.iter().map(|(view, w)| (*w, cosine(v, lab.doc_vector(view, i))));
+            let s = if max {
+                each.map(|(_, c)| c).fold(f32::MIN, f32::max)
+            } else {
+                each.map(|(w, c)| w * c).sum::<f32>() / total
+            };
+            (i, s)
+        })
+        .collect();
+    out.sort_by(|x, y| y.1.total_cmp(&x.1));
+    out.truncate(100);
+    out
+}
+
+/// What a query tells about itself and its two channels' answers, before fusing them.
+#[derive(Debug, Clone, Copy)]
+pub struct Signals {
+    /// Characters of the query.
+    pub chars: usize,
+    /// BM25 terms of the query, and how many any document has.
+    pub terms: usize,
+    pub matched: usize,
+    /// IDF mass of the matched terms over the largest a term can have (a term in one document).
+    pub idf_mass: f32,
+    /// The rarest matched term's IDF over that largest.
+    pub rarest: f32,
+    /// Documents the lexical channel found (any shared term), and its best score per term over
+    /// the largest IDF.
+    pub lexical_hits: usize,
+    pub lexical_top: f32,
+    /// The dense channel's best cosine and its gap to the 10th.
+    pub dense_top: f32,
+    pub dense_gap: f32,
+}
+
+fn signals(lab: &Lab, query: &str, dense: &[(usize, f32)], lexical: &[(usize, f32)]) -> Signals {
+    let (idfs, most) = lab.idfs("plain", query);
+    let matched: Vec<f32> = idfs.iter().copied().filter(|x| *x > 0.0).collect();
+    Signals {
+        chars: query.chars().filter(|c| !c.is_whitespace()).count(),
+        terms: idfs.len(),
+        matched: matched.len(),
+        idf_mass: matched.iter().sum::<f32>() / most,
+        rarest: matched.iter().copied().fold(0.0, f32::max) / most,
+        lexical_hits: lexical.len(),
+        lexical_top: lexical.first().map_or(0.0, |x| x.1) / idfs.len().max(1) as f32 / most,
+        dense_top: dense.first().map_or(0.0, |x| x.1),
+        dense_gap: dense.first().map_or(0.0, |x| x.1) - dense.get(9).map_or(0.0, |x| x.1),
+    }
+}
+
+/// Dense views fused with BM25 at a weight the query's [`Signals`] choose, lifted by time.
+fn routed(
+    lab: &Lab,
+    q: &DevQuery,
+    dense_views: &[(&'static str, f32)],
+    time: f32,
+    weight: impl Fn(&Signals) -> f32,
+) -> Ranked {
+    let v = lab.embed_query(&shared::activities::when::without_time(&q.query));
+    let d = views(lab, &v, dense_views, false);
+    let l = lab.lexical("plain", &q.query);
+    let w = weight(&signals(lab, &q.query, &d, &l));
+    let mut fused = if w > 0.0 { lab::rrf(&[(&d, 1.0), (&l, w)]) } else { d };
+    lab.time_lift_by(&q.query, &mut fused, time);
+    fused
+}
+
+/// The own words embedded as query and as passage, and the synthetic questions.
+const VIEWS3: &[(&str, f32)] = &[("own+query:", 1.0), ("own", 1.0), ("questions+query:", 1.0)];
+
+/// The own words and the synthetic questions, both embedded as queries.
+const VIEWS2: &[(&str, f32)] = &[("own+query:", 1.0), ("questions+query:", 1.0)];
+
+const SYMMETRIC: &[(&str, f32)] = &[("own+query:", 1.0)];
 
 /// Every method, named as the lab prints it.
 fn methods() -> Vec<(String, Method)> {
@@ -208,6 +290,100 @@ fn methods() -> Vec<(String, Method)> {
             FIRST.rank(lab, &q)
         }),
     ));
+    // Issue 29: document views (dense only, then routed), tuned on the dev splits.
+    let view_sets: Vec<(&str, &'static [(&'static str, f32)], bool)> = vec![
+        ("own words + own, query: both", &[("own", 1.0), ("own+query:", 1.0)], false),
+        ("own+query: + description, type, tags", &[("own+query:", 1.0), ("described+query:", 1.0)], false),
+        ("own+query: + seed lines+query:", &[("own+query:", 1.0), ("plain+query:", 1.0)], false),
+        (
+            "named: title, text, when (mean)",
+            &[("title+type+query:", 1.0), ("description+query:", 1.0), ("when+where+query:", 1.0)],
+            false,
+        ),
+        (
+            "named: title, text, when (max)",
+            &[("title+type+query:", 1.0), ("description+query:", 1.0), ("when+where+query:", 1.0)],
+            true,
+        ),
+        ("named: title+type, description (mean)", &[("title+type+query:", 1.0), ("description+query:", 1.0)], false),
+        ("own+query: + questions", &[("own+query:", 1.0), ("questions+query:", 1.0)], false),
+        ("own+query: + questions (max)", &[("own+query:", 1.0), ("questions+query:", 1.0)], true),
+        ("own+query: + questions 0.5", &[("own+query:", 1.0), ("questions+query:", 0.5)], false),
+        ("own+query: + own + questions", &[("own+query:", 1.0), ("own", 1.0), ("questions+query:", 1.0)], false),
+        (
+            "own+query: + named title+type, description",
+            &[("own+query:", 1.0), ("title+type+query:", 0.5), ("description+query:", 0.5)],
+            false,
+        ),
+    ];
+    for (name, set, max) in view_sets {
+        out.push((
+            format!("views {name}"),
+            Box::new(move |lab: &Lab, q: &DevQuery| views(lab, &lab.embed_query(&q.query), set, max)),
+        ));
+    }
+    // Per-query routing: fixed weights first, then weights from the query's signals.
+    for w in [0.0f32, 0.1, 0.25] {
+        out.push((
+            format!("routed sym e5 untimed + time, fixed lex {w}"),
+            Box::new(move |lab: &Lab, q: &DevQuery| routed(lab, q, SYMMETRIC, 0.5, |_| w)),
+        ));
+    }
+    out.push((
+        "routed sym e5, lex 1 if rarest term ≥ 0.6 else 0".into(),
+        Box::new(|lab: &Lab, q: &DevQuery| routed(lab, q, SYMMETRIC, 0.5, |s| if s.rarest >= 0.6 { 1.0 } else { 0.0 })),
+    ));
+    out.push((
+        "routed sym e5, lex = idf mass coverage".into(),
+        Box::new(|lab: &Lab, q: &DevQuery| {
+            routed(lab, q, SYMMETRIC, 0.5, |s| if s.terms == 0 { 0.0 } else { s.idf_mass / s.terms as f32 })
+        }),
+    ));
+    for (name, time, specific, rest) in [
+        ("views3 + time, lex 0", 0.5f32, 0.0f32, 0.0f32),
+        ("views3 + time 1, lex 0", 1.0, 0.0, 0.0),
+        ("views3 + time, lex 1 if top/term ≥ 0.8", 0.5, 1.0, 0.0),
+        ("views3 + time, lex 0.25 if top/term ≥ 0.8", 0.5, 0.25, 0.0),
+        ("views3 + time, lex 1 if top/term ≥ 0.8, else 0.1", 0.5, 1.0, 0.1),
+        ("sym + time, lex 1 if top/term ≥ 0.8", -0.5, 1.0, 0.0),
+        ("views2 + time, lex 0", 10.5, 0.0, 0.0),
+        ("views2 + time, lex 1 if top/term ≥ 0.8", 10.5, 1.0, 0.0),
+    ] {
+        let dense = if time < 0.0 {
+            SYMMETRIC
+        } else if time > 10.0 {
+            VIEWS2
+        } else {
+            VIEWS3
+        };
+        let time = if time > 10.0 { time - 10.0 } else { time };
+        out.push((
+            format!("routed {name}"),
+            Box::new(move |lab: &Lab, q: &DevQuery| {
+                routed(lab, q, dense, time.abs(), |s| if s.lexical_top >= 0.8 { specific } else { rest })
+            }),
+        ));
+    }
+    out.push((
+        "routed views3 as one centroid vector + time".into(),
+        Box::new(|lab: &Lab, q: &DevQuery| {
+            let v = lab.embed_query(&shared::activities::when::without_time(&q.query));
+            let mut d: Ranked = (0..lab.activities.len())
+                .map(|i| {
+                    let mut c = vec![0.0f32; v.len()];
+                    for (view, _) in VIEWS3 {
+                        for (x, y) in c.iter_mut().zip(lab.doc_vector(view, i)) {
+                            *x += y;
+                        }
+                    }
+                    (i, cosine(&v, &c))
+                })
+                .collect();
+            d.sort_by(|x, y| y.1.total_cmp(&x.1));
+            lab.time_lift_by(&q.query, &mut d, 0.5);
+            d
+        }),
+    ));
     for (own, facets) in [(0.7f32, 0.0f32), (0.5, 0.0), (1.0, 1.0), (0.7, 1.0)] {
         out.push((
             format!("clause max-sim (own {own}) + facet bank γ {facets}, negation"),
@@ -233,10 +409,34 @@ pub fn run(tune: bool) -> crate::Result {
             .map(shared::activities::activity::Activity::from_json)
             .collect::<shared::Result<Vec<_>>>()?;
         let started = std::time::Instant::now();
-        labs.push((set, Lab::new(Arc::clone(&model), activities, queries, now)));
+        labs.push((set, Lab::new(Arc::clone(&model), activities, queries, now, true)));
         eprintln!("{set}: every view embedded in {:.1} s", started.elapsed().as_secs_f64());
     }
     let methods = methods();
+    if std::env::var("LAB_SIGNALS").is_ok() {
+        for (set, lab) in &labs {
+            for q in lab.queries.iter().filter(|q| q.split == "dev") {
+                let v = lab.embed_query(&shared::activities::when::without_time(&q.query));
+                let d = views(lab, &v, SYMMETRIC, false);
+                let s = signals(lab, &q.query, &d, &lab.lexical("plain", &q.query));
+                println!(
+                    "{set:<6} {:<10} {:>2}ch {:>2}t {:>2}m mass {:.2} rarest {:.2} hits {:>3} top {:.2} dense {:.3} gap {:.3} | {}",
+                    q.kind,
+                    s.chars,
+                    s.terms,
+                    s.matched,
+                    s.idf_mass,
+                    s.rarest,
+                    s.lexical_hits,
+                    s.lexical_top,
+                    s.dense_top,
+                    s.dense_gap,
+                    q.query
+                );
+            }
+        }
+        return Ok(());
+    }
     if let Ok(which) = std::env::var("LAB_SHOW") {
         for (name, method) in methods.iter().filter(|(n, _)| n.contains(which.as_str())) {
             for (set, lab) in &labs {
@@ -248,7 +448,8 @@ pub fn run(tune: bool) -> crate::Result {
         return Ok(());
     }
     super::print_header("method");
-    for (name, method) in &methods {
+    let only = std::env::var("LAB_ONLY").unwrap_or_default();
+    for (name, method) in methods.iter().filter(|(n, _)| n.contains(only.as_str())) {
         for (set, lab) in &labs {
             super::print_scores(name, set, &lab.evaluate(|q| method(lab, q)), tune);
         }

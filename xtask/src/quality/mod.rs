@@ -46,55 +46,101 @@ pub const DEPTH: usize = 20;
 pub struct DevQuery {
     pub id: String,
     pub query: String,
-    /// `intent`, `lexical` or `time_vibe`.
+    /// `intent`, `lexical` or `time_vibe` in the bundled sets; any label in a team's own.
+    #[serde(default = "any_kind")]
     pub kind: String,
-    /// `dev` (tuned on) or `test` (held out).
+    /// `dev` (tuned on) or any other (held out: `test`, `holdout`, a team's own queries).
+    #[serde(default = "held_out")]
     pub split: String,
     /// Activity id → grade (1 or 2).
     pub relevant: HashMap<String, u8>,
 }
 
-/// The dev set under `dir`: activities (as request bodies) and graded queries.
+/// The set under `dir`: activities (as request bodies) and graded queries.
 pub fn load(dir: &Path) -> Result<(Vec<Value>, Vec<DevQuery>)> {
-    let lines = |name: &str| -> Result<Vec<String>> {
-        let text = std::fs::read_to_string(dir.join(name))
-            .map_err(|e| Error::Config(format!("dev set {}: {e}", dir.join(name).display())))?;
-        Ok(text.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect())
-    };
-    let parse = |l: &String| serde_json::from_str(l).map_err(|e| Error::Config(format!("dev set line: {e}")));
-    let activities = lines("activities.jsonl")?.iter().map(parse).collect::<Result<Vec<Value>>>()?;
-    let queries = lines("queries.jsonl")?
-        .iter()
-        .map(|l| serde_json::from_str(l).map_err(|e| Error::Config(format!("dev set query: {e}"))))
-        .collect::<Result<Vec<DevQuery>>>()?;
-    Ok((activities, queries))
+    load_files(&dir.join("activities.jsonl"), &dir.join("queries.jsonl"))
 }
 
-/// The configuration the measure runs with: the bundled model, an exclusive Edge shard under
-/// `data_dir`, no match reasons, no time box on indexing; anything else from `rest` (the
-/// environment: `RAG_*` to try another pipeline, `HOME` to find the model).
-pub fn config(data_dir: &Path, rest: impl Fn(&str) -> Option<String>) -> Result<Config> {
+/// A set from two JSON Lines files (see `docs/retrieval.md`): activities as `POST /activities`
+/// bodies, and queries `{id, query, relevant: {activityId: 1|2}, kind?, split?}`.
+pub fn load_files(activities: &Path, queries: &Path) -> Result<(Vec<Value>, Vec<DevQuery>)> {
+    fn lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| Error::Config(format!("quality set {}: {e}", path.display())))?;
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l).map_err(|e| Error::Config(format!("{}:{}: {e}", path.display(), i + 1)))
+            })
+            .collect()
+    }
+    let (values, graded): (Vec<Value>, Vec<DevQuery>) = (lines(activities)?, lines(queries)?);
+    let mut ids = std::collections::HashSet::new();
+    for q in &graded {
+        if !ids.insert(q.id.as_str()) {
+            return Err(Error::Config(format!("{}: query id {:?} appears twice", queries.display(), q.id)));
+        }
+        if let Some((id, g)) = q.relevant.iter().find(|(_, g)| !(1..=2).contains(*g)) {
+            return Err(Error::Config(format!(
+                "{}: query {:?}: grade of {id:?} is {g}, not 1 or 2",
+                queries.display(),
+                q.id
+            )));
+        }
+    }
+    Ok((values, graded))
+}
+
+/// The configuration the measure runs with: an exclusive Edge shard under `data_dir`, no match
+/// reasons, no time box on indexing, the bundled model when `local`; anything else from `rest`
+/// (the environment: `RAG_*` to try another pipeline, `HOME` to find the model, an API embedder).
+pub fn config_for(data_dir: &Path, local: bool, rest: impl Fn(&str) -> Option<String>) -> Result<Config> {
     let data_dir = data_dir.display().to_string();
-    let fixed = [
+    let mut fixed = vec![
         ("DATA_DIR", data_dir.as_str()),
         ("EDGE_SHARING", "exclusive"),
         ("RAG_MATCH_REASON", "off"),
-        ("EMBEDDING_PROVIDER", "local"),
         ("INDEX_EMBED_TIMEOUT_MS", "600000"),
+        // A busy machine must not turn a measure of the dense channel into BM25's.
+        ("RAG_EMBED_TIMEOUT_MS", "60000"),
     ];
+    if local {
+        fixed.push(("EMBEDDING_PROVIDER", "local"));
+    }
     Config::from_lookup(|k| fixed.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()).or_else(|| rest(k)))
 }
 
+fn any_kind() -> String {
+    "query".into()
+}
+
+fn held_out() -> String {
+    "holdout".into()
+}
+
+#[cfg(test)]
 /// The dev set under `dir` written into `config`'s vector index (with its embedder; records of
 /// the calls in `records`), and the configured retrieval over it at [`NOW`]; and its queries.
 pub async fn prepare(dir: &Path, config: &Config, records: Arc<dyn RecordStore>) -> Result<(Retrieval, Vec<DevQuery>)> {
     let (activities, queries) = load(dir)?;
     let now = NOW.parse().map_err(|e| Error::Config(format!("{NOW}: {e}")))?;
+    Ok((prepare_with(&activities, now, config, records).await?, queries))
+}
+
+/// `activities` written into `config`'s vector index, and the configured retrieval over it at
+/// `now`.
+pub async fn prepare_with(
+    activities: &[Value],
+    now: chrono::DateTime<chrono::Utc>,
+    config: &Config,
+    records: Arc<dyn RecordStore>,
+) -> Result<Retrieval> {
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
     let index = shared::compose::vector_index(config)?;
     let indexer = shared::compose::indexer(config, Arc::clone(&index), Arc::clone(&records), Arc::clone(&clock))?;
-    write(&indexer, &activities).await?;
-    Ok((shared::compose::retrieval(config, index, records, clock)?, queries))
+    write(&indexer, activities).await?;
+    shared::compose::retrieval(config, index, records, clock)
 }
 
 /// Writes the dev set's activities through `indexer`, batch by batch; an activity left without
@@ -155,30 +201,15 @@ impl Scores {
     }
 }
 
-/// Scores of `retrieval` on `queries` by (kind, split), plus `("all", split)`; a query's
-/// search is the request `/rag/search` would get for `{semanticQuery, limit: 20}`.
+/// Scores of `retrieval` on `queries` by (kind, split), plus `("all", split)`.
+#[cfg(test)]
 pub async fn evaluate(retrieval: &Retrieval, queries: &[DevQuery]) -> Result<BTreeMap<(String, String), Scores>> {
-    let mut out: BTreeMap<(String, String), Scores> = BTreeMap::new();
-    for q in queries {
-        let req = SearchRequest {
-            semantic_query: Some(q.query.clone()),
-            near: None,
-            window: None,
-            kind: None,
-            limit: DEPTH,
-            user_id: None,
-        };
-        let response = retrieval.search(&req, &format!("quality-{}", q.id)).await?;
-        let ranked: Vec<String> = response.results.iter().map(|r| r.activity.id.clone()).collect();
-        for kind in [q.kind.as_str(), "all"] {
-            out.entry((kind.to_owned(), q.split.clone())).or_default().add(&ranked, &q.relevant);
-        }
-    }
-    Ok(out)
+    Ok(scores_of(queries, &ranked_by(retrieval, queries).await?))
 }
 
-/// The quality sets, each a directory of `activities.jsonl` and `queries.jsonl`.
-pub const SETS: [&str; 2] = ["intent", "asks"];
+/// The quality sets, each a directory of `activities.jsonl` and `queries.jsonl` with its own
+/// fixed split: `intent/` (dev, test), `asks/` (dev, test, holdout), `fresh/` (holdout only).
+pub const SETS: [&str; 3] = ["intent", "asks", "fresh"];
 
 /// The header of the score table.
 pub fn print_header(first: &str) {
@@ -201,36 +232,211 @@ pub fn print_scores(name: &str, set: &str, scores: &BTreeMap<(String, String), S
     }
 }
 
-/// Every pipeline variant through the real retrieval, on every set, kind and split (dev only
-/// with `tune`): BM25 alone, e5 alone (the plain-e5 baseline), RRF 50/50 and the configured
-/// ranking. `RAG_*` in the environment changes the configured one.
-pub async fn run(tune: bool) -> crate::Result {
-    crate::ensure_model()?;
-    print_header("pipeline");
-    for set in SETS {
-        let dir = crate::root().join("benches").join(set);
-        let tmp = tempfile::tempdir()?;
-        let config = config(tmp.path(), |k| std::env::var(k).ok())?;
-        let started = std::time::Instant::now();
-        let (configured, queries) = prepare(&dir, &config, Arc::new(LocalRecords::open(tmp.path())?)).await?;
-        eprintln!(
-            "== {set}: {} queries, {} (indexed in {:.1} s, multilingual-e5-small, offline)",
-            queries.len(),
-            dir.display(),
-            started.elapsed().as_secs_f64()
-        );
-        let ranking = configured.ranking();
-        let variants = [
-            ("BM25 only".to_owned(), configured.clone().without_embedder("lexical baseline")),
-            ("e5 only (dense)".into(), configured.clone().ranked_by(Ranking { fusion: Fusion::Dense, ..ranking })),
-            ("RRF 50/50".into(), configured.clone().ranked_by(Ranking { lexical_weight: 1.0, ..ranking })),
-            (format!("configured (RRF, lexical weight {})", ranking.lexical_weight), configured.clone()),
-        ];
-        for (name, retrieval) in &variants {
-            print_scores(name, set, &evaluate(retrieval, &queries).await?, tune);
+/// Where `cargo xtask quality` reads its sets: the bundled ones, or a team's own.
+pub enum Sets {
+    Bundled {
+        tune: bool,
+    },
+    /// `--activities FILE --queries FILE`: one set, every query held out.
+    Own {
+        activities: std::path::PathBuf,
+        queries: std::path::PathBuf,
+    },
+}
+
+/// The methods of the table: the configured retrieval and what it must not lose to.
+const CONFIGURED: &str = "configured";
+const BASELINES: [&str; 3] = ["plain e5 (query: both sides)", "plain e5 (passage:)", "before: issue 19"];
+
+/// Pooled held-out nDCG@10 per method and kind: every query of a split other than `dev`.
+type Pooled = BTreeMap<String, BTreeMap<String, Scores>>;
+
+fn pool(into: &mut Pooled, method: &str, queries: &[DevQuery], ranked: &HashMap<String, Vec<String>>) {
+    for q in queries.iter().filter(|q| q.split != "dev") {
+        for kind in [q.kind.as_str(), "all"] {
+            into.entry(method.to_owned())
+                .or_default()
+                .entry(kind.to_owned())
+                .or_default()
+                .add(&ranked[&q.id], &q.relevant);
         }
     }
-    Ok(())
+}
+
+fn scores_of(queries: &[DevQuery], ranked: &HashMap<String, Vec<String>>) -> BTreeMap<(String, String), Scores> {
+    let mut out: BTreeMap<(String, String), Scores> = BTreeMap::new();
+    for q in queries {
+        for kind in [q.kind.as_str(), "all"] {
+            out.entry((kind.to_owned(), q.split.clone())).or_default().add(&ranked[&q.id], &q.relevant);
+        }
+    }
+    out
+}
+
+/// The decision rule: the kinds on which `configured` scores below a baseline on the pooled
+/// held-out queries, as `(kind, baseline, configured, baseline's)`; empty: it may ship.
+pub fn losses(pooled: &Pooled) -> Vec<(String, String, f64, f64)> {
+    let mut out = Vec::new();
+    let Some(ours) = pooled.get(CONFIGURED) else { return out };
+    for baseline in BASELINES {
+        let Some(theirs) = pooled.get(baseline) else { continue };
+        for (kind, s) in ours {
+            if let Some(b) = theirs.get(kind).filter(|b| b.ndcg10 > s.ndcg10) {
+                out.push((kind.clone(), baseline.to_owned(), s.ndcg10, b.ndcg10));
+            }
+        }
+    }
+    out
+}
+
+/// The earliest `startAt` of `activities`.
+fn first_start(activities: &[Value]) -> Result<chrono::DateTime<chrono::Utc>> {
+    activities
+        .iter()
+        .filter_map(|a| a.get("startAt")?.as_str()?.parse().ok())
+        .min()
+        .ok_or_else(|| Error::Config("the activities file has no startAt".into()))
+}
+
+/// Ranked ids per query of one method; a query's search is the request `/rag/search` would
+/// get for `{semanticQuery, limit: 20}`.
+async fn ranked_by(retrieval: &Retrieval, queries: &[DevQuery]) -> Result<HashMap<String, Vec<String>>> {
+    let mut out = HashMap::new();
+    for q in queries {
+        let req = SearchRequest {
+            semantic_query: Some(q.query.clone()),
+            near: None,
+            window: None,
+            kind: None,
+            limit: DEPTH,
+            user_id: None,
+        };
+        let response = retrieval.search(&req, &format!("quality-{}", q.id)).await?;
+        out.insert(q.id.clone(), response.results.iter().map(|r| r.activity.id.clone()).collect());
+    }
+    Ok(out)
+}
+
+/// Every method on every set, through the real retrieval (BM25 alone, fixed-weight RRF, the
+/// configured ranking: `RAG_*` in the environment changes it) and, with the bundled model, the
+/// baselines in memory (plain e5 both ways, issue 19's ranking); then the pooled held-out
+/// table and the decision rule. Exits non-zero when the configured ranking loses to a
+/// baseline on a kind. With `tune`, the dev splits only, and no decision.
+pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Result {
+    let (tune, sets): (bool, Vec<(String, std::path::PathBuf, std::path::PathBuf)>) = match sets {
+        Sets::Bundled { tune } => (
+            tune,
+            SETS.iter()
+                .map(|s| {
+                    let dir = crate::root().join("benches").join(s);
+                    (s.to_string(), dir.join("activities.jsonl"), dir.join("queries.jsonl"))
+                })
+                .collect(),
+        ),
+        Sets::Own { activities, queries } => (false, vec![("yours".into(), activities, queries)]),
+    };
+    let local = env("EMBEDDING_PROVIDER").is_none_or(|p| p == "local");
+    if local {
+        crate::ensure_model()?;
+    }
+    let mut pooled = Pooled::new();
+    print_header("method");
+    for (set, activities_path, queries_path) in &sets {
+        let (activities, queries) = load_files(activities_path, queries_path)?;
+        let tmp = tempfile::tempdir()?;
+        // From the environment only what picks the ranking, the embedder and the model's place.
+        let ours = |k: &str| {
+            ["RAG_", "EMBEDDING_", "HOME", "RESEARCH_BUNDLE_CACHE", "ACTIVITY_TIMEZONE"]
+                .iter()
+                .any(|p| k.starts_with(p))
+        };
+        let config = config_for(tmp.path(), local, |k| env(k).filter(|_| ours(k)))?;
+        let started = std::time::Instant::now();
+        // A team's own activities are all bookable: the reference now is just before the first.
+        let now = match set.as_str() {
+            "yours" => first_start(&activities)? - chrono::Duration::minutes(1),
+            _ => NOW.parse()?,
+        };
+        let configured = prepare_with(&activities, now, &config, Arc::new(LocalRecords::open(tmp.path())?)).await?;
+        eprintln!(
+            "== {set}: {} activities, {} queries (indexed in {:.1} s, {})",
+            activities.len(),
+            queries.len(),
+            started.elapsed().as_secs_f64(),
+            if local { "bundled multilingual-e5-small" } else { config.embedding_model.as_str() }
+        );
+        let ranking = configured.ranking();
+        let mut methods: Vec<(String, HashMap<String, Vec<String>>)> = Vec::new();
+        for (name, retrieval) in [
+            ("BM25 alone", configured.clone().without_embedder("lexical baseline")),
+            (
+                "RRF, fixed lexical weight 0.25",
+                configured.clone().ranked_by(Ranking { fusion: Fusion::Rrf, lexical_weight: 0.25, ..ranking }),
+            ),
+            (
+                "RRF, fixed lexical weight 1",
+                configured.clone().ranked_by(Ranking { fusion: Fusion::Rrf, lexical_weight: 1.0, ..ranking }),
+            ),
+            (CONFIGURED, configured.clone()),
+        ] {
+            methods.push((name.to_owned(), ranked_by(&retrieval, &queries).await?));
+        }
+        if local {
+            let model = Arc::new(e5::E5Model::load(&config.embedding_model_path)?);
+            let parsed = activities
+                .iter()
+                .cloned()
+                .map(shared::activities::activity::Activity::from_json)
+                .collect::<shared::Result<Vec<_>>>()?;
+            let lab = lab::Lab::new(model, parsed, queries.clone(), now, false);
+            let ids = |ranked: Vec<(usize, f32)>| -> Vec<String> {
+                ranked.into_iter().take(DEPTH).map(|(i, _)| lab.activities[i].id.clone()).collect()
+            };
+            for (name, view) in [(BASELINES[0], "own+query:"), (BASELINES[1], "own")] {
+                let ranked = queries
+                    .iter()
+                    .map(|q| (q.id.clone(), ids(lab.dense(view, &lab.embed_query(&q.query), -1.0))))
+                    .collect();
+                methods.push((name.to_owned(), ranked));
+            }
+            let ranked = queries.iter().map(|q| (q.id.clone(), ids(methods::KEPT.rank(&lab, q)))).collect();
+            methods.push((BASELINES[2].to_owned(), ranked));
+        }
+        for (name, ranked) in &methods {
+            print_scores(name, set, &scores_of(&queries, ranked), tune);
+            pool(&mut pooled, name, &queries, ranked);
+        }
+    }
+    if tune {
+        return Ok(());
+    }
+    println!("\npooled held-out (every split but dev), nDCG@10, {}:", chrono::Utc::now().format("%Y-%m-%d"));
+    let kinds: Vec<String> = pooled.get(CONFIGURED).map(|k| k.keys().cloned().collect()).unwrap_or_default();
+    print!("{:<34}", "method");
+    for k in &kinds {
+        print!(" {:>16}", format!("{k} (n={})", pooled[CONFIGURED][k].queries));
+    }
+    println!();
+    for (name, by_kind) in &pooled {
+        print!("{name:<34}");
+        for k in &kinds {
+            print!(" {:>16.3}", by_kind.get(k).map_or(f64::NAN, |s| s.ndcg10));
+        }
+        println!();
+    }
+    if !local {
+        println!("decision: none (the baselines need the bundled model; compare the rows above)");
+        return Ok(());
+    }
+    let lost = losses(&pooled);
+    if lost.is_empty() {
+        println!("decision: the configured ranking is at least as good as every baseline on every kind");
+        return Ok(());
+    }
+    for (kind, baseline, ours, theirs) in &lost {
+        println!("decision: LOSS on {kind}: configured {ours:.3} < {baseline} {theirs:.3}");
+    }
+    Err(format!("the configured ranking loses to a baseline on {} kind(s)", lost.len()).into())
 }
 
 #[cfg(test)]
@@ -239,6 +445,33 @@ mod tests {
 
     fn ids(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    // The decision rule on the bundled sets: the configured ranking scores at least plain e5
+    // (both ways) and issue 19's ranking on every kind of the pooled held-out queries
+    // (`cargo xtask quality` prints the table). Needs the model (`infra/fetch-model.sh`).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_configured_ranking_loses_to_no_baseline_on_the_pooled_held_out_queries() {
+        // Only where the model is comes from the environment.
+        let env = |k: &str| match k {
+            "HOME" | "RESEARCH_BUNDLE_CACHE" => std::env::var(k).ok(),
+            _ => None,
+        };
+        if let Err(e) = run(Sets::Bundled { tune: false }, env).await {
+            panic!("{e} (MISSING model? run `bash infra/fetch-model.sh`)");
+        }
+    }
+
+    #[test]
+    fn the_decision_rule_names_every_kind_lost() {
+        let s = |ndcg10| Scores { ndcg10, recall20: 0.0, mrr: 0.0, queries: 1 };
+        let by = |pairs: &[(&str, f64)]| pairs.iter().map(|(k, v)| (k.to_string(), s(*v))).collect();
+        let mut pooled = Pooled::new();
+        pooled.insert(CONFIGURED.into(), by(&[("all", 0.6), ("intent", 0.5)]));
+        pooled.insert(BASELINES[0].into(), by(&[("all", 0.5), ("intent", 0.5)]));
+        assert!(losses(&pooled).is_empty(), "a tie is not a loss");
+        pooled.insert(BASELINES[2].into(), by(&[("all", 0.61), ("intent", 0.4)]));
+        assert_eq!(losses(&pooled), vec![("all".to_string(), BASELINES[2].to_string(), 0.6, 0.61)]);
     }
 
     #[test]
@@ -272,7 +505,7 @@ mod tests {
         for (set, count, splits) in [("intent", 45, &["dev", "test"][..]), ("asks", 64, &["dev"][..])] {
             let dir = tempfile::tempdir().unwrap();
             // Only where the model is comes from the environment.
-            let config = config(dir.path(), |k| match k {
+            let config = config_for(dir.path(), true, |k| match k {
                 "HOME" | "RESEARCH_BUNDLE_CACHE" => std::env::var(k).ok(),
                 _ => None,
             })

@@ -81,6 +81,11 @@ impl Embedder for LocalEmbedder {
         MIN_SIMILARITY
     }
 
+    /// The own words and the synthetic questions: measured on the pooled held-out quality sets.
+    fn views(&self) -> usize {
+        2
+    }
+
     async fn embed_batch(&self, inputs: &[String], input: Input) -> Result<(Vec<Vec<f32>>, Usage), ProviderError> {
         let model = self.model().map_err(ProviderError::Local)?;
         let inputs = inputs.to_vec();

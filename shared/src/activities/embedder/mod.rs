@@ -30,7 +30,8 @@ use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
 pub enum Input {
     /// A search query or a user's stated preferences.
     Query,
-    /// An activity's text ([`crate::activities::activity::Activity::dense_text`]).
+    /// An activity's text. The bundled e5 embeds activities as queries instead
+    /// ([`crate::activities::activity::Activity::dense_views`]): symmetric e5 ranked better.
     Passage,
 }
 
@@ -47,6 +48,12 @@ pub trait Embedder: Send + Sync {
     /// cluster around 0.8; OpenAI-style models spread from 0).
     fn min_similarity(&self) -> f32 {
         0.5
+    }
+    /// How many of an activity's views ([`crate::activities::activity::Activity::dense_views`])
+    /// its vector is made of: the own words only, unless the quality sets measured more for
+    /// this model (`cargo xtask quality`).
+    fn views(&self) -> usize {
+        1
     }
     /// Embeds `inputs` in one call; one vector per input, in order.
     async fn embed_batch(&self, inputs: &[String], input: Input) -> Result<(Vec<Vec<f32>>, Usage), ProviderError>;
@@ -139,6 +146,12 @@ impl EmbeddingService {
     pub fn without(mut self, reason: &str) -> Self {
         self.embedder = Err(reason.to_owned());
         self
+    }
+
+    /// How many views an activity's vector is made of ([`Embedder::views`]); 1 without an
+    /// embedder.
+    pub fn views(&self) -> usize {
+        self.embedder.as_ref().map_or(1, |e| e.views())
     }
 
     /// The cosine floor of the model's dense matches; `None` without an embedder.
