@@ -186,7 +186,7 @@ impl Retrieval {
             (Strategy::FilterOnly, self.by_place_or_time(req, stored)?)
         } else if let Some(query) = &req.semantic_query {
             let kept = personal.as_ref().map_or(&[][..], |(v, _)| v.as_slice());
-            self.semantic(req, query, &filter, candidates, kept, request_id, &mut degraded_reason).await?
+            self.semantic(req, query, (&filter, candidates), kept, request_id, &mut degraded_reason).await?
         } else if let Some(near) = req.near {
             let stored = self.nearest(&filter, near, (candidates, candidates_estimated), req.limit).await?;
             (Strategy::Distance, self.by_place_or_time(req, stored)?)
@@ -307,8 +307,7 @@ impl Retrieval {
         &self,
         req: &SearchRequest,
         query: &str,
-        filter: &HardFilter,
-        candidates: usize,
+        (filter, candidates): (&HardFilter, usize),
         kept: &[Vec<f32>],
         request_id: &str,
         degraded_reason: &mut Option<String>,

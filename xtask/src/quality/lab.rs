@@ -200,15 +200,17 @@ impl Lab {
 
     /// Scores of `method` (query → ranked document indices) by (kind, split), plus "all".
     pub fn evaluate(&self, method: impl Fn(&DevQuery) -> Vec<(usize, f32)>) -> BTreeMap<(String, String), Scores> {
-        let mut out: BTreeMap<(String, String), Scores> = BTreeMap::new();
-        for q in &self.queries {
-            let ranked: Vec<String> =
-                method(q).into_iter().take(super::DEPTH).map(|(i, _)| self.activities[i].id.clone()).collect();
-            for kind in [q.kind.as_str(), "all"] {
-                out.entry((kind.to_owned(), q.split.clone())).or_default().add(&ranked, &q.relevant);
-            }
-        }
-        out
+        let ranked = self
+            .queries
+            .iter()
+            .map(|q| {
+                (
+                    q.id.clone(),
+                    method(q).into_iter().take(super::DEPTH).map(|(i, _)| self.activities[i].id.clone()).collect(),
+                )
+            })
+            .collect();
+        super::scores_of(&self.queries, &ranked)
     }
 }
 

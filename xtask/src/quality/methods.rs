@@ -16,6 +16,8 @@ use super::{DevQuery, NOW, SETS, load};
 
 type Ranked = Vec<(usize, f32)>;
 type Method = Box<dyn Fn(&Lab, &DevQuery) -> Ranked>;
+/// Document views and their weights.
+type Views = &'static [(&'static str, f32)];
 
 /// A ranking with one dense and one sparse vector per activity (what the index holds).
 #[derive(Clone, Copy)]
@@ -291,7 +293,7 @@ fn methods() -> Vec<(String, Method)> {
         }),
     ));
     // Issue 29: document views (dense only, then routed), tuned on the dev splits.
-    let view_sets: Vec<(&str, &'static [(&'static str, f32)], bool)> = vec![
+    let view_sets: Vec<(&str, Views, bool)> = vec![
         ("own words + own, query: both", &[("own", 1.0), ("own+query:", 1.0)], false),
         ("own+query: + description, type, tags", &[("own+query:", 1.0), ("described+query:", 1.0)], false),
         ("own+query: + seed lines+query:", &[("own+query:", 1.0), ("plain+query:", 1.0)], false),
@@ -339,28 +341,23 @@ fn methods() -> Vec<(String, Method)> {
             routed(lab, q, SYMMETRIC, 0.5, |s| if s.terms == 0 { 0.0 } else { s.idf_mass / s.terms as f32 })
         }),
     ));
-    for (name, time, specific, rest) in [
-        ("views3 + time, lex 0", 0.5f32, 0.0f32, 0.0f32),
-        ("views3 + time 1, lex 0", 1.0, 0.0, 0.0),
-        ("views3 + time, lex 1 if top/term ≥ 0.8", 0.5, 1.0, 0.0),
-        ("views3 + time, lex 0.25 if top/term ≥ 0.8", 0.5, 0.25, 0.0),
-        ("views3 + time, lex 1 if top/term ≥ 0.8, else 0.1", 0.5, 1.0, 0.1),
-        ("sym + time, lex 1 if top/term ≥ 0.8", -0.5, 1.0, 0.0),
-        ("views2 + time, lex 0", 10.5, 0.0, 0.0),
-        ("views2 + time, lex 1 if top/term ≥ 0.8", 10.5, 1.0, 0.0),
-    ] {
-        let dense = if time < 0.0 {
-            SYMMETRIC
-        } else if time > 10.0 {
-            VIEWS2
-        } else {
-            VIEWS3
-        };
-        let time = if time > 10.0 { time - 10.0 } else { time };
+    // Lexical weight `specific` for a query at or above retrieval's threshold, else `rest`.
+    let threshold = shared::activities::ranking::SPECIFIC;
+    let variants: [(&str, Views, f32, f32, f32); 8] = [
+        ("views3 + time, lex 0", VIEWS3, 0.5, 0.0, 0.0),
+        ("views3 + time 1, lex 0", VIEWS3, 1.0, 0.0, 0.0),
+        ("views3 + time, lex 1 if top/term ≥ 0.8", VIEWS3, 0.5, 1.0, 0.0),
+        ("views3 + time, lex 0.25 if top/term ≥ 0.8", VIEWS3, 0.5, 0.25, 0.0),
+        ("views3 + time, lex 1 if top/term ≥ 0.8, else 0.1", VIEWS3, 0.5, 1.0, 0.1),
+        ("sym + time, lex 1 if top/term ≥ 0.8", SYMMETRIC, 0.5, 1.0, 0.0),
+        ("views2 + time, lex 0", VIEWS2, 0.5, 0.0, 0.0),
+        ("views2 + time, lex 1 if top/term ≥ 0.8", VIEWS2, 0.5, 1.0, 0.0),
+    ];
+    for (name, dense, time, specific, rest) in variants {
         out.push((
             format!("routed {name}"),
             Box::new(move |lab: &Lab, q: &DevQuery| {
-                routed(lab, q, dense, time.abs(), |s| if s.lexical_top >= 0.8 { specific } else { rest })
+                routed(lab, q, dense, time, |s| if s.lexical_top >= threshold { specific } else { rest })
             }),
         ));
     }

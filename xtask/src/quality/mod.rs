@@ -263,7 +263,8 @@ fn pool(into: &mut Pooled, method: &str, queries: &[DevQuery], ranked: &HashMap<
     }
 }
 
-fn scores_of(queries: &[DevQuery], ranked: &HashMap<String, Vec<String>>) -> BTreeMap<(String, String), Scores> {
+/// Scores by (kind, split), plus `("all", split)`, of `ranked` ids per query id.
+pub fn scores_of(queries: &[DevQuery], ranked: &HashMap<String, Vec<String>>) -> BTreeMap<(String, String), Scores> {
     let mut out: BTreeMap<(String, String), Scores> = BTreeMap::new();
     for q in queries {
         for kind in [q.kind.as_str(), "all"] {
