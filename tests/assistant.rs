@@ -425,7 +425,21 @@ async fn the_chat_fixture_answers_on_the_embedded_default(kind: StoreKind) {
     assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]));
 }
 
+// Issue 44: the answer says what chose the mode; a mode the client passes (a button in the app)
+// is the one used, with its tools, whatever the message says.
+async fn the_mode_a_client_passes_is_the_one_used(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tool: None }), ..Chat::default() }).await;
+    let (status, routed) = h.chat(USER, json!({"message": "你好呀"})).await;
+    assert_eq!((status, routed["mode"].as_str(), routed["by"].as_str()), (200, Some("CHAT"), Some("classifier")));
+    let (status, asked) = h.chat(USER, json!({"message": "你好呀", "mode": "EXPLORE"})).await;
+    assert_eq!((status, asked["mode"].as_str(), asked["by"].as_str()), (200, Some("EXPLORE"), Some("client")));
+    let sent = h.model_requests().await;
+    assert!(offered(&sent[0]).is_empty(), "CHAT without a Tavily key offers no tool");
+    assert_eq!(offered(&sent[1]), ["explore_nearby"], "EXPLORE's tool, as the client asked");
+}
+
 on_both_stores!(
+    the_mode_a_client_passes_is_the_one_used,
     a_sigv4_app_tool_is_signed,
     the_chat_fixture_answers_on_the_embedded_default,
     search_web_is_registered_only_with_a_tavily_key,

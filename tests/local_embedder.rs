@@ -143,46 +143,53 @@ fn a_cancelled_embedding_stops_between_layers() {
     assert!(stopped < whole / 2, "stopped after {stopped:?}; the whole batch takes {whole:?}");
 }
 
-// The assistant's intent without a model call: messages with no rule word are placed by the
-// bundled model against the exemplars, in milliseconds once the exemplars are embedded (one
-// batch per process). Prints the figures; a message next to an exemplar gets its mode.
+// The assistant's intent without a model call: the words head decides what it is sure of
+// (no embedding), the meaning head the rest on the bundled model; a mode the client passed wins.
+// Prints the figures (`cargo xtask quality --intent` measures quality and the warm p50).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_assistants_intent_is_local_and_fast_on_the_bundled_model() {
-    use shared::assistant::intent::{By, Classifier, Mode};
+    use shared::assistant::intent::head::Heads;
+    use shared::assistant::intent::{By, Classifier, Mode, SURE};
     model_present();
     let h = RagHarness::with(None, &[LOCAL]).await;
     let classifier = Classifier::new(h.rag.retrieval.embedding().clone());
-    let started = std::time::Instant::now();
-    let (mode, by) = classifier.classify("晚上想出去放松放松", None, "intent-1").await;
-    let first = started.elapsed();
-    assert_eq!((mode, by), (Mode::Explore, By::Exemplars));
     let messages = [
         "今天好累啊",
         "帮我弄个桌游局，六个人",
         "想找个一起学画画的人",
         "我那个周六的活动几点来着",
         "晚上想出去放松放松",
+        "想动一动",
+        "帮我看看",
+        "それってどういう意味？",
     ];
+    let (mut sure, mut unsure) = (0, 0);
     let mut took = Vec::new();
     for _ in 0..4 {
         for m in messages {
             let started = std::time::Instant::now();
-            let (mode, by) = classifier.classify(m, None, "intent-2").await;
+            let (mode, by) = classifier.classify(m, None, None, "intent-1").await;
             took.push(started.elapsed());
-            assert!(matches!(by, By::Exemplars | By::Default), "{m}: no rule word, no history: {by:?}");
-            let _ = mode;
+            let words = Heads::shipped().words(m, None);
+            let top = words.iter().copied().fold(f32::MIN, f32::max);
+            if top >= SURE {
+                sure += 1;
+                assert_eq!(by, By::Classifier, "{m}: the words head is sure ({words:?})");
+                assert_eq!(words[mode.index()], top, "{m}: its best mode");
+            } else {
+                unsure += 1;
+                assert_eq!(by, By::Embedding, "{m}: the words head is unsure ({words:?}): the meaning head decides");
+            }
         }
     }
+    assert!(sure > 0 && unsure > 0, "both heads decided some: {sure} sure, {unsure} unsure");
+    let (mode, by) = classifier.classify("今天好累啊", None, Some(Mode::Manage), "intent-2").await;
+    assert_eq!((mode, by), (Mode::Manage, By::Client), "the client's mode wins");
     took.sort();
     let p50 = took[took.len() / 2];
     println!(
-        "intent on the bundled model: first (12 exemplars + the message) {first:?}, then p50 {p50:?}, max {:?}",
+        "intent on the bundled model: p50 {p50:?}, max {:?} ({sure} by the words head, {unsure} by the meaning head)",
         took[took.len() - 1]
     );
-    let rules = std::time::Instant::now();
-    for _ in 0..1000 {
-        shared::assistant::intent::by_rules("附近有什么适合社恐的活动？");
-    }
-    println!("intent by rules: {:?} per message", rules.elapsed() / 1000);
     assert!(p50 < Duration::from_millis(100), "a message's intent takes {p50:?}");
 }

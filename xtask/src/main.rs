@@ -8,7 +8,9 @@
 //!   bundled embedder: nDCG@10, Recall@20, MRR per method, set, query kind and split, the
 //!   pooled held-out table and the decision rule (non-zero exit on a loss to a baseline);
 //!   `quality lab [--tune]`: the ranking experiments in memory. `--tune` hides the held-out
-//!   splits (what a change may be tuned on).
+//!   splits (what a change may be tuned on). `quality --intent [--tune | --train]`: the
+//!   assistant's mode router on the sealed set `benches/modes/` against main's, with its
+//!   decision rule; `--train` fits the router's heads on the training file and the tune split.
 //! - `bench [search|report|rag|backfill|embed]`: prints citation extraction on 1 MB, a cache-hit request through
 //!   the handler and the cold start of the release binary, each beside a baseline measured in
 //!   the same run; the cost report over 100k records on SQLite and DynamoDB Local; and activity
@@ -37,6 +39,10 @@ async fn main() -> Result {
         Some("demo") => demo::run().await,
         Some("quality") => match args.get(1).map(String::as_str) {
             Some("lab") => quality::methods::run(args.iter().any(|a| a == "--tune")),
+            _ if args.iter().any(|a| a == "--intent") => {
+                let flag = |f: &str| args.iter().any(|a| a == f);
+                quality::modes::run(flag("--tune"), flag("--train"), |k| std::env::var(k).ok()).await
+            }
             _ => {
                 let value =
                     |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map(Into::into);

@@ -427,7 +427,7 @@ impl Retrieval {
         self.interests.set_preferences(user, &preferences, vector.as_deref()).await
     }
 
-    /// The query embedding service (the assistant's intent exemplars embed through it).
+    /// The query embedding service (the assistant's meaning head embeds through it too).
     pub fn embedding(&self) -> &EmbeddingService {
         &self.embedding
     }

@@ -56,6 +56,8 @@ pub struct ChatInput {
     pub message: String,
     pub conversation_id: Option<String>,
     pub location: Option<(f64, f64)>,
+    /// The mode the client chose for this message (a button in the app), over the router's.
+    pub mode: Option<Mode>,
 }
 
 #[derive(Deserialize)]
@@ -64,6 +66,7 @@ struct Body {
     message: String,
     conversation_id: Option<String>,
     location: Option<Location>,
+    mode: Option<Mode>,
 }
 
 #[derive(Deserialize)]
@@ -74,7 +77,8 @@ struct Location {
 }
 
 impl ChatInput {
-    /// Parses `{message, conversationId?, location?: {lat, lng}}`; each mistake names its field.
+    /// Parses `{message, conversationId?, location?: {lat, lng}, mode?}`; each mistake names its
+    /// field.
     pub fn from_json(body: &[u8]) -> Result<Self> {
         let body: Body = crate::core::json::typed_body(body, "invalid_chat")?;
         let message = body.message.trim().to_owned();
@@ -91,16 +95,18 @@ impl ChatInput {
             }
             Some(_) => return Err(Error::invalid("invalid_chat", "location: lat -90..90 and lng -180..180")),
         };
-        Ok(Self { message, conversation_id: body.conversation_id, location })
+        Ok(Self { message, conversation_id: body.conversation_id, location, mode: body.mode })
     }
 }
 
-/// A reply: `{conversationId, mode, reply, toolCalls, sources, mock, remembered}`.
+/// A reply: `{conversationId, mode, by, reply, toolCalls, sources, mock, remembered}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
     pub conversation_id: String,
     pub mode: Mode,
+    /// What decided the mode.
+    pub by: By,
     pub reply: String,
     pub tool_calls: Vec<ToolUse>,
     pub sources: Vec<Cited>,
@@ -180,7 +186,8 @@ impl Assistant {
         let stated = bounded(HOT_PATH, "stated preferences", self.retrieval.stated_preferences(user)).await;
         let stated = stated.unwrap_or_default();
         // 2. Intent.
-        let (mode, by) = self.classifier.classify(&input.message, earlier.last().map(|t| t.mode), request_id).await;
+        let previous = earlier.last().map(|t| t.mode);
+        let (mode, by) = self.classifier.classify(&input.message, previous, input.mode, request_id).await;
         tracing::info!(request_id, mode = mode.as_str(), ?by, "assistant mode");
         let _ = events.send(Event::Mode { conversation_id: conversation.clone(), mode, by });
         // 3. Mode: prompt and tools.
@@ -239,6 +246,7 @@ impl Assistant {
         Ok(Answer {
             conversation_id: conversation,
             mode,
+            by,
             reply,
             tool_calls: tool_calls.expect("not poisoned"),
             sources: sources.expect("not poisoned"),
@@ -317,12 +325,15 @@ mod tests {
     #[test]
     fn a_chat_body_is_checked_field_by_field() {
         let ok = ChatInput::from_json(br#"{"message": " hi ", "location": {"lat": 31.2, "lng": 121.5}}"#).unwrap();
-        assert_eq!((ok.message.as_str(), ok.location), ("hi", Some((31.2, 121.5))));
+        assert_eq!((ok.message.as_str(), ok.location, ok.mode), ("hi", Some((31.2, 121.5)), None));
+        let asked = ChatInput::from_json(br#"{"message": "hi", "mode": "CREATE"}"#).unwrap();
+        assert_eq!(asked.mode, Some(Mode::Create));
         for (body, says) in [
             (r#"{"message": ""}"#, "message"),
             (r#"{"message": "x", "extra": 1}"#, "extra"),
             (r#"{"message": "x", "conversationId": "../x"}"#, "conversationId"),
             (r#"{"message": "x", "location": {"lat": 91, "lng": 0}}"#, "lat"),
+            (r#"{"message": "x", "mode": "SHOP"}"#, "mode"),
             (r#"{}"#, "message"),
         ] {
             let e = ChatInput::from_json(body.as_bytes()).unwrap_err();

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 pub mod lab;
 pub mod methods;
+pub mod modes;
 pub mod negation;
 
 use serde::Deserialize;
@@ -64,17 +65,6 @@ pub fn load(dir: &Path) -> Result<(Vec<Value>, Vec<DevQuery>)> {
 /// A set from two JSON Lines files (see `docs/retrieval.md`): activities as `POST /activities`
 /// bodies, and queries `{id, query, relevant: {activityId: 1|2}, kind?, split?}`.
 pub fn load_files(activities: &Path, queries: &Path) -> Result<(Vec<Value>, Vec<DevQuery>)> {
-    fn lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::Config(format!("quality set {}: {e}", path.display())))?;
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| Error::Config(format!("{}:{}: {e}", path.display(), i + 1)))
-            })
-            .collect()
-    }
     let (values, graded): (Vec<Value>, Vec<DevQuery>) = (lines(activities)?, lines(queries)?);
     let mut ids = std::collections::HashSet::new();
     for q in &graded {
@@ -90,6 +80,18 @@ pub fn load_files(activities: &Path, queries: &Path) -> Result<(Vec<Value>, Vec<
         }
     }
     Ok((values, graded))
+}
+
+/// The lines of a JSON Lines file of a quality set, blank lines skipped; a bad line is named
+/// `path:line`.
+pub fn lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error::Config(format!("quality set {}: {e}", path.display())))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| Error::Config(format!("{}:{}: {e}", path.display(), i + 1))))
+        .collect()
 }
 
 /// The configuration the measure runs with: an exclusive Edge shard under `data_dir`, no match

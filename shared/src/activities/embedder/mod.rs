@@ -159,6 +159,11 @@ impl EmbeddingService {
         self.embedder.as_ref().ok().map(|e| e.min_similarity())
     }
 
+    /// The name of the model's vectors ([`vector_name`]); `None` without an embedder.
+    pub fn vector_name(&self) -> Option<String> {
+        self.embedder.as_ref().ok().map(|e| vector_name(e.provider(), e.model(), e.dimensions()))
+    }
+
     /// Vectors of `inputs` for `agent`, or the reason to report when there are none
     /// (`no embedder …`, `embedder failed: …`, `embedder took longer than N ms`).
     pub async fn vectors(
