@@ -8,7 +8,8 @@
 //!   `<dir>/lock`, loads the shard and keeps both for a short lease: operations within
 //!   [`LEASE`] of the last one reuse the open shard (as fast as exclusive mode), then the shard
 //!   is closed and the lock released, and a process holding it for [`MAX_HOLD`] hands it over
-//!   between two operations. Any number of processes take turns; each sees every write
+//!   between two operations. Any number of processes take turns, in order (a turnstile lock:
+//!   [`Inner::lock`]), so a search waits at most one hold per other process; each sees every write
 //!   acknowledged before it, since it reopens the shard whenever it takes the lock. (Reopening
 //!   only when another process wrote is not possible: an open shard keeps a `flock` on its
 //!   WAL, so no other process can load it until this one closes it.)
@@ -54,7 +55,7 @@ const PAGE: usize = 1000;
 pub const LEASE: Duration = Duration::from_millis(200);
 
 /// Shared mode: how long a busy process keeps the shard before it lets a waiting one in.
-pub const MAX_HOLD: Duration = Duration::from_secs(1);
+pub const MAX_HOLD: Duration = Duration::from_millis(300);
 
 pub struct EdgeIndex {
     inner: Arc<Inner>,
@@ -156,14 +157,23 @@ impl Inner {
         out
     }
 
+    /// The directory's lock, taken in turn: a process waits for it holding `turnstile`, so one
+    /// that hands the lock over (after [`MAX_HOLD`]) queues behind every process already
+    /// waiting instead of racing them for it (`flock` alone wakes waiters in no order, and a
+    /// search could wait out several writers' holds).
     fn lock(&self) -> Result<File> {
         std::fs::create_dir_all(&self.dir).map_err(|e| store_error("create directory", e))?;
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join("lock"))
-            .map_err(|e| store_error("open lock", e))?;
+        let open = |name: &str| {
+            File::options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(self.dir.join(name))
+                .map_err(|e| store_error("open lock", e))
+        };
+        let turnstile = open("turnstile")?;
+        turnstile.lock().map_err(|e| store_error("lock", e))?;
+        let file = open("lock")?;
         file.lock().map_err(|e| store_error("lock", e))?;
         Ok(file)
     }
