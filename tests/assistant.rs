@@ -438,8 +438,25 @@ async fn the_mode_a_client_passes_is_the_one_used(kind: StoreKind) {
     assert_eq!(offered(&sent[1]), ["explore_nearby"], "EXPLORE's tool, as the client asked");
 }
 
+// Issue 42 (seed 002's app): the persona is the deployment's (ASSISTANT_PERSONA), neutral by
+// default; seed 004's app names its own.
+async fn the_persona_is_the_deployments(kind: StoreKind) {
+    let system = |request: &Value| request["messages"][0]["content"].as_str().unwrap().to_owned();
+    let neutral = ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tool: None }), ..Chat::default() }).await;
+    neutral.chat(USER, json!({"message": "你好"})).await;
+    let said = system(&neutral.model_requests().await[0]);
+    assert!(said.starts_with("你是一个 AI 助手。\n") && !said.contains("聚场"), "{said}");
+    let env = [("ASSISTANT_PERSONA", "你是聚场的 AI 助手。")];
+    let named =
+        ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tool: None }), env: &env, ..Chat::default() }).await;
+    named.chat(USER, json!({"message": "你好"})).await;
+    let said = system(&named.model_requests().await[0]);
+    assert!(said.starts_with("你是聚场的 AI 助手。\n"), "{said}");
+}
+
 on_both_stores!(
     the_mode_a_client_passes_is_the_one_used,
+    the_persona_is_the_deployments,
     a_sigv4_app_tool_is_signed,
     the_chat_fixture_answers_on_the_embedded_default,
     search_web_is_registered_only_with_a_tavily_key,

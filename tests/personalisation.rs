@@ -144,6 +144,9 @@ async fn explore_nearby_runs_the_same_retrieval() {
         v[key].as_array().unwrap().iter().map(|x| x.pointer(id).unwrap().clone()).collect::<Vec<_>>()
     };
     assert_eq!(ids(&text, "activities", "/id"), ids(&same, "results", "/activity/id"), "one code path");
+    let (status, camel) = h.tool("exploreNearby", args.clone()).await;
+    assert_eq!(status, 200, "seed 004's clients call it exploreNearby: {camel}");
+    assert_eq!(ids(&camel, "activities", "/id"), ids(&text, "activities", "/id"), "the same tool");
 
     let (status, text) = h.tool("explore_nearby", json!({"lat": 95, "lng": 121.4, "radiusInKm": 5})).await;
     assert_eq!((status, text["error"].as_str()), (200, Some("invalid_arguments")), "{text}");

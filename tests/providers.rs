@@ -216,6 +216,42 @@ async fn search_web_returns_a_model_ready_string(kind: StoreKind) {
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_agent")), "not one of AGENTS");
 }
 
+// Issue 42, seed 002's app: a signed-in user calls search_web with their JWT (a mini-program
+// cannot sign SigV4) and gets the model-ready string, billed to `assistant`, within their
+// quota; bad input counts no quota; no token, or a backend's signature, is a 401 that reaches
+// no upstream.
+async fn a_user_calls_search_web_with_their_token(kind: StoreKind) {
+    let h = Harness::with(kind, Setup { env: &[("USER_QUOTA_PER_MINUTE", "2")], ..only_tavily() }).await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let post = |body: Value| integration::request("POST", "/me/tools/search_web", &body.to_string());
+    let as_alice = |body: Value| integration::as_user(post(body), "u-alice");
+    let (status, _, r) = h.exchange_as(as_alice(json!({"query": "最新的识字教学方法"})), None).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r[0]["url"], "https://one.example.com/a", "{r}");
+    let costs = h.costs().await;
+    assert_eq!(
+        costs.iter().map(|c| (c.provider.as_str(), c.agent.as_str())).collect::<Vec<_>>(),
+        [("tavily", "assistant")]
+    );
+    for (body, code) in
+        [(json!({"query": "x", "agent": "research"}), "invalid_agent"), (json!({"q": "x"}), "unknown_field")]
+    {
+        let (status, _, r) = h.exchange_as(as_alice(body), None).await;
+        assert_eq!((status, r["error"]["code"].as_str()), (400, Some(code)), "{r}");
+    }
+    let (status, _, r) = h.exchange_as(as_alice(json!({"query": "明天天气"})), None).await;
+    assert_eq!(status, 200, "the second of two a minute (bad input counted none): {r}");
+    let (status, _, r) = h.exchange_as(as_alice(json!({"query": "后天天气"})), None).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "{r}");
+    let (status, _, r) = h.exchange_as(integration::as_user(post(json!({"query": "后天天气"})), "u-bob"), None).await;
+    assert_eq!(status, 200, "another user has a quota of their own: {r}");
+    let calls = h.tavily_calls().await.len();
+    let (anonymous, _, _) = h.exchange_as(post(json!({"query": "x"})), None).await;
+    let (backend, _) = h.post("/me/tools/search_web", json!({"query": "x"})).await;
+    assert_eq!((anonymous, backend), (401, 401), "a user's route needs a user's token");
+    assert_eq!(h.tavily_calls().await.len(), calls, "a refused call reaches no upstream");
+}
+
 // Given Perplexity answers, then Tavily is never asked (the chain's order holds).
 async fn the_first_provider_that_answers_wins(kind: StoreKind) {
     let h = Harness::with(kind, Setup { perplexity: true, tavily: true, ..Setup::default() }).await;
@@ -255,5 +291,6 @@ on_both_stores!(
     structured_methods_skip_providers_that_cannot_answer_them,
     tools_are_listed_only_when_they_can_run,
     search_web_returns_a_model_ready_string,
+    a_user_calls_search_web_with_their_token,
     the_first_provider_that_answers_wins,
 );

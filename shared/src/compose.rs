@@ -289,6 +289,7 @@ pub fn assistant(
         ledger,
         retry: RetryPolicy::new(config.retry_base),
         classifier: Classifier::new(retrieval.embedding().clone()),
+        persona: config.assistant_persona.clone(),
         retrieval,
         web,
         app: AppTools::new(config.assistant_tools.clone(), config.assistant_tool_timeout)?,

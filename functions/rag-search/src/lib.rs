@@ -89,7 +89,8 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
             quota.take(&caller).await?;
             Ok(http::json(200, &app.search(&request, &http::request_id(req)).await?))
         }
-        ["tools", "explore_nearby"] => explore_nearby(app, req).await,
+        // `exploreNearby` is the name seed 004's clients registered.
+        ["tools", "explore_nearby" | "exploreNearby"] => explore_nearby(app, req).await,
         _ => Err(http::no_route(req)),
     }
 }

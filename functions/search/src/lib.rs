@@ -4,8 +4,9 @@
 //! Routes: `POST /search` (`{query, region?, model?, recency?, domains?, agent?}`),
 //! `POST /search/competitors` (`{keyword, domain?, ...}`), `POST /search/trends`
 //! (`{topic, timeframe?}`), `POST /search/topic` (`{topic, aspects?, ...}`),
-//! `GET /sources/{requestId}`, `GET /tools`, `POST /tools/{name}` (`{query, agent?}`), and
-//! `POST /research` (`{pipelineId?, prompts?, strategy?, config?}`). Every error is
+//! `GET /sources/{requestId}`, `GET /tools`, `POST /tools/{name}` (`{query, agent?}`),
+//! `POST /me/tools/{name}` (`{query}`) and `POST /research` (`{pipelineId?, prompts?, strategy?,
+//! config?}`). Every error is
 //! `{"error": {"code", "message"}}` with a 4xx for the caller's mistakes; search upstream
 //! faults never surface as 5xx (labelled mock data instead).
 //!
@@ -14,13 +15,17 @@
 //! context it is 401 before anything else is read, so a Function URL, a test invoke or a
 //! template that lost its authorizer never opens the wallet. A spent daily budget is 429
 //! `budget_exceeded` with `Retry-After`; `model: "sonar-pro"` only for `PREMIUM_AGENTS`.
-//! `GET /tools` and `GET /sources/{requestId}` spend nothing and are public.
+//! `POST /me/tools/{name}` is the same tool for a signed-in user (a mini-program cannot sign
+//! SigV4, seed 002): the user's JWT (401 without), counted against the user's quota (429
+//! `quota_exceeded`), billed to the agent `assistant`. `GET /tools` and `GET /sources/{requestId}`
+//! spend nothing and are public.
 
 use std::sync::Arc;
 
 use lambda_http::{Body, Request, Response};
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
+use shared::core::quota::Quota;
 use shared::core::records::RecordStore;
 use shared::core::retry::RetryPolicy;
 use shared::http::auth;
@@ -41,6 +46,9 @@ pub struct SearchFunction {
     pub agents: Vec<String>,
     /// Who may ask for the expensive search (`PREMIUM_AGENTS`).
     pub premium_agents: Vec<String>,
+    /// Who the users of `POST /me/tools/{name}` are, and their quota.
+    pub users: auth::Users,
+    pub quota: Quota,
 }
 
 impl SearchFunction {
@@ -57,6 +65,12 @@ impl SearchFunction {
             timeout: config.codex_timeout,
             retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
         };
+        let quota = Quota::new(
+            config.user_quota_per_minute,
+            config.user_quota_per_day,
+            Arc::clone(&records),
+            Arc::clone(&clock),
+        );
         let research = ResearchNode::new(Arc::clone(&search), codex, config.research_provider, records, clock);
         Ok(Self {
             search,
@@ -64,6 +78,8 @@ impl SearchFunction {
             research,
             agents: config.agents.clone(),
             premium_agents: config.premium_agents.clone(),
+            users: auth::Users::new(config.user_claim.clone()),
+            quota,
         })
     }
 
@@ -90,6 +106,7 @@ async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
             Ok(http::json(200, &serde_json::json!({"tools": app.tools.definitions()})))
         }
         ["tools", name] => tool(app, req, name).await,
+        ["me", "tools", name] => user_tool(app, req, name).await,
         ["research"] => research(app, req).await,
         _ => Err(http::no_route(req)),
     }
@@ -141,16 +158,44 @@ fn billable(app: &SearchFunction, agent: &str) -> Result<()> {
     Err(Error::invalid("invalid_agent", format!("agent {agent:?} is not one of AGENTS: {}", app.agents.join(", "))))
 }
 
-/// Runs a tool; the body is the model-facing JSON string itself (also for tool failures).
+/// Runs a tool for the backend; the body is the model-facing JSON string itself (also for tool
+/// failures).
 async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Response<Body>> {
     auth::backend(req)?;
     http::allow(req, "POST")?;
+    let SearchWebArguments { query, agent } = tool_arguments(app, req, name)?;
+    billable(app, &agent)?;
+    run_tool(app, req, &query, &agent).await
+}
+
+/// Runs a tool for the signed-in user, within their quota, billed to `assistant`.
+async fn user_tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Response<Body>> {
+    let user = app.users.caller(req)?;
+    http::allow(req, "POST")?;
+    let SearchWebArguments { query, agent } = tool_arguments(app, req, name)?;
+    if agent != USER_AGENT {
+        return Err(Error::invalid("invalid_agent", format!("a user's tool call is billed to {USER_AGENT:?}")));
+    }
+    billable(app, USER_AGENT)?;
+    app.quota.take(&user).await?;
+    run_tool(app, req, &query, USER_AGENT).await
+}
+
+/// Who pays for a user's tool calls.
+const USER_AGENT: &str = "assistant";
+
+/// The arguments of tool `name`: 404 for a tool this deployment does not have.
+fn tool_arguments(app: &SearchFunction, req: &Request, name: &str) -> Result<SearchWebArguments> {
     if !app.tools.has(name) {
         return Err(Error::NotFound(format!("tool {name:?} is not available; GET /tools lists the available ones")));
     }
-    let SearchWebArguments { query, agent } = SearchWebArguments::from_json(http::body(req)?)?;
-    billable(app, &agent)?;
-    let answer = app.tools.search_web(&query, &agent, &http::request_id(req)).await?;
+    SearchWebArguments::from_json(http::body(req)?)
+}
+
+/// The tool's answer as the response: the model-facing JSON string, and whether its sources
+/// were stored (`x-sources-stored`).
+async fn run_tool(app: &SearchFunction, req: &Request, query: &str, agent: &str) -> Result<Response<Body>> {
+    let answer = app.tools.search_web(query, agent, &http::request_id(req)).await?;
     let mut response = http::raw_json(200, answer.result);
     let stored = if answer.sources_stored { "true" } else { "false" };
     response.headers_mut().insert("x-sources-stored", lambda_http::http::HeaderValue::from_static(stored));

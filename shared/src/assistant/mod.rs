@@ -155,6 +155,8 @@ pub struct Assistant {
     pub app: AppTools,
     pub history: History,
     pub classifier: Classifier,
+    /// Who the assistant is (`ASSISTANT_PERSONA`): the first line of every mode's instructions.
+    pub persona: String,
     /// Time box of one reply (`ASSISTANT_BUDGET_MS`), and of one tool call.
     pub budget: Duration,
     pub tool_time: Duration,
@@ -191,7 +193,8 @@ impl Assistant {
         tracing::info!(request_id, mode = mode.as_str(), ?by, "assistant mode");
         let _ = events.send(Event::Mode { conversation_id: conversation.clone(), mode, by });
         // 3. Mode: prompt and tools.
-        let instructions = instructions(mode, input.location, &stated, now, self.retrieval.ranking().zone);
+        let instructions =
+            instructions(&self.persona, mode, input.location, &stated, now, self.retrieval.ranking().zone);
         let toolbox = Toolbox {
             mode,
             retrieval: &self.retrieval,
@@ -273,15 +276,17 @@ impl Assistant {
     }
 }
 
-/// The system prompt of `mode`, with the context: time, place, stated preferences.
+/// The system prompt of `mode` for `persona`, with the context: time, place, stated
+/// preferences.
 fn instructions(
+    persona: &str,
     mode: Mode,
     location: Option<(f64, f64)>,
     stated: &[Stated],
     now: chrono::DateTime<Utc>,
     zone: chrono_tz::Tz,
 ) -> String {
-    let persona = match mode {
+    let style = match mode {
         Mode::Chat => "像一个温暖的朋友一样聊天。需要最新的事实时，用 search_web（如果有）查证，并说明来源。",
         Mode::Explore => {
             "你是导游：用 explore_nearby 找用户附近的活动，只推荐工具返回的活动，说清时间、地点和推荐理由；\
@@ -301,7 +306,7 @@ fn instructions(
         }
     };
     let mut context = format!(
-        "你是聚场的 AI 助手。用用户使用的语言回答，简洁。\n{persona}\n现在：{}",
+        "{persona}\n用用户使用的语言回答，简洁。\n{style}\n现在：{}",
         now.with_timezone(&zone).format("%Y-%m-%d %H:%M %Z")
     );
     if let Some((lat, lng)) = location {

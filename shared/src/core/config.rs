@@ -148,6 +148,9 @@ pub struct Config {
     pub assistant_tool_timeout: Duration,
     /// The app's tools the assistant may call over HTTP (`ASSISTANT_TOOLS`, a JSON list).
     pub assistant_tools: Vec<AppTool>,
+    /// Who the assistant is, the first line of its instructions (`ASSISTANT_PERSONA`); the
+    /// modes' own styles follow it.
+    pub assistant_persona: String,
 }
 
 /// One of the app's tools (drafts, partner intents, my activities) the assistant calls over
@@ -409,7 +412,16 @@ impl Config {
                 ms => Duration::from_millis(ms),
             },
             qdrant_timeout: Duration::from_millis(number("QDRANT_TIMEOUT_MS", 1_000)?.max(1)),
-            tavily_api_key: get("TAVILY_API_KEY").map(Secret),
+            tavily_api_key: get("TAVILY_API_KEY")
+                .or_else(|| {
+                    // Seed 002's front end named it so; a key belongs here, not in a browser bundle.
+                    let alias = get("VITE_TAVILY_API_KEY");
+                    if alias.is_some() {
+                        tracing::warn!("VITE_TAVILY_API_KEY read as TAVILY_API_KEY: rename it (docs/search.md)");
+                    }
+                    alias
+                })
+                .map(Secret),
             tavily_base_url: base_url("TAVILY_BASE_URL", "https://api.tavily.com"),
             search_providers: {
                 let names: Vec<String> = get("SEARCH_PROVIDERS")
@@ -576,6 +588,7 @@ impl Config {
                 None => Vec::new(),
                 Some(json) => app_tools(&json, get)?,
             },
+            assistant_persona: get("ASSISTANT_PERSONA").unwrap_or_else(|| "你是一个 AI 助手。".into()),
         })
     }
 }
@@ -588,6 +601,14 @@ mod tests {
     fn config(pairs: &[(&str, &str)]) -> Result<Config> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn seed_002s_tavily_key_name_is_an_alias() {
+        let alias = config(&[("VITE_TAVILY_API_KEY", "tvly-vite")]).unwrap();
+        assert_eq!(alias.tavily_api_key.as_ref().map(Secret::expose), Some("tvly-vite"));
+        let both = config(&[("VITE_TAVILY_API_KEY", "tvly-vite"), ("TAVILY_API_KEY", "tvly-own")]).unwrap();
+        assert_eq!(both.tavily_api_key.as_ref().map(Secret::expose), Some("tvly-own"), "the real name wins");
     }
 
     #[test]
