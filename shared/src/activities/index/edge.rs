@@ -8,8 +8,9 @@
 //!   `<dir>/lock`, loads the shard and keeps both for a short lease: operations within
 //!   [`LEASE`] of the last one reuse the open shard (as fast as exclusive mode), then the shard
 //!   is closed and the lock released, and a process holding it for [`MAX_HOLD`] hands it over
-//!   between two operations. Any number of processes take turns, in order (a turnstile lock:
-//!   [`Inner::lock`]), so a search waits at most one hold per other process; each sees every write
+//!   between two operations. Any number of processes take turns; one that hands the lock over
+//!   queues behind the one already waiting for it (a turnstile lock, [`Inner::lock`]), so with
+//!   up to three processes a search waits at most one hold per other process; each sees every write
 //!   acknowledged before it, since it reopens the shard whenever it takes the lock. (Reopening
 //!   only when another process wrote is not possible: an open shard keeps a `flock` on its
 //!   WAL, so no other process can load it until this one closes it.)
@@ -158,9 +159,10 @@ impl Inner {
     }
 
     /// The directory's lock, taken in turn: a process waits for it holding `turnstile`, so one
-    /// that hands the lock over (after [`MAX_HOLD`]) queues behind every process already
-    /// waiting instead of racing them for it (`flock` alone wakes waiters in no order, and a
-    /// search could wait out several writers' holds).
+    /// that hands the lock over (after [`MAX_HOLD`], then a pause) queues behind the process
+    /// already waiting instead of racing it (`flock` alone wakes waiters in no order, and a
+    /// search waited out several writers' holds). Among four or more processes the turnstile
+    /// itself is raced, so the order is no longer strict.
     fn lock(&self) -> Result<File> {
         std::fs::create_dir_all(&self.dir).map_err(|e| store_error("create directory", e))?;
         let open = |name: &str| {
