@@ -205,6 +205,24 @@ async fn max_sim_picks_the_max_not_the_mean() {
         assert!((1.0..=1.2 + 1e-6).contains(&boost) && (boost - expected).abs() < 1e-5, "{x}");
     }
 
+    // The app's backend reports who attended (SigV4, any user); a user's token is not the backend.
+    let report = |user: &str, activity: &str| {
+        let body = json!({"activityId": activity, "satisfied": true}).to_string();
+        integration::request("POST", &format!("/backend/users/{user}/feedback"), &body)
+    };
+    let backend = |user: &str| report(user, "quiet");
+    for (n, activity) in ["quiet", "meditate", "beer"].into_iter().enumerate() {
+        let req = integration::as_backend(report("u-2", activity));
+        let (status, r) = integration::respond(rag_search::handle(&h.rag, req).await);
+        assert_eq!((status, r["satisfiedActivities"].as_u64()), (200, Some(n as u64 + 1)), "{r}");
+    }
+    let (_, r) = h.search_ids(json!({"semanticQuery": "安静 看书", "userId": "u-2"})).await;
+    assert_eq!(r["personalization"], "history", "the backend's report personalises u-2: {r}");
+    let (status, _) =
+        integration::respond(rag_search::handle(&h.rag, integration::as_user(backend("u-2"), "u-2")).await);
+    let (anonymous, _) = integration::respond(rag_search::handle(&h.rag, backend("u-2")).await);
+    assert_eq!((status, anonymous), (403, 401), "only the backend reports for others");
+
     let (status, r) = post(&h, "/users/u-1/feedback", json!({"activityId": "nope", "satisfied": true})).await;
     assert_eq!(status, 404, "{r}");
     let (status, r) = post(&h, "/users/u%201/feedback", json!({"activityId": "beer", "satisfied": true})).await;

@@ -233,6 +233,37 @@ async fn codex_exhausted_retries_and_timeouts_stop_the_pipeline(kind: StoreKind)
     }
 }
 
+// Seed 001's 10 minutes bound the whole node, attempts and waits (RESEARCH_NODE_TIMEOUT_SECS,
+// 2 s here): a CLI that keeps failing is not retried when the wait would pass the bound (its
+// failure, 502, at once), and one still running at the bound is killed with its process group
+// (504 research_timeout).
+async fn the_whole_node_ends_by_its_bound(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("count");
+    let codex = fake_codex(dir.path(), &format!("echo x >> '{}'; exit 2", counter.display()));
+    // Attempts at 0, 1, 3 and 7 s without the bound.
+    let bound = [("CODEX_RETRY_BASE_MS", "1000"), ("RESEARCH_NODE_TIMEOUT_SECS", "2")];
+    let h = codex_harness(kind, &codex, &bound).await;
+    let started = Instant::now();
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (502, Some("cli_failed")), "{r}");
+    assert!(started.elapsed() < Duration::from_secs(2), "ended in {:?}", started.elapsed());
+    assert_eq!(std::fs::read_to_string(&counter).unwrap().lines().count(), 2, "the attempts at 0 and 1 s only");
+
+    let pids = dir.path().join("pids");
+    let codex = fake_codex(dir.path(), &format!("sleep 30 &\necho $! >> '{}'\nsleep 30", pids.display()));
+    let h = codex_harness(kind, &codex, &[("CODEX_TIMEOUT_SECS", "30"), ("RESEARCH_NODE_TIMEOUT_SECS", "2")]).await;
+    let started = Instant::now();
+    let (status, r) = h.post("/research", json!({})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (504, Some("research_timeout")), "{r}");
+    assert!(started.elapsed() < Duration::from_millis(3500), "ended in {:?}", started.elapsed());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(stat.is_empty() || stat.contains(") Z "), "the CLI's helper {pid} still running: {stat}");
+    }
+}
+
 // Given no CLI at the configured path, then the node stops at once with a clear error that
 // names no path (the operator's log does).
 async fn a_missing_codex_binary_stops_at_once(kind: StoreKind) {
@@ -375,7 +406,61 @@ on_both_stores!(
     a_prompt_with_shell_metacharacters_arrives_intact,
     a_prompt_is_never_read_as_a_flag,
     a_timeout_kills_the_clis_helpers_too,
+    the_whole_node_ends_by_its_bound,
     oversized_output_is_cut_off,
     the_search_provider_runs_the_node_through_the_chain,
     bad_node_requests_are_refused,
 );
+
+/// This test binary's logs, as Lambda's JSON log format writes them (one subscriber per binary).
+fn logs() -> &'static std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    static LOGS: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        use lambda_http::tracing::subscriber::util::SubscriberInitExt;
+        struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&buffer);
+        let subscriber = shared::http::logging::subscriber("INFO", true, move || Sink(std::sync::Arc::clone(&sink)));
+        subscriber.try_init().expect("the only subscriber of this test binary");
+        buffer
+    })
+}
+
+// Seed 001's log lines, each with the request id: the start, the default prompt's warning, the
+// topics loaded and saved, the end; and the failure line when the CLI fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_logs_seed_001s_lines() {
+    let logs = logs();
+    let dir = tempfile::tempdir().unwrap();
+    let codex = fake_codex(dir.path(), &format!("cat <<'JSON'\n{NEWS}\nJSON"));
+    let h = codex_harness(StoreKind::Local, &codex, &[]).await;
+    let body = json!({"pipelineId": "logged"}).to_string();
+    let (status, _, r) = h.exchange("POST", "/research", &body, Some("node-log-1")).await;
+    assert_eq!(status, 200, "{r}");
+    let failing = fake_codex(dir.path(), "exit 3");
+    let h = codex_harness(StoreKind::Local, &failing, &[]).await;
+    let (status, _, _) = h.exchange("POST", "/research", &body, Some("node-log-2")).await;
+    assert_eq!(status, 502);
+    let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    let of = |id: &str| text.lines().filter(|l| l.contains(id)).map(str::to_owned).collect::<Vec<_>>().join("\n");
+    let (ok, failed) = (of("node-log-1"), of("node-log-2"));
+    for line in [
+        "Starting Research Node",
+        "No research prompt given, generating default research prompt",
+        "Loaded 0 topics from the last 7 days",
+        "Saved 3 topics to history",
+        "Research Node completed: 3 unique results found",
+    ] {
+        assert!(ok.contains(line), "missing {line:?} in:\n{ok}");
+    }
+    assert!(failed.contains("Research Node failed: CLI exited with status Some(3)"), "{failed}");
+}

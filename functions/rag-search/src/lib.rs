@@ -5,7 +5,8 @@
 //! /users/{userId}/preferences` (`{tags?, vibes?, text?}`), then a search with `userId` is
 //! boosted by MaxSim over the user's kept vectors (`shared::activities::interests`). Those three act as a
 //! user: only the user the JWT authorizer verified (`shared::http::auth::Users`; 401 without a token,
-//! 403 as anyone else);
+//! 403 as anyone else); `POST /backend/users/{userId}/feedback` is the same feedback from the
+//! app's backend, which knows who attended (SigV4, for any user);
 //! `POST /tools/explore_nearby` (the assistant's tool, listed by the search function's
 //! `GET /tools`: `{semanticQuery?, lat, lng, radiusInKm, type?, limit?}`, answered with the
 //! model-facing JSON text), and `POST /rag/search` with `{semanticQuery?, filters?: {location?: {lat, lng,
@@ -69,6 +70,13 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
         ["users", user, "feedback"] => {
             http::allow(req, "POST")?;
             users.require(req, user)?;
+            let body = shared::core::json::json_object(http::body(req)?)?;
+            Ok(http::json(200, &app.feedback(user, &body).await?))
+        }
+        // The app's backend knows who attended (seed 004): the same feedback, for any user.
+        ["backend", "users", user, "feedback"] => {
+            auth::backend(req)?;
+            http::allow(req, "POST")?;
             let body = shared::core::json::json_object(http::body(req)?)?;
             Ok(http::json(200, &app.feedback(user, &body).await?))
         }

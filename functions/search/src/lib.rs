@@ -64,6 +64,7 @@ impl SearchFunction {
             separator: config.codex_prompt_separator.clone(),
             timeout: config.codex_timeout,
             retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
+            bound: config.research_node_timeout,
         };
         let quota = Quota::new(
             config.user_quota_per_minute,

@@ -62,6 +62,9 @@ pub struct Config {
     /// What goes between `codex_args` and the prompt (`--`, so a prompt is never a flag).
     pub codex_prompt_separator: Option<String>,
     pub codex_timeout: Duration,
+    /// Of a whole CLI research run, attempts and waits (`RESEARCH_NODE_TIMEOUT_SECS`; seed 001:
+    /// 10 minutes).
+    pub research_node_timeout: Duration,
     pub codex_retry_base: Duration,
     /// Which provider the research node uses.
     pub research_provider: ResearchProvider,
@@ -451,6 +454,7 @@ impl Config {
                 Some(s) => Some(s.to_owned()),
             },
             codex_timeout: Duration::from_secs(number("CODEX_TIMEOUT_SECS", 600)?),
+            research_node_timeout: Duration::from_secs(number("RESEARCH_NODE_TIMEOUT_SECS", 600)?.max(1)),
             codex_retry_base: Duration::from_millis(number("CODEX_RETRY_BASE_MS", 5000)?),
             agents: names(get("AGENTS").unwrap_or_else(|| DEFAULT_AGENTS.join(",")), "AGENTS")?,
             budgets: BudgetCaps::parse(&get("BUDGETS").unwrap_or_else(|| DEFAULT_BUDGETS.into()))

@@ -7,7 +7,9 @@
 //! the prompt shortened; at most [`MAX_OUTPUT`] bytes of output are read; at
 //! `CODEX_TIMEOUT_SECS` (or past the output cap) the CLI's whole process group is killed, so
 //! no helper it started lives on. Timeouts and non-zero exits are retried with backoff (5 s,
-//! 10 s, 20 s by default); a missing binary or oversized output is reported at once.
+//! 10 s, 20 s by default); a missing binary or oversized output is reported at once. The whole
+//! run, attempts and waits, ends by its bound (`RESEARCH_NODE_TIMEOUT_SECS`, seed 001's 10
+//! minutes): an attempt still running then is killed with its process group.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -15,7 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use crate::core::retry::{RetryPolicy, Retryable, with_backoff};
+use crate::core::retry::{OutOfTime, RetryPolicy, Retryable, within};
 
 /// Why a CLI run failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -30,6 +32,14 @@ pub enum CliError {
     Failed { code: Option<i32>, stderr: String },
     #[error("CLI wrote more than {0} bytes and was killed")]
     TooMuchOutput(usize),
+    #[error("the research did not finish within its bound (attempts and waits)")]
+    OutOfTime,
+}
+
+impl From<OutOfTime> for CliError {
+    fn from(_: OutOfTime) -> Self {
+        Self::OutOfTime
+    }
 }
 
 /// Most bytes of standard output read from one run (standard error: 64 KiB).
@@ -50,6 +60,8 @@ pub struct CodexCli {
     pub separator: Option<String>,
     pub timeout: Duration,
     pub retry: RetryPolicy,
+    /// Of the whole run: every attempt and every wait between them.
+    pub bound: Duration,
 }
 
 fn shorten(text: &str, chars: usize) -> String {
@@ -61,9 +73,11 @@ fn shorten(text: &str, chars: usize) -> String {
 }
 
 impl CodexCli {
-    /// Runs the CLI with retries; its standard output on success.
+    /// Runs the CLI with retries, all within [`CodexCli::bound`]; its standard output on
+    /// success.
     pub async fn run(&self, prompt: &str) -> Result<String, CliError> {
-        with_backoff(self.retry, "codex", |attempt| self.run_once(prompt, attempt)).await
+        let deadline = tokio::time::Instant::now() + self.bound;
+        within(self.retry, deadline, "codex", |attempt| self.run_once(prompt, attempt)).await
     }
 
     /// One run: spawn in its own process group, capture, kill the group at the timeout.
@@ -84,6 +98,8 @@ impl CodexCli {
                 _ => CliError::Spawn { command: self.command.clone(), reason: e.to_string() },
             })?;
         let group = child.id();
+        // Dropped before the run is over (the bound passed): the group goes with it.
+        let mut guard = GroupGuard(group);
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let run = async {
             let stderr = tokio::spawn(capped(stderr, 64 * 1024));
@@ -104,11 +120,9 @@ impl CodexCli {
         };
         let (stdout, stderr, status) = match outcome {
             Ok(done) => done,
-            Err(e) => {
-                kill_group(group);
-                return Err(e);
-            }
+            Err(e) => return Err(e),
         };
+        guard.0 = None;
         let stdout = String::from_utf8_lossy(&stdout).into_owned();
         if status.success() {
             tracing::info!(bytes = stdout.len(), "CLI finished");
@@ -134,6 +148,15 @@ async fn capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, b
 
 /// Kills the process group the CLI leads (its helpers too); the CLI itself is also killed when
 /// its handle drops.
+/// Kills its process group when dropped, unless disarmed (`None`).
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
 fn kill_group(group: Option<u32>) {
     #[cfg(unix)]
     if let Some(pid) = group.and_then(|g| i32::try_from(g).ok()) {

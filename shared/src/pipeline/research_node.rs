@@ -78,7 +78,30 @@ impl ResearchNode {
 
     /// Runs the node for `owner` (the signed caller, whose pipelines' topic history it reads
     /// and writes). A CLI that is missing or keeps failing stops the pipeline with an error.
+    /// Logs seed 001's lines (start, prompt, topics loaded and saved, completed or failed),
+    /// each with the request id.
     pub async fn run(
+        &self,
+        req: &NodeRequest,
+        owner: &str,
+        request_id: &str,
+    ) -> std::result::Result<NodeOutput, NodeError> {
+        tracing::info!(request_id, "Starting Research Node");
+        let result = self.research(req, owner, request_id).await;
+        match &result {
+            Ok(output) => {
+                tracing::info!(
+                    request_id,
+                    "Research Node completed: {} unique results found",
+                    output.data.results.len()
+                )
+            }
+            Err(e) => tracing::error!(request_id, "Research Node failed: {e}"),
+        }
+        result
+    }
+
+    async fn research(
         &self,
         req: &NodeRequest,
         owner: &str,
@@ -88,19 +111,30 @@ impl ResearchNode {
         let now = self.clock.now();
         let c = &req.config;
         let previous = if c.enable_duplicate_check {
-            topics::recent(&*self.records, owner, &req.pipeline_id, c.duplicate_check_days, now).await.unwrap_or_else(
-                |e| {
-                    tracing::warn!(error = %e, "Failed to load topic history");
+            match topics::recent(&*self.records, owner, &req.pipeline_id, c.duplicate_check_days, now).await {
+                Ok(recent) => {
+                    let days = c.duplicate_check_days;
+                    tracing::info!(request_id, "Loaded {} topics from the last {days} days", recent.len());
+                    recent
+                }
+                Err(e) => {
+                    tracing::warn!(request_id, error = %e, "Failed to load topic history");
                     Vec::new()
-                },
-            )
+                }
+            }
         } else {
             Vec::new()
         };
+        if req.research_prompt.is_some() {
+            tracing::info!(request_id, "Using the research prompt of the request (prompts.researchPrompt)");
+        } else {
+            tracing::warn!(request_id, "No research prompt given, generating default research prompt");
+        }
         let mut prompt = req.prompt();
         if !previous.is_empty() {
             prompt.push_str(&exclusion_block(&previous, c.duplicate_check_days));
         }
+        tracing::debug!(request_id, "Research prompt: {}...", prompt.chars().take(100).collect::<String>());
         let query_label = if req.research_prompt.is_some() {
             prompt.lines().next().unwrap_or_default().to_owned()
         } else {
@@ -128,20 +162,21 @@ impl ResearchNode {
         data.results.retain(|r| !topics::is_duplicate(&r.title, &previous));
         let duplicates = total - data.results.len();
         if duplicates > 0 {
-            tracing::info!("Filtered out {duplicates} duplicate topics");
+            tracing::info!(request_id, "Filtered out {duplicates} duplicate topics");
         }
         if data.results.len() < c.topic_count as usize {
-            tracing::warn!("Only {} unique topics found (expected {})", data.results.len(), c.topic_count);
+            tracing::warn!(request_id, "Only {} unique topics found (expected {})", data.results.len(), c.topic_count);
         }
         let unique: Vec<String> = data.results.iter().map(|r| r.title.clone()).collect();
         // Placeholders and mock data are not topics the pipeline covered.
         let record = parsed_as != ParsedAs::Placeholder && !mock && !unique.is_empty();
-        if record
-            && let Err(e) =
-                topics::save(&*self.records, owner, &req.pipeline_id, request_id, &unique, c.max_history_days, now)
-                    .await
-        {
-            tracing::error!(error = %e, "Failed to save topic history");
+        if record {
+            match topics::save(&*self.records, owner, &req.pipeline_id, request_id, &unique, c.max_history_days, now)
+                .await
+            {
+                Ok(()) => tracing::info!(request_id, "Saved {} topics to history", unique.len()),
+                Err(e) => tracing::error!(request_id, error = %e, "Failed to save topic history"),
+            }
         }
         let sources_stored = match searched {
             Some(stored) => stored,
@@ -191,6 +226,7 @@ impl NodeError {
     pub fn status_and_code(&self) -> (u16, &'static str) {
         match self {
             Self::Cli(CliError::NotFound(_) | CliError::Spawn { .. }) => (500, "cli_not_found"),
+            Self::Cli(CliError::OutOfTime) => (504, "research_timeout"),
             Self::Cli(_) => (502, "cli_failed"),
             Self::Budget(e) => (e.status(), e.code()),
         }
@@ -204,7 +240,7 @@ impl NodeError {
                 "the research CLI is not available; its operator's log says why".to_owned()
             }
             Self::Cli(CliError::Failed { .. }) => "the research CLI failed after its retries".to_owned(),
-            Self::Cli(e @ (CliError::Timeout(_) | CliError::TooMuchOutput(_))) => e.to_string(),
+            Self::Cli(e @ (CliError::Timeout(_) | CliError::TooMuchOutput(_) | CliError::OutOfTime)) => e.to_string(),
             Self::Budget(e) => e.to_string(),
         };
         format!("{why} (request {request_id})")
