@@ -5,8 +5,8 @@
 //! it is exactly what the answer reported. Each scenario prints its row of the README's fault
 //! table (`| fault | ...`).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use integration::perplexity::{self, AGENT_PATH};
@@ -20,38 +20,6 @@ use wiremock::{Mock, ResponseTemplate};
 
 /// The production bound on one record-store operation (`STORE_TIMEOUT_MS`'s default).
 const STORE_TIMEOUT: Duration = Duration::from_millis(1000);
-
-static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Captures this process's logs as Lambda's JSON log format writes them.
-fn capture() {
-    LOGS.get_or_init(|| {
-        use lambda_http::tracing::subscriber::util::SubscriberInitExt;
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&buffer);
-        let subscriber = shared::http::logging::subscriber("INFO", true, move || Sink(Arc::clone(&sink)));
-        subscriber.try_init().expect("the only subscriber of this test binary");
-        buffer
-    });
-}
-
-/// The log lines so far that mention `needle`.
-fn log_lines(needle: &str) -> Vec<String> {
-    let buffer = LOGS.get().expect("logs captured").lock().unwrap();
-    String::from_utf8_lossy(&buffer).lines().filter(|l| l.contains(needle)).map(str::to_owned).collect()
-}
 
 /// A DynamoDB store at `endpoint` (its table created first if `create`), bounded as
 /// `compose::records` bounds it.
@@ -70,7 +38,7 @@ fn row(fault: &str, route: &str, status: u16, took: Duration, owed: &str) {
 /// A live search against a store that hangs or is gone: answered in time, and what it owed
 /// (its cost record, its sources) is on the replay log; written back, it is what was answered.
 async fn search_owes_nothing(fault: &str, store_endpoint: &str, within: Duration) {
-    capture();
+    integration::logs::capture();
     let records = dynamodb_at(store_endpoint, false).await;
     let h = Harness::with(StoreKind::DynamoDb, Setup { perplexity: true, records: Some(records), ..Setup::default() })
         .await;
@@ -87,7 +55,7 @@ async fn search_owes_nothing(fault: &str, store_endpoint: &str, within: Duration
     assert!(took < within, "answered after {took:?}; the bound is {within:?}");
 
     let request_id = r["requestId"].as_str().unwrap().to_owned();
-    let lines = log_lines(&request_id).into_iter().filter(|l| l.contains("replay")).collect::<Vec<_>>();
+    let lines = integration::logs::lines(&request_id).into_iter().filter(|l| l.contains("replay")).collect::<Vec<_>>();
     let (healthy, _guard) = integration::store(StoreKind::DynamoDb).await;
     let done = shared::compose::replay(&*healthy, lines.clone()).await.unwrap();
     assert_eq!(
@@ -357,7 +325,7 @@ async fn qdrant_killed_mid_run_fails_fast_and_recovers() {
 // keep answering live in time, and what each owed is on the replay log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamodb_killed_mid_run_search_keeps_answering() {
-    capture();
+    integration::logs::capture();
     let target = integration::dynamodb_local_endpoint().trim_start_matches("http://").to_owned();
     let switch = Switch::start(target, FORWARD).await;
     let records = dynamodb_at(&switch.url(), true).await;
@@ -377,7 +345,7 @@ async fn dynamodb_killed_mid_run_search_keeps_answering() {
     assert_eq!((status, r["mock"].as_bool()), (200, Some(false)), "{r}");
     assert!(took < Duration::from_secs(4), "{took:?}");
     let request_id = r["requestId"].as_str().unwrap();
-    let replays = log_lines(request_id).into_iter().filter(|l| replay::decode(l).is_some()).count();
+    let replays = integration::logs::lines(request_id).into_iter().filter(|l| replay::decode(l).is_some()).count();
     assert_eq!(replays, 2, "the cost record and the sources are on the replay log");
     row("DynamoDB killed mid-run", "POST /search", status, took, "cost record and sources on the replay log");
 }

@@ -412,34 +412,11 @@ on_both_stores!(
     bad_node_requests_are_refused,
 );
 
-/// This test binary's logs, as Lambda's JSON log format writes them (one subscriber per binary).
-fn logs() -> &'static std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
-    static LOGS: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
-    LOGS.get_or_init(|| {
-        use lambda_http::tracing::subscriber::util::SubscriberInitExt;
-        struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = std::sync::Arc::clone(&buffer);
-        let subscriber = shared::http::logging::subscriber("INFO", true, move || Sink(std::sync::Arc::clone(&sink)));
-        subscriber.try_init().expect("the only subscriber of this test binary");
-        buffer
-    })
-}
-
 // Seed 001's log lines, each with the request id: the start, the default prompt's warning, the
 // topics loaded and saved, the end; and the failure line when the CLI fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_logs_seed_001s_lines() {
-    let logs = logs();
+    integration::logs::capture();
     let dir = tempfile::tempdir().unwrap();
     let codex = fake_codex(dir.path(), &format!("cat <<'JSON'\n{NEWS}\nJSON"));
     let h = codex_harness(StoreKind::Local, &codex, &[]).await;
@@ -450,8 +427,7 @@ async fn the_node_logs_seed_001s_lines() {
     let h = codex_harness(StoreKind::Local, &failing, &[]).await;
     let (status, _, _) = h.exchange("POST", "/research", &body, Some("node-log-2")).await;
     assert_eq!(status, 502);
-    let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
-    let of = |id: &str| text.lines().filter(|l| l.contains(id)).map(str::to_owned).collect::<Vec<_>>().join("\n");
+    let of = |id: &str| integration::logs::lines(id).join("\n");
     let (ok, failed) = (of("node-log-1"), of("node-log-2"));
     for line in [
         "Starting Research Node",

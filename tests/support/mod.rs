@@ -8,6 +8,7 @@
 
 pub mod chat;
 pub mod embedding;
+pub mod logs;
 pub mod perplexity;
 pub mod rag;
 
