@@ -124,14 +124,16 @@ async fn fake_perplexity() -> integration::FakeServer {
 }
 
 async fn app(kind: StoreKind, llm: Option<&str>) -> (research::App, Arc<ManualClock>, StoreGuard) {
-    app_searching(kind, llm, None).await
+    app_with(kind, llm, None, &[]).await
 }
 
-/// The research app with the model at `llm` and Perplexity at `search` (mock when `None`).
-async fn app_searching(
+/// The research app with the model at `llm` and Perplexity at `search` (mock when `None`),
+/// and `extra` settings.
+async fn app_with(
     kind: StoreKind,
     llm: Option<&str>,
     search: Option<&str>,
+    extra: &[(&str, &str)],
 ) -> (research::App, Arc<ManualClock>, StoreGuard) {
     let (records, guard) = store(kind).await;
     let llm = llm.map(str::to_owned);
@@ -143,6 +145,7 @@ async fn app_searching(
     if let Some(uri) = search {
         vars.extend([("PERPLEXITY_API_KEY", "pplx-test-key".into()), ("PERPLEXITY_BASE_URL", uri)]);
     }
+    vars.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
     let config = integration::config(&vars);
     let clock = Arc::new(ManualClock::new(Utc::now()));
     let timeline =
@@ -222,7 +225,7 @@ async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
         assert!(!d["sources"].as_array().unwrap().is_empty(), "the search tool's sources reach the event");
         assert_eq!(data["sources"][0]["url"], d["sources"][0]);
     }
-    assert_eq!(got[8].1, json!({"total_nodes": 5}));
+    assert_eq!(got[8].1, json!({"total_nodes": 5, "detailed_nodes": 5}));
     for (name, data) in &got {
         assert!(!data.to_string().contains("【模擬資料】【模擬資料】"), "{name}: the label is said once: {data}");
     }
@@ -244,7 +247,7 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
         ..FakeLlm::default()
     });
     let pplx = fake_perplexity().await;
-    let (app, _clock, _g) = app_searching(kind, Some(&fake_llm(Arc::clone(&fake)).await), Some(&pplx.uri())).await;
+    let (app, _clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), Some(&pplx.uri()), &[]).await;
     let session = new_session(&app, "iPhone").await;
     let got: Vec<(String, Value)> = events(&app, &session).await.collect().await;
     assert_eq!(got[0].1["message"], "Building timeline skeleton...");
@@ -271,7 +274,7 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
         "Perplexity's result is kept, the invented URL is dropped"
     );
     assert_eq!(detail["sources"][0]["title"], "Node 4 page");
-    assert_eq!(got.last().unwrap(), &("complete".to_owned(), json!({"total_nodes": 8})));
+    assert_eq!(got.last().unwrap(), &("complete".to_owned(), json!({"total_nodes": 8, "detailed_nodes": 8})));
     // Every model request is a cost record: 1 for the skeleton, 2 per node (search, answer).
     let now = app.clock.now();
     let costs = app
@@ -311,7 +314,25 @@ async fn a_failing_node_is_skipped_and_the_rest_complete(kind: StoreKind) {
         got.iter().filter(|(n, _)| n == "node_detail").map(|(_, d)| d["node_id"].as_str().unwrap()).collect();
     ids.sort_unstable();
     assert_eq!(ids, ["ms_001", "ms_003", "ms_004"]);
-    assert_eq!(got.last().unwrap().1, json!({"total_nodes": 4}));
+    assert_eq!(got.last().unwrap().1, json!({"total_nodes": 4, "detailed_nodes": 3}));
+}
+
+// Issue 42 (seed 003): one deadline bounds the whole research (TIMELINE_BUDGET_SECS, 1 s here):
+// nodes not detailed by then stay skeletons, their runs are dropped, and the stream still ends
+// with `complete`, saying how many were detailed.
+async fn the_research_ends_by_its_deadline(kind: StoreKind) {
+    let fake = Arc::new(FakeLlm { nodes: 4, delay: Some(|n| [0, 100, 100, 8000, 8000][n]), ..FakeLlm::default() });
+    let llm = fake_llm(Arc::clone(&fake)).await;
+    let (app, _clock, _g) = app_with(kind, Some(&llm), None, &[("TIMELINE_BUDGET_SECS", "1")]).await;
+    let session = new_session(&app, "iPhone").await;
+    let started = std::time::Instant::now();
+    let got: Vec<(String, Value)> = events(&app, &session).await.collect().await;
+    assert!(started.elapsed() < Duration::from_secs(3), "ended after {:?}", started.elapsed());
+    let mut ids: Vec<&str> =
+        got.iter().filter(|(n, _)| n == "node_detail").map(|(_, d)| d["node_id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["ms_001", "ms_002"]);
+    assert_eq!(got.last().unwrap(), &("complete".to_owned(), json!({"total_nodes": 4, "detailed_nodes": 2})));
 }
 
 // Given a client that leaves after the first node, then no further model calls are made.
@@ -366,6 +387,7 @@ on_both_stores!(
     mock_mode_streams_the_whole_flow_in_order,
     detail_runs_are_bounded_and_delivered_in_completion_order,
     a_failing_node_is_skipped_and_the_rest_complete,
+    the_research_ends_by_its_deadline,
     a_dropped_client_stops_further_upstream_calls,
     sessions_are_streamed_once_and_expire,
 );

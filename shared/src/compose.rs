@@ -127,10 +127,10 @@ pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn C
     Ok(Timeline::new(
         llm(config)?,
         search,
-        config.llm_milestone_model.clone(),
-        config.llm_detail_model.clone(),
+        (config.llm_milestone_model.clone(), config.llm_detail_model.clone()),
         config.detail_concurrency,
         RetryPolicy::new(config.retry_base),
+        config.timeline_budget,
     ))
 }
 

@@ -69,7 +69,7 @@ async fn route(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
     let method = req.method().as_str();
     match (method, http::segments(req).as_slice()) {
         ("POST", ["api", "research"]) => create(app, req).await,
-        ("GET", ["api", "research", id, "stream"]) => stream(app, id).await,
+        ("GET", ["api", "research", id, "stream"]) => stream(app, id, http::time_left(req)).await,
         (_, ["api", "research"]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "POST" }),
         (_, ["api", "research", _, "stream"]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "GET" }),
         _ => Err(http::no_route(req)),
@@ -85,7 +85,7 @@ async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
     )))
 }
 
-async fn stream(app: &App, id: &str) -> Result<Response<ResponseBody>> {
+async fn stream(app: &App, id: &str, left: Option<std::time::Duration>) -> Result<Response<ResponseBody>> {
     sessions::check_id(id)?;
     let now = app.clock.now();
     let proposal = sessions::load(&*app.records, id, now)
@@ -100,7 +100,7 @@ async fn stream(app: &App, id: &str) -> Result<Response<ResponseBody>> {
     let session = id.to_owned();
     tokio::spawn(async move {
         tokio::select! {
-            () = timeline.run(&proposal, &session, &tx) => {}
+            () = timeline.run(&proposal, &session, &tx, left) => {}
             () = tx.closed() => tracing::info!(session = %session, "client disconnected; research cancelled"),
         }
     });

@@ -100,6 +100,8 @@ pub struct Config {
     pub llm_timeout: Duration,
     /// Timeline detail agents at once.
     pub detail_concurrency: usize,
+    /// Of one whole timeline research (`TIMELINE_BUDGET_SECS`), inside Lambda's 900 s.
+    pub timeline_budget: Duration,
     /// Zone in which an activity's 周几 / 早上…深夜 are said (`ACTIVITY_TIMEZONE`).
     pub activity_timezone: chrono_tz::Tz,
     /// Which embedder (`EMBEDDING_PROVIDER`): `local` (the bundled e5, default without a key) or
@@ -494,6 +496,7 @@ impl Config {
                 .unwrap_or_else(|| "deepseek/deepseek-chat".into()),
             llm_timeout: Duration::from_millis(number("LLM_TIMEOUT_MS", 120_000)?),
             detail_concurrency: usize::try_from(number("DETAIL_CONCURRENCY", 4)?).unwrap_or(4).clamp(1, 32),
+            timeline_budget: Duration::from_secs(number("TIMELINE_BUDGET_SECS", 840)?.max(1)),
             activity_timezone: match get("ACTIVITY_TIMEZONE") {
                 None => chrono_tz::Asia::Shanghai,
                 Some(zone) => zone.parse().map_err(|_| {

@@ -59,8 +59,10 @@ pub enum Event {
         details: NodeDetail,
         sources: Vec<Source>,
     },
+    /// The end: how many nodes there are, and how many got their detail by the deadline.
     Complete {
         total_nodes: usize,
+        detailed_nodes: usize,
     },
     Error {
         message: String,
@@ -93,7 +95,9 @@ impl Event {
             Self::NodeDetail { node_id, details, sources } => {
                 json!({"node_id": node_id, "details": details, "sources": sources})
             }
-            Self::Complete { total_nodes } => json!({"total_nodes": total_nodes}),
+            Self::Complete { total_nodes, detailed_nodes } => {
+                json!({"total_nodes": total_nodes, "detailed_nodes": detailed_nodes})
+            }
             Self::Error { message } => json!({"error": "research_failed", "message": message}),
         }
     }
@@ -121,7 +125,10 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(data).unwrap(),
             json!({"message": "正在构建时间线骨架...", "percent": 0, "phase": "skeleton"})
         );
-        assert_eq!(Event::Complete { total_nodes: 20 }.to_sse(), "event: complete\ndata: {\"total_nodes\":20}\n\n");
+        assert_eq!(
+            Event::Complete { total_nodes: 20, detailed_nodes: 18 }.to_sse(),
+            "event: complete\ndata: {\"detailed_nodes\":18,\"total_nodes\":20}\n\n"
+        );
         let err = Event::Error { message: "m".into() }.data();
         assert_eq!(err, json!({"error": "research_failed", "message": "m"}));
         assert_eq!(progress_message("detail", "ja"), "タイムラインの詳細を補充中...");

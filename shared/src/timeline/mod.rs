@@ -4,6 +4,9 @@
 //! order) -> `complete`, or `error`.
 //!
 //! A node whose detail run fails is logged and stays a skeleton (no event); the others go on.
+//! The whole research ends by one deadline (`TIMELINE_BUDGET_SECS`, inside what Lambda has
+//! left): nodes not detailed by then stay skeletons and the stream ends with `complete`
+//! (`detailed_nodes` of `total_nodes`); a skeleton not built by then ends it with `error`.
 //! The caller stops the run by dropping it (a client that left): in-flight model and search
 //! calls are dropped with it, so nothing bills after the client is gone.
 
@@ -21,6 +24,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
@@ -154,21 +158,28 @@ pub struct Timeline {
     detail_model: String,
     concurrency: usize,
     retry: RetryPolicy,
+    /// Of one whole research (`TIMELINE_BUDGET_SECS`).
+    budget: std::time::Duration,
 }
+
+/// Kept back from what Lambda has left, for the last events.
+const END_RESERVE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Timeline {
     /// Runs on `llm` (`milestone_model` for the timeline, `detail_model` for up to
-    /// `concurrency` node details at once), searching with `search`, accounting in its ledger.
+    /// `concurrency` node details at once), searching with `search`, accounting in its ledger;
+    /// each research ends by `budget`.
     pub fn new(
         llm: Arc<dyn ChatModel>,
         search: Arc<SearchService>,
-        milestone_model: String,
-        detail_model: String,
+        models: (String, String),
         concurrency: usize,
         retry: RetryPolicy,
+        budget: std::time::Duration,
     ) -> Self {
         let ledger = search.ledger().clone();
-        Self { llm, search, ledger, milestone_model, detail_model, concurrency, retry }
+        let (milestone_model, detail_model) = models;
+        Self { llm, search, ledger, milestone_model, detail_model, concurrency, retry, budget }
     }
 
     /// The ledger every call of a run is accounted in.
@@ -176,15 +187,23 @@ impl Timeline {
         &self.ledger
     }
 
-    /// Runs the research of `proposal`, sending each event to `events` as it happens.
-    /// Returns early if the receiver is gone.
-    pub async fn run(&self, proposal: &Proposal, session_id: &str, events: &mpsc::Sender<Event>) {
+    /// Runs the research of `proposal`, sending each event to `events` as it happens, by the
+    /// budget or what `left` (Lambda's time) allows less a reserve. Returns early if the
+    /// receiver is gone.
+    pub async fn run(
+        &self,
+        proposal: &Proposal,
+        session_id: &str,
+        events: &mpsc::Sender<Event>,
+        left: Option<std::time::Duration>,
+    ) {
+        let deadline = Instant::now() + left.map_or(self.budget, |l| self.budget.min(l.saturating_sub(END_RESERVE)));
         let send = |e: Event| async move { events.send(e).await.is_ok() };
         let lang = proposal.language.as_str();
         if !send(Event::Progress { phase: "skeleton", message: progress_message("skeleton", lang), percent: 0 }).await {
             return;
         }
-        let nodes = match self.skeleton(proposal, session_id).await {
+        let nodes = match self.skeleton(proposal, session_id, deadline).await {
             Ok(nodes) => nodes,
             Err(e) => {
                 tracing::error!(error = %e, "Research execution failed");
@@ -200,23 +219,32 @@ impl Timeline {
         }
         let mut details = futures::stream::iter(nodes)
             .map(|node| async move {
-                let result = self.detail(&node, proposal, session_id).await;
+                let result = self.detail(&node, proposal, session_id, deadline).await;
                 (node.id, result)
             })
             .buffer_unordered(self.concurrency.max(1));
-        while let Some((node_id, result)) = details.next().await {
+        let mut detailed = 0;
+        loop {
+            let Ok(next) = tokio::time::timeout_at(deadline, details.next()).await else {
+                tracing::warn!(session_id, detailed, total, "the research's deadline passed; the rest stay skeletons");
+                break;
+            };
+            let Some((node_id, result)) = next else { break };
             match result {
                 Ok((details, sources)) => {
                     if !send(Event::NodeDetail { node_id, details, sources }).await {
                         return;
                     }
+                    detailed += 1;
                 }
                 Err(e) => {
                     tracing::warn!(node = %node_id, error = %e, "Detail agent failed for node; it stays a skeleton")
                 }
             }
         }
-        send(Event::Complete { total_nodes: total }).await;
+        // Runs still in flight are dropped here, and their calls with them.
+        drop(details);
+        send(Event::Complete { total_nodes: total, detailed_nodes: detailed }).await;
     }
 
     /// A fresh `search` tool for one agent run; its searches are stored under
@@ -225,7 +253,12 @@ impl Timeline {
         SearchTool { search: Arc::clone(&self.search), agent, run, calls: AtomicUsize::new(0), found: Mutex::default() }
     }
 
-    async fn skeleton(&self, proposal: &Proposal, session_id: &str) -> Result<Vec<SkeletonNode>, agent::AgentError> {
+    async fn skeleton(
+        &self,
+        proposal: &Proposal,
+        session_id: &str,
+        deadline: Instant,
+    ) -> Result<Vec<SkeletonNode>, agent::AgentError> {
         let tools = self.search_tool("milestone", format!("{session_id}_skeleton"));
         let spec = AgentSpec {
             name: "milestone",
@@ -235,7 +268,7 @@ impl Timeline {
             request_limit: 8,
             tool_limit: 4,
             output_retries: 2,
-            deadline: None,
+            deadline: Some(deadline),
         };
         let prompt = format!("主题：{}\n语言：{}", proposal.topic, proposal.language);
         let check = |m: &Milestones| {
@@ -262,6 +295,7 @@ impl Timeline {
         node: &SkeletonNode,
         proposal: &Proposal,
         session_id: &str,
+        deadline: Instant,
     ) -> Result<(NodeDetail, Vec<Source>), agent::AgentError> {
         let tools = self.search_tool("detail", format!("{session_id}_{}", node.id));
         let spec = AgentSpec {
@@ -272,7 +306,7 @@ impl Timeline {
             request_limit: 8,
             tool_limit: 4,
             output_retries: 2,
-            deadline: None,
+            deadline: Some(deadline),
         };
         let m = &node.milestone;
         let prompt = format!(
