@@ -146,9 +146,8 @@ async fn capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, b
     (bytes, over)
 }
 
-/// Kills the process group the CLI leads (its helpers too); the CLI itself is also killed when
-/// its handle drops.
-/// Kills its process group when dropped, unless disarmed (`None`).
+/// Kills its process group when dropped, unless disarmed (`None`): a run cut short (its
+/// timeout, too much output, or the whole run's bound dropping it) leaves no helper behind.
 struct GroupGuard(Option<u32>);
 
 impl Drop for GroupGuard {
@@ -157,6 +156,8 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Kills the process group the CLI leads (its helpers too); the CLI itself is also killed when
+/// its handle drops.
 fn kill_group(group: Option<u32>) {
     #[cfg(unix)]
     if let Some(pid) = group.and_then(|g| i32::try_from(g).ok()) {

@@ -125,10 +125,10 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(data).unwrap(),
             json!({"message": "正在构建时间线骨架...", "percent": 0, "phase": "skeleton"})
         );
-        assert_eq!(
-            Event::Complete { total_nodes: 20, detailed_nodes: 18 }.to_sse(),
-            "event: complete\ndata: {\"detailed_nodes\":18,\"total_nodes\":20}\n\n"
-        );
+        let complete = Event::Complete { total_nodes: 20, detailed_nodes: 18 };
+        let frame = complete.to_sse();
+        let data = frame.strip_prefix("event: complete\ndata: ").and_then(|f| f.strip_suffix("\n\n")).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(data).unwrap(), json!({"total_nodes": 20, "detailed_nodes": 18}));
         let err = Event::Error { message: "m".into() }.data();
         assert_eq!(err, json!({"error": "research_failed", "message": "m"}));
         assert_eq!(progress_message("detail", "ja"), "タイムラインの詳細を補充中...");
