@@ -212,9 +212,8 @@ async fn research(app: &SearchFunction, req: &Request) -> Result<Response<Body>>
         Ok(output) => Ok(http::json(200, &output)),
         Err(NodeError::Budget(e)) => Err(e),
         Err(e) => {
-            // The CLI's path, its error and its stderr stay in the log.
+            // The CLI's path, its error and its stderr stay in the log (the node's failure line).
             let (status, code) = e.status_and_code();
-            tracing::error!(request_id, code, error = %e, "research node stopped the pipeline");
             Ok(http::failure(status, code, &e.public_message(&request_id)))
         }
     }

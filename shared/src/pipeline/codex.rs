@@ -118,10 +118,7 @@ impl CodexCli {
             Ok(outcome) => outcome,
             Err(_) => Err(CliError::Timeout(self.timeout)),
         };
-        let (stdout, stderr, status) = match outcome {
-            Ok(done) => done,
-            Err(e) => return Err(e),
-        };
+        let (stdout, stderr, status) = outcome?;
         guard.0 = None;
         let stdout = String::from_utf8_lossy(&stdout).into_owned();
         if status.success() {

@@ -96,7 +96,7 @@ impl ResearchNode {
                     output.data.results.len()
                 )
             }
-            Err(e) => tracing::error!(request_id, "Research Node failed: {e}"),
+            Err(e) => tracing::error!(request_id, code = e.status_and_code().1, "Research Node failed: {e}"),
         }
         result
     }

@@ -198,9 +198,9 @@ pub async fn run(tune_only: bool, train: bool, env: impl Fn(&str) -> Option<Stri
         let theirs = main.classify(&line.message, line.previous()).await;
         // What a deployment with an API embedder gets: the words head's best guess.
         let (words, _) = best(Heads::shipped().words(&line.message, line.previous()));
-        tallies.entry((line.split.clone(), "words head")).or_insert_with(Tally::default).add(line, words);
-        tallies.entry((line.split.clone(), "configured")).or_insert_with(Tally::default).add(line, ours);
-        tallies.entry((line.split.clone(), "main")).or_insert_with(Tally::default).add(line, theirs);
+        for (router, routed) in [("configured", ours), ("main", theirs), ("words head", words)] {
+            tallies.entry((line.split.clone(), router)).or_insert_with(Tally::default).add(line, routed);
+        }
     }
     took.sort();
     println!("mode router on benches/modes ({} messages), bundled e5", took.len());
