@@ -240,6 +240,25 @@ async fn dense_fusion_ranks_by_similarity_above_the_floor() {
     assert!(ids[..2].contains(&"quiet".to_owned()) && ids[..2].contains(&"meditate".to_owned()), "{ids:?}");
 }
 
+// Issue 42 (seed 004 R3.3): a wish returns nothing under the similarity floor, lexical hits
+// included. The wish names no meaning an activity has; "慢慢" and "一起" are words of three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wish_returns_nothing_under_the_similarity_floor_lexical_hits_included() {
+    let wish = json!({"semanticQuery": "想找个地方，大家一起慢慢来"});
+    let fused = indexed(&[("RAG_FUSION", "rrf")]).await;
+    let (ids, r) = fused.search_ids(wish.clone()).await;
+    assert!(!ids.is_empty(), "BM25 finds the shared words: {r}");
+    assert!(r["results"].as_array().unwrap().iter().all(|x| x["similarity"].as_f64().unwrap() < 0.5), "{r}");
+    let h = indexed(&[]).await;
+    let (ids, r) = h.search_ids(wish).await;
+    assert_eq!(r["strategy"], "hybrid", "{r}");
+    assert!(ids.is_empty(), "a wish under the floor returns nothing: {r}");
+    // A wish with matches keeps only those at or above the floor.
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "压力大想一个人安静一下"})).await;
+    assert!(!ids.is_empty(), "{r}");
+    assert!(r["results"].as_array().unwrap().iter().all(|x| x["similarity"].as_f64().unwrap() >= 0.5 - 1e-6), "{r}");
+}
+
 // Given an embedder slower than the time box, then the search degrades to lexical ranking in
 // about the time box, well inside seed 004's 3 s, instead of waiting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,8 +25,10 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
     Mock::given(method("POST"))
         .and(body_string_contains("coffee"))
         .respond_with(ResponseTemplate::new(200).set_body_json(perplexity::answer(
-            "Coffee [1]",
-            json!([{"id": 1, "title": "Coffee", "url": "https://example.com/coffee", "snippet": "c"}]),
+            // One refused citation (credentials in the URL) and one marker nothing backs.
+            "Coffee [1] [7]",
+            json!([{"id": 1, "title": "Coffee", "url": "https://example.com/coffee", "snippet": "c"},
+                   {"id": 2, "title": "Bad", "url": "https://user:pw@example.com/bad", "snippet": "b"}]),
             json!([]),
             perplexity::usage(800, 400, 0, None),
         )))
@@ -75,7 +77,12 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
             upstream_id: None,
         })
         .await;
-    let app = cost_report::App { ledger, clock: Arc::clone(&h.clock) as Arc<dyn Clock> };
+    let app = cost_report::App {
+        ledger,
+        clock: Arc::clone(&h.clock) as Arc<dyn Clock>,
+        records: Arc::clone(&h.records),
+        agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
+    };
     (h, app, day0)
 }
 
@@ -170,6 +177,127 @@ async fn the_json_report_counts_costs_cache_and_availability(kind: StoreKind) {
             {"provider": "tavily", "successes": 1, "failures": 0, "availability": 1.0}
         ])
     );
+    // Issue 42 (seed 000): the citation quality of each day's live answers, summed per day.
+    let daily = r["daily"].as_array().unwrap();
+    let day0 = daily.iter().find(|d| d["agents"].get("research").is_some()).unwrap();
+    assert_eq!(
+        day0["citations"],
+        json!({"answers": 1, "sources": 1, "rejectedCitations": 1, "unbackedMarkers": 1}),
+        "the cache hit is not counted again"
+    );
+    let day1 = daily.iter().find(|d| d["agents"].get("strategy").is_some()).unwrap();
+    assert_eq!(day1["citations"], json!({"answers": 1, "sources": 1, "rejectedCitations": 0, "unbackedMarkers": 0}));
+}
+
+async fn post_usage(app: &cost_report::App, body: &str, backend: bool) -> (u16, Value) {
+    let req = lambda_http::http::Request::builder()
+        .method("POST")
+        .uri("/costs/usage")
+        .body(Body::Text(body.to_owned()))
+        .unwrap();
+    let req = if backend { integration::as_backend(req) } else { req };
+    let response = cost_report::handle(app, req).await;
+    (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+}
+
+// Issue 42 (seed 000): the app reports the model calls it made itself; each is recorded once
+// per client id, priced from the same table, and shown as the agent's model line beside its
+// search line.
+async fn reported_model_calls_enter_the_report_once_each(kind: StoreKind) {
+    let (_h, app, _) = activity(kind).await;
+    let call = json!({"id": "writing-outline-1", "agent": "writing", "provider": "deepseek",
+                      "model": "deepseek-reasoner", "inputTokens": 2000, "outputTokens": 1500});
+    let (status, first) = post_usage(&app, &call.to_string(), true).await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!((first["costSource"].as_str(), first["repeated"].as_bool()), (Some("price_table"), Some(false)));
+    // 2,000 x 0.00055 / 1K + 1,500 x 0.00219 / 1K
+    assert!((first["costUsd"].as_f64().unwrap() - 0.004385).abs() < 1e-12, "{first}");
+    let (status, again) = post_usage(&app, &call.to_string(), true).await;
+    assert_eq!((status, again["repeated"].as_bool()), (200, Some(true)), "{again}");
+    assert_eq!(
+        (again["costUsd"].clone(), again["recordedAt"].clone()),
+        (first["costUsd"].clone(), first["recordedAt"].clone())
+    );
+    let mut changed = call.clone();
+    changed["outputTokens"] = json!(1600);
+    let (status, r) = post_usage(&app, &changed.to_string(), true).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("id_reused")), "{r}");
+    let unpriced = json!({"id": "w-2", "agent": "writing", "provider": "acme", "model": "m1", "inputTokens": 10});
+    let (status, r) = post_usage(&app, &unpriced.to_string(), true).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("unpriced_model")), "{r}");
+    for (body, code) in [("{", "malformed_json"), (r#"{"id": "x"}"#, "invalid_usage")] {
+        let (status, r) = post_usage(&app, body, true).await;
+        assert_eq!((status, r["error"]["code"].as_str()), (400, Some(code)), "{body}: {r}");
+    }
+    let (status, _) = post_usage(&app, &call.to_string(), false).await;
+    assert_eq!(status, 401, "anonymous callers may not write costs");
+    // The same report twice at once: one is recorded, the other is its repeat.
+    let twice = json!({"id": "writing-draft-1", "agent": "writing", "provider": "deepseek",
+                       "model": "deepseek-reasoner", "inputTokens": 0, "outputTokens": 1000, "costUsd": 0.0021});
+    let twice = twice.to_string();
+    let (a, b) = tokio::join!(post_usage(&app, &twice, true), post_usage(&app, &twice, true));
+    let mut statuses = [a.0, b.0];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 201], "{} / {}", a.1, b.1);
+    // The report: the writing agent's model line once, the refused reports nowhere.
+    let (_, _, text) = get(&app, "/cost-report?format=text").await;
+    assert!(text.contains("Writing Agent:\n- AI Model (deepseek-reasoner): $0.0065\nTotal: $0.0065\n"), "{text}");
+    assert!(!text.contains("acme") && !text.contains("m1"), "{text}");
+}
+
+// Given a report whose claim was stored but whose cost record was not (a crash between the two),
+// two days ago, then reporting it again stores the record into that closed day and revises its
+// stored sums (the report before had stored them without it): nothing owed is lost, and
+// nothing doubles.
+async fn a_repeated_report_completes_a_half_stored_one(kind: StoreKind) {
+    let (h, app, _) = activity(kind).await;
+    let cost = json!({"request_id": "strategy-plan-9", "agent": "strategy", "kind": "llm", "provider": "deepseek",
+        "model": "deepseek-reasoner", "input_tokens": 1000, "output_tokens": 1000, "credits": 0, "searches": 0,
+        "cost_usd": 0.01, "cost_source": "provider", "cached": false, "mock": false, "failed": false, "saved_usd": 0.0,
+        "upstream_id": null, "timestamp": shared::core::time::format(&(h.clock.now() - Duration::days(2)))});
+    // The backend integration::as_backend signs as.
+    let (pk, sk) = shared::costs::usage::claim_key("123456789012:role/activity-backend", "strategy-plan-9");
+    let claim = shared::core::records::Record {
+        pk,
+        sk: sk.into(),
+        expires_at: None,
+        body: json!({"reportedBy": "123456789012:role/activity-backend", "cost": cost}),
+    };
+    h.records.put(&claim).await.unwrap();
+    let (_, _, before) = get(&app, "/cost-report?format=text").await;
+    assert!(!before.contains("Strategy Agent:\n- AI Model"), "{before}");
+    let call = json!({"id": "strategy-plan-9", "agent": "strategy", "provider": "deepseek", "model": "deepseek-reasoner",
+                      "inputTokens": 1000, "outputTokens": 1000, "costUsd": 0.01});
+    for _ in 0..2 {
+        let (status, r) = post_usage(&app, &call.to_string(), true).await;
+        assert_eq!((status, r["repeated"].as_bool(), r["costSource"].as_str()), (200, Some(true), Some("provider")));
+    }
+    let (_, _, after) = get(&app, "/cost-report?format=text").await;
+    assert!(
+        after.contains(
+            "Strategy Agent:\n- AI Model (deepseek-reasoner): $0.0100\n- Tavily Search: $0.0080\nTotal: $0.0180\n"
+        ),
+        "{after}"
+    );
+}
+
+// Given two backends that use the same id, then each report is its own: both are recorded.
+async fn each_backend_reports_under_its_own_ids(kind: StoreKind) {
+    let (_h, app, _) = activity(kind).await;
+    let call = json!({"id": "outline-1", "agent": "writing", "provider": "deepseek", "model": "deepseek-reasoner",
+                      "inputTokens": 1000, "outputTokens": 0});
+    assert_eq!(post_usage(&app, &call.to_string(), true).await.0, 201);
+    let other = integration::with_authorizer(
+        lambda_http::http::Request::builder()
+            .method("POST")
+            .uri("/costs/usage")
+            .body(Body::Text(call.to_string()))
+            .unwrap(),
+        json!({"iam": {"accountId": "210987654321", "userArn": "arn:aws:sts::210987654321:assumed-role/other/s"}}),
+    );
+    assert_eq!(cost_report::handle(&app, other).await.status(), 201, "another backend's outline-1 is its own");
+    let (_, _, text) = get(&app, "/cost-report?format=text").await;
+    assert!(text.contains("Writing Agent:\n- AI Model (deepseek-reasoner): $0.0011\nTotal: $0.0011\n"), "{text}");
 }
 
 // Then every grouping also renders as the HTML page, with the same totals.
@@ -355,6 +483,9 @@ on_both_stores!(
     the_json_report_counts_costs_cache_and_availability,
     bad_report_parameters_are_refused,
     the_scheduled_digest_reports_yesterday,
+    reported_model_calls_enter_the_report_once_each,
+    a_repeated_report_completes_a_half_stored_one,
+    each_backend_reports_under_its_own_ids,
 );
 
 /// The Chromium the test command installs.

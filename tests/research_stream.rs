@@ -34,6 +34,8 @@ struct FakeLlm {
     active: Mutex<HashSet<usize>>,
     max_active: AtomicUsize,
     finished: Mutex<Vec<usize>>,
+    /// What the `search` tool handed the detail agent, by node number.
+    tool_results: Mutex<Vec<(usize, String)>>,
 }
 
 fn node_number(user: &str) -> usize {
@@ -87,6 +89,7 @@ async fn chat(State(fake): State<Arc<FakeLlm>>, Json(body): Json<Value>) -> axum
     }
     fake.active.lock().unwrap().remove(&n);
     fake.finished.lock().unwrap().push(n);
+    fake.tool_results.lock().unwrap().push((n, tool_result.clone()));
     let url = tool_result.split("](").nth(1).and_then(|r| r.split(')').next()).unwrap_or_default().to_owned();
     completion(json!({"role": "assistant", "content": json!({
         "key_features": [format!("Node {n} a"), format!("Node {n} b"), format!("Node {n} c")],
@@ -110,11 +113,14 @@ async fn fake_perplexity() -> integration::FakeServer {
     let answer = |request: &wiremock::Request| {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
         let n = node_number(&format!("标题：{}", body["input"].as_str().unwrap_or_default().replace(" facts", "")));
-        let page = json!([{"id": 1, "title": format!("Node {n} page"), "url": format!("https://example.com/node-{n}"), "snippet": "s"}]);
+        let mut page: Vec<Value> = (1..=7)
+            .map(|i| json!({"id": i, "title": format!("Node {n} page {i}"), "url": format!("https://example.com/node-{n}/{i}"), "snippet": format!("Node {n} text {i}.")}))
+            .collect();
+        page[0] = json!({"id": 1, "title": format!("Node {n} page"), "url": format!("https://example.com/node-{n}"), "snippet": format!("Node {n} {}", "事".repeat(400))});
         let text = format!("Node {n} happened [1].");
         wiremock::ResponseTemplate::new(200).set_body_json(perplexity::answer(
             &text,
-            page,
+            Value::Array(page),
             json!([]),
             perplexity::usage(50, 50, 1, None),
         ))
@@ -304,6 +310,30 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
     );
 }
 
+// Issue 42 (seed 003): the detail agent's search tool gives each result's title, URL and up to 300
+// characters of its text, for at most 5 results, and the node may cite only those.
+async fn the_search_tool_gives_five_results_with_their_text(kind: StoreKind) {
+    let fake = Arc::new(FakeLlm { nodes: 1, ..FakeLlm::default() });
+    let pplx = fake_perplexity().await;
+    let (app, _clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), Some(&pplx.uri()), &[]).await;
+    let session = new_session(&app, "iPhone").await;
+    let got: Vec<(String, Value)> = events(&app, &session).await.collect().await;
+    let results = fake.tool_results.lock().unwrap().clone();
+    let (n, text) = &results[0];
+    assert_eq!(*n, 1);
+    let first = format!("Node 1 {}", "事".repeat(400)).chars().take(300).collect::<String>();
+    let mut expected = vec![
+        "Summary: Node 1 happened [1].\n".to_owned(),
+        format!("- [Node 1 page](https://example.com/node-1)\n  {first}"),
+    ];
+    expected
+        .extend((2..=5).map(|i| format!("- [Node 1 page {i}](https://example.com/node-1/{i})\n  Node 1 text {i}.")));
+    assert_eq!(*text, expected.join("\n"));
+    assert!(!text.contains("page 6"), "at most 5 results");
+    let detail = &got.iter().find(|(n, _)| n == "node_detail").unwrap().1;
+    assert_eq!(detail["sources"][0]["snippet"].as_str().map(|s| s.chars().count()), Some(300));
+}
+
 // Given one node whose detail run keeps failing, then it stays a skeleton and the rest complete.
 async fn a_failing_node_is_skipped_and_the_rest_complete(kind: StoreKind) {
     let fake = Arc::new(FakeLlm { nodes: 4, failing: Some(2), ..FakeLlm::default() });
@@ -386,6 +416,7 @@ async fn sessions_are_streamed_once_and_expire(kind: StoreKind) {
 on_both_stores!(
     mock_mode_streams_the_whole_flow_in_order,
     detail_runs_are_bounded_and_delivered_in_completion_order,
+    the_search_tool_gives_five_results_with_their_text,
     a_failing_node_is_skipped_and_the_rest_complete,
     the_research_ends_by_its_deadline,
     a_dropped_client_stops_further_upstream_calls,

@@ -126,7 +126,8 @@ async fn a_live_answer_yields_clean_stored_sources_references_and_a_cost_record(
 }
 
 // Given Perplexity reports no cost, then the price table applies: seed 000's $0.001 per 1K
-// tokens plus $0.005 per search; `sonar-pro` is served by perplexity/sonar with a deep search.
+// tokens plus $0.005 per search, and $0.003 per 1K for `sonar-pro`, which is sent as the Agent
+// API's pro preset and billed as `sonar-pro` whatever model the preset ran.
 async fn without_a_reported_cost_the_price_table_applies(kind: StoreKind) {
     let h = Harness::new(kind).await;
     answer_with(
@@ -139,13 +140,21 @@ async fn without_a_reported_cost_the_price_table_applies(kind: StoreKind) {
         ),
     )
     .await;
-    let (_, r) = h.post("/search", json!({"query": "x", "model": "sonar-pro"})).await;
+    let (_, r) = h.post("/search", json!({"query": "x"})).await;
     assert_eq!(r["usage"]["costSource"], "price_table");
     assert!((r["usage"]["costUsd"].as_f64().unwrap() - 0.0065).abs() < 1e-12, "{}", r["usage"]);
-    assert_eq!(r["model"], "sonar", "the served model is recorded");
+    assert_eq!(r["model"], "sonar");
+    assert_eq!(last_request(&h).await["model"], "perplexity/sonar");
+    let (_, r) = h.post("/search", json!({"query": "x", "model": "sonar-pro"})).await;
+    assert_eq!(r["usage"]["costSource"], "price_table");
+    assert!(
+        (r["usage"]["costUsd"].as_f64().unwrap() - 0.0095).abs() < 1e-12,
+        "1,500 tokens at 0.003 + a search: {}",
+        r["usage"]
+    );
+    assert_eq!(r["model"], "sonar-pro", "billed as the tier asked for");
     let sent = last_request(&h).await;
-    assert_eq!(sent["model"], "perplexity/sonar");
-    assert_eq!(sent["tools"][0]["search_context_size"], "high");
+    assert_eq!((sent["preset"].as_str(), sent.get("model")), (Some("low"), None), "{sent}");
 }
 
 // Given a cached answer, when the same request comes again, then no upstream is called and the
@@ -559,6 +568,67 @@ async fn bad_input_gets_a_named_4xx_and_changes_nothing(kind: StoreKind) {
     assert!(h.costs().await.is_empty(), "bad input must not be accounted");
 }
 
+// Issue 42 (seed 000's article_sources): searches with an articleId add their sources to the
+// backend's article, de-duplicated in the order first cited; another principal's same id is
+// another article, and a mock answer adds nothing.
+async fn an_articles_sources_gather_its_searches_citations(kind: StoreKind) {
+    let h = Harness::new(kind).await;
+    let page = |n: u32, url: &str| json!({"id": n, "title": format!("Page {n}"), "url": url, "snippet": "s"});
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::body_string_contains("coffee"))
+        .respond_with(ok(perplexity::answer(
+            "Coffee [1][2].",
+            json!([page(1, "https://example.com/a"), page(2, "https://example.com/b")]),
+            json!([]),
+            perplexity::usage(10, 10, 1, None),
+        )))
+        .mount(h.upstream())
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ok(perplexity::answer(
+            "Tea [1][2].",
+            json!([page(1, "https://example.com/b?utm_source=x"), page(2, "https://example.com/c")]),
+            json!([]),
+            perplexity::usage(10, 10, 1, None),
+        )))
+        .mount(h.upstream())
+        .await;
+    let (_, first) = h.post("/search", json!({"query": "coffee", "articleId": "article-1"})).await;
+    assert_eq!(first["sourcesStored"], true, "{first}");
+    h.clock.advance(chrono::Duration::seconds(1));
+    let (_, second) = h.post("/search", json!({"query": "tea", "articleId": "article-1"})).await;
+    assert_eq!(second["sourcesStored"], true, "{second}");
+    h.post("/search", json!({"query": "coffee again"})).await;
+    let (status, r) = h.send("GET", "/articles/article-1/sources", "").await;
+    assert_eq!(status, 200, "{r}");
+    let urls: Vec<&str> = r["sources"].as_array().unwrap().iter().map(|s| s["url"].as_str().unwrap()).collect();
+    assert_eq!(urls, ["https://example.com/a", "https://example.com/b", "https://example.com/c"]);
+    assert_eq!(r["sources"][1]["title"], "Page 2", "the first citation's title is kept");
+    assert!(r["references"].as_str().unwrap().starts_with("## 參考資料\n\n1. [Page 1](https://example.com/a)"));
+    // Another backend's article-1 is not this one; an unknown article is 404; a bad id 400.
+    let other = integration::with_authorizer(
+        integration::request("GET", "/articles/article-1/sources", ""),
+        json!({"iam": {"accountId": "210987654321", "userArn": "arn:aws:sts::210987654321:assumed-role/other/s"}}),
+    );
+    assert_eq!(h.exchange_as(other, None).await.0, 404);
+    assert_eq!(h.send("GET", "/articles/article-2/sources", "").await.0, 404);
+    let (status, r) = h.send("GET", "/articles/a%20b/sources", "").await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_article_id")), "{r}");
+    let (status, r) = h.post("/search", json!({"query": "x", "articleId": "../etc"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_article_id")), "{r}");
+    let anonymous = h.exchange_as(integration::request("GET", "/articles/article-1/sources", ""), None).await;
+    assert_eq!(anonymous.0, 401);
+}
+
+// Given no search key, then a search with an articleId answers labelled mock data and adds no
+// source to the article.
+async fn a_mock_answer_adds_nothing_to_an_article(kind: StoreKind) {
+    let h = Harness::with(kind, Setup::default()).await;
+    let (_, r) = h.post("/search", json!({"query": "coffee", "articleId": "article-9"})).await;
+    assert_eq!(r["mock"], true);
+    assert_eq!(h.send("GET", "/articles/article-9/sources", "").await.0, 404);
+}
+
 // Given 20 identical requests at once, then one upstream call answers them all (single
 // flight): the others wait for its cached answer and are free cache hits.
 async fn concurrent_identical_misses_make_one_upstream_call(kind: StoreKind) {
@@ -607,6 +677,8 @@ async fn only_configured_agents_are_billed(kind: StoreKind) {
 }
 
 on_both_stores!(
+    an_articles_sources_gather_its_searches_citations,
+    a_mock_answer_adds_nothing_to_an_article,
     concurrent_identical_misses_make_one_upstream_call,
     only_configured_agents_are_billed,
     no_key_answers_with_labelled_mock_data_and_never_caches_it,

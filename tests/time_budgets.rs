@@ -73,6 +73,46 @@ async fn a_hung_provider_is_cut_at_its_share_and_the_next_answers_inside_the_bud
     assert!(costs.iter().any(|c| c.provider == "tavily" && !c.failed && !c.mock), "{costs:?}");
 }
 
+// Issue 42 (seed 000): an attempt ends by UPSTREAM_TIMEOUT_MS, inside the budget, so a first
+// attempt that hangs leaves room for the retry, which answers live inside the budget.
+async fn a_hung_first_attempt_leaves_room_for_a_retry_that_answers(kind: StoreKind) {
+    let env = [("SEARCH_BUDGET_MS", "2000"), ("UPSTREAM_TIMEOUT_MS", "600")];
+    let h = Harness::with(kind, Setup { perplexity: true, env: &env, ..Setup::default() }).await;
+    Mock::given(method("POST"))
+        .and(path(AGENT_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer()).set_delay(HANG))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(h.upstream())
+        .await;
+    Mock::given(method("POST"))
+        .and(path(AGENT_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+        .with_priority(2)
+        .mount(h.upstream())
+        .await;
+    let started = Instant::now();
+    let (status, r) = h.post("/search", json!({"query": "coffee"})).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["provider"].as_str(), r["mock"].as_bool()), (Some("perplexity"), Some(false)), "{r}");
+    assert!(took >= Duration::from_millis(600) && took < Duration::from_millis(2000), "took {took:?}");
+    assert_eq!(h.upstream_calls().await.len(), 2);
+}
+
+// Given template.yaml, then the search function's attempt timeout leaves room inside its budget
+// for the first attempt, seed 000's first wait (1 s) and a whole second attempt.
+#[test]
+fn the_deployed_attempt_timeout_leaves_room_for_a_retry() {
+    let template = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let value = |name: &str| -> u64 {
+        let line = template.lines().find(|l| l.trim_start().starts_with(&format!("{name}:"))).unwrap();
+        line.split('"').nth(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+    };
+    let (budget, attempt) = (value("SEARCH_BUDGET_MS"), value("UPSTREAM_TIMEOUT_MS"));
+    assert!(2 * attempt + 1000 <= budget, "{attempt} ms attempts leave no room for a retry in {budget} ms");
+}
+
 // Given the only provider hangs, then the answer is labelled mock data saying the budget ran
 // out, it comes inside the budget, and the cut call and the mock answer are both accounted.
 async fn a_hung_only_provider_ends_in_labelled_mock_data_inside_the_budget(kind: StoreKind) {
@@ -148,6 +188,7 @@ async fn the_search_web_tool_ends_inside_the_budget(kind: StoreKind) {
 on_both_stores!(
     a_hung_provider_is_cut_at_its_share_and_the_next_answers_inside_the_budget,
     a_hung_only_provider_ends_in_labelled_mock_data_inside_the_budget,
+    a_hung_first_attempt_leaves_room_for_a_retry_that_answers,
     a_retry_after_past_the_budget_ends_the_retries_at_once,
     waiting_for_an_identical_request_is_inside_the_budget,
     the_search_web_tool_ends_inside_the_budget,

@@ -319,9 +319,9 @@ pub async fn replay(
     done
 }
 
-/// Whether `record` is of a kind a replay line may hold (`cargo xtask replay`): a cost record
-/// or a row of a source list, its body of that type. Anything else (a cache entry, a budget
-/// counter) is never written from a log.
+/// Whether `record` is of a kind a replay line may hold (`cargo xtask replay`): a cost record,
+/// a row of a request's source list or an article's source, its body of that type. Anything
+/// else (a cache entry, a budget counter) is never written from a log.
 pub fn owed(record: &crate::core::records::Record) -> bool {
     use crate::costs::ledger::CostRecord;
     use crate::web::citations::Source;
@@ -331,6 +331,8 @@ pub fn owed(record: &crate::core::records::Record) -> bool {
     } else if record.pk.starts_with("SOURCES#") {
         record.body.get("count").is_some_and(serde_json::Value::is_u64)
             || serde_json::from_value::<Source>(body()).is_ok()
+    } else if record.pk.starts_with("ARTICLE#") {
+        serde_json::from_value::<Source>(body()).is_ok()
     } else {
         false
     }
@@ -349,13 +351,18 @@ mod tests {
     }
 
     #[test]
-    fn only_cost_records_and_source_lists_may_be_replayed() {
-        let source = Source { url: "https://a.example/x".into(), title: None, accessed_at: chrono::Utc::now() };
+    fn only_cost_records_and_sources_may_be_replayed() {
+        let source =
+            Source { url: "https://a.example/x".into(), title: None, accessed_at: chrono::Utc::now(), snippet: None };
         assert!(owed(&record("SOURCES#r", serde_json::to_value(&source).unwrap())));
         assert!(owed(&record("SOURCES#r", json!({"count": 1, "storedAt": "2026-11-24T00:00:00Z"}))));
         assert!(!owed(&record("perplexity:search:abc", json!({}))), "a cache entry");
         assert!(!owed(&record("BUDGET#research", json!({"total": 0}))), "a budget counter");
         assert!(!owed(&record("COST#2026-11-24#1", json!({"costUsd": -5}))), "not a cost record");
         assert!(!owed(&record("SOURCES#r", json!({"url": 7}))), "not a source");
+        let mut cited = serde_json::to_value(&source).unwrap();
+        cited["firstCited"] = json!("2026-11-24T00:00:00.000000Z#r#00000");
+        assert!(owed(&record("ARTICLE#0123456789abcdef#a-1", cited)), "an article's source");
+        assert!(!owed(&record("ARTICLE#0123456789abcdef#a-1", json!({"total": 3}))), "not a source");
     }
 }

@@ -218,7 +218,10 @@ impl ChatHarness {
             None => None,
         };
         let tavily = if chat.tavily { Some(FakeServer::start().await) } else { None };
-        let mut env: Vec<(String, String)> = vec![("UPSTREAM_TIMEOUT_MS".into(), "2000".into())];
+        // The scripted model answers the assistant's requests only: results get the template's
+        // reasons (a model's are tested in personalisation.rs).
+        let mut env: Vec<(String, String)> =
+            vec![("UPSTREAM_TIMEOUT_MS".into(), "2000".into()), ("RAG_MATCH_REASON".into(), "template".into())];
         if let Some(m) = &model {
             env.extend([("LLM_API_KEY".into(), LLM_KEY.into()), ("LLM_BASE_URL".into(), m.uri())]);
         }

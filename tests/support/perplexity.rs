@@ -153,6 +153,11 @@ fn conform(schema: &Value, v: &Value, at: &str) -> Result<(), Refusal> {
     }
 }
 
+/// The presets the docs name (docs.perplexity.ai, Agent API presets): the short names and the
+/// previous names of the first four.
+const PRESETS: [&str; 9] =
+    ["fast", "low", "medium", "high", "xhigh", "fast-search", "pro-search", "deep-research", "advanced-deep-research"];
+
 fn limits(body: &Value) -> Result<(), Refusal> {
     let slug = |s: &Value| s.as_str().is_some_and(|m| MODELS.contains(&m));
     match (body.get("model"), body.get("models"), body.get("preset")) {
@@ -161,6 +166,9 @@ fn limits(body: &Value) -> Result<(), Refusal> {
         }
         (Some(m), _, _) if !slug(m) => {
             return Err(Refusal::bad("invalid_model", format!("unknown model {m}"), "model"));
+        }
+        (_, _, Some(p)) if !p.as_str().is_some_and(|p| PRESETS.contains(&p)) => {
+            return Err(Refusal::bad("invalid_preset", format!("unknown preset {p}"), "preset"));
         }
         (_, Some(Value::Array(ms)), _) if ms.is_empty() || ms.len() > 5 || !ms.iter().all(slug) => {
             return Err(Refusal::bad("invalid_model", "models must list 1-5 known models", "models"));
@@ -341,6 +349,9 @@ mod tests {
             Some("return_images")
         );
         assert_eq!(with(&|b| b["model"] = json!("perplexity/sonar-pro")).kind, "invalid_model");
+        assert_eq!(with(&|b| b["preset"] = json!("sonar-pro")).kind, "invalid_preset");
+        let pro = json!({"preset": "low", "input": "q", "tools": [{"type": "web_search"}]});
+        assert_eq!(check(AGENT_PATH, pro.to_string().as_bytes()), Ok(()));
         for steps in [0, 11] {
             assert_eq!(with(&|b| b["max_steps"] = json!(steps)).param.as_deref(), Some("max_steps"), "{steps}");
         }

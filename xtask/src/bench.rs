@@ -74,6 +74,7 @@ fn cost_records(n: usize, now: chrono::DateTime<Utc>) -> Vec<CostRecord> {
                 saved_usd: if i % 7 == 0 { 0.0012 } else { 0.0 },
                 upstream_id: None,
                 timestamp: now - chrono::Duration::milliseconds((i as i64 * span) / n as i64),
+                citations: Default::default(),
             }
         })
         .collect()

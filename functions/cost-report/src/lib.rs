@@ -4,6 +4,9 @@
 //!   last 7 days, agent, json). Bad parameters are a 400 JSON error. For operators only: a
 //!   SigV4-signed request (`shared::http::auth`; 401 anonymous, 403 a user's token). The JSON
 //!   has each agent's spend against its daily budget (`budgets`).
+//! - `POST /costs/usage`: a model call the app made itself (`shared::costs::usage`), recorded
+//!   once per client id and priced from the same table; 201 new, 200 a repeat. Backend only
+//!   (SigV4), like the report.
 //! - A scheduled EventBridge event (arriving as a pass-through event): yesterday's digest by
 //!   agent, logged as structured JSON and published as EMF metrics; the digest is returned.
 
@@ -16,15 +19,20 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
 use shared::core::metrics;
+use shared::core::records::RecordStore;
 use shared::costs::ledger::Ledger;
 use shared::costs::report::{Format, GroupBy, Params, Report, html, text};
+use shared::costs::usage::{self, Reported};
 use shared::http::{self, auth};
 use shared::{Error, Result, compose};
 
-/// What the report needs: the ledger (read side) and the clock.
+/// What the report needs: the ledger, the clock, and for reported usage the record store and
+/// the agents a report may bill (`AGENTS`).
 pub struct App {
     pub ledger: Ledger,
     pub clock: Arc<dyn Clock>,
+    pub records: Arc<dyn RecordStore>,
+    pub agents: Vec<String>,
 }
 
 impl App {
@@ -42,7 +50,8 @@ impl App {
         let config = Config::from_env()?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let records = compose::records(&config).await?;
-        Ok(Self { ledger: compose::ledger(&config, records, Arc::clone(&clock))?, clock })
+        let ledger = compose::ledger(&config, Arc::clone(&records), Arc::clone(&clock))?;
+        Ok(Self { ledger, clock, records, agents: config.agents })
     }
 }
 
@@ -55,8 +64,10 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
     if matches!(req.request_context_ref(), Some(RequestContext::PassThrough)) {
         return digest(app, req).await;
     }
-    if http::segments(req) != ["cost-report"] {
-        return Err(http::no_route(req));
+    match http::segments(req).as_slice() {
+        ["cost-report"] => {}
+        ["costs", "usage"] => return usage(app, req).await,
+        _ => return Err(http::no_route(req)),
     }
     http::allow(req, "GET")?;
     auth::backend(req)?;
@@ -68,6 +79,15 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
         Format::Text => typed(text::render(&report), "text/plain; charset=utf-8"),
         Format::Html => typed(html::render(&report), "text/html; charset=utf-8"),
     })
+}
+
+/// `POST /costs/usage`: records a call the app made itself, once per client id.
+async fn usage(app: &App, req: &Request) -> Result<Response<Body>> {
+    http::allow(req, "POST")?;
+    let owner = auth::backend(req)?;
+    let report = Reported::parse(http::body(req)?, &app.agents)?;
+    let (status, body) = usage::record(&app.ledger, &*app.records, &owner, &report).await?;
+    Ok(http::json(status, &body))
 }
 
 fn typed(body: String, content_type: &str) -> Response<Body> {

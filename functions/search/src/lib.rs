@@ -1,10 +1,11 @@
 //! The `search` function's handler: web search with stored citations (seed 000), tools for
 //! AI assistants (seed 002) and the research node (seed 001).
 //!
-//! Routes: `POST /search` (`{query, region?, model?, recency?, domains?, agent?}`),
+//! Routes: `POST /search` (`{query, region?, model?, recency?, domains?, agent?, articleId?}`),
 //! `POST /search/competitors` (`{keyword, domain?, ...}`), `POST /search/trends`
 //! (`{topic, timeframe?}`), `POST /search/topic` (`{topic, aspects?, ...}`),
-//! `GET /sources/{requestId}`, `GET /tools`, `POST /tools/{name}` (`{query, agent?}`),
+//! `GET /sources/{requestId}`, `GET /articles/{id}/sources` (the signing backend's article:
+//! the sources of its searches with that `articleId`), `GET /tools`, `POST /tools/{name}` (`{query, agent?}`),
 //! `POST /me/tools/{name}` (`{query}`) and `POST /research` (`{pipelineId?, prompts?, strategy?,
 //! config?}`). Every error is
 //! `{"error": {"code", "message"}}` with a 4xx for the caller's mistakes; search upstream
@@ -26,7 +27,7 @@ use lambda_http::{Body, Request, Response};
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
 use shared::core::quota::Quota;
-use shared::core::records::RecordStore;
+use shared::core::records::{RecordStore, replay};
 use shared::core::retry::RetryPolicy;
 use shared::http::auth;
 use shared::pipeline::codex::CodexCli;
@@ -102,6 +103,7 @@ async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
         ["search"] => search(app, req, "search").await,
         ["search", kind @ ("competitors" | "trends" | "topic")] => search(app, req, kind).await,
         ["sources", id] => sources(app, req, id).await,
+        ["articles", id, "sources"] => article_sources(app, req, id).await,
         ["tools"] => {
             http::allow(req, "GET")?;
             Ok(http::json(200, &serde_json::json!({"tools": app.tools.definitions()})))
@@ -114,7 +116,7 @@ async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
 }
 
 async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Response<Body>> {
-    auth::backend(req)?;
+    let owner = auth::backend(req)?;
     http::allow(req, "POST")?;
     let query = Query::from_json(kind, http::body(req)?)?;
     billable(app, &query.agent)?;
@@ -126,7 +128,35 @@ async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Respo
         )));
     }
     let request_id = http::request_id(req);
-    Ok(http::json(200, &app.search.run(&query, &request_id, http::time_left(req)).await?))
+    // An article's sources are written after the answer's: the search ends that much earlier.
+    let left = http::time_left(req)
+        .map(|left| if query.article_id.is_some() { left.saturating_sub(replay::WRITE_TIME) } else { left });
+    let mut response = app.search.run(&query, &request_id, left).await?;
+    if let Some(article) = &query.article_id {
+        response.sources_stored &= app.search.keep_for_article(&owner, article, &response).await;
+    }
+    Ok(http::json(200, &response))
+}
+
+/// `GET /articles/{id}/sources`: the sources of the signing backend's article, de-duplicated,
+/// in the order first cited, with the `## 參考資料` block; 404 when it has none.
+async fn article_sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Response<Body>> {
+    let owner = auth::backend(req)?;
+    http::allow(req, "GET")?;
+    shared::web::articles::validate(id)?;
+    let (sources, truncated) = app.search.article_sources(&owner, id).await?;
+    if sources.is_empty() {
+        return Err(Error::NotFound(format!("no sources stored for article {id}")));
+    }
+    Ok(http::json(
+        200,
+        &serde_json::json!({
+            "articleId": id,
+            "sources": sources,
+            "references": shared::web::citations::references_markdown(&sources),
+            "truncated": truncated,
+        }),
+    ))
 }
 
 async fn sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Response<Body>> {

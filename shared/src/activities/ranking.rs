@@ -31,9 +31,6 @@ pub fn rrf(lists: &[(&[Hit], f32)]) -> Vec<Hit> {
     fused
 }
 
-/// Weight of the lexical hits a routed wish appends after its dense hits.
-const FILL: f32 = 0.05;
-
 /// Specificity from which a query is fused with its lexical hits ([`specificity`]).
 pub const SPECIFIC: f32 = 0.8;
 
@@ -48,17 +45,10 @@ pub fn specificity(top: f32, terms: usize, documents: usize) -> f32 {
 }
 
 /// Routed fusion: a query at or above [`SPECIFIC`] fuses both lists by [`rrf`], the lexical one
-/// at `lexical_weight`; any other keeps the dense list as it is (cosines) and appends the
-/// lexical hits it lacks in their order, at reciprocal-rank scores × [`FILL`] (below 0.001,
-/// under any dense hit's cosine above it: a wish is ranked by meaning; words fill the list).
+/// at `lexical_weight`; any other (a wish) is the dense list as it is, by cosine: its BM25-only
+/// hits are under the similarity floor, and a wish returns nothing under it (seed 004 R3.3).
 pub fn routed(dense: &[Hit], lexical: &[Hit], lexical_weight: f32, specificity: f32) -> Vec<Hit> {
-    if specificity >= SPECIFIC {
-        return rrf(&[(dense, 1.0), (lexical, lexical_weight)]);
-    }
-    let seen: std::collections::HashSet<Uuid> = dense.iter().map(|h| h.id).collect();
-    let rest = lexical.iter().filter(|h| !seen.contains(&h.id));
-    let after = rest.enumerate().map(|(rank, h)| Hit { id: h.id, score: FILL / (RRF_K + rank as f32 + 1.0) });
-    dense.iter().cloned().chain(after).collect()
+    if specificity >= SPECIFIC { rrf(&[(dense, 1.0), (lexical, lexical_weight)]) } else { dense.to_vec() }
 }
 
 /// Cosine similarity of two vectors (0 when either is zero).

@@ -10,7 +10,7 @@
 //!    ≥ the model's floor (`RAG_MIN_SIMILARITY` overrides it) and BM25 hits (`hybrid`) are
 //!    routed per query ([`routed`]): fused by weighted reciprocal rank (k = 60, the lexical
 //!    list weighted `RAG_LEXICAL_WEIGHT` against the dense list's 1) when the query is specific
-//!    to BM25, else the dense hits by cosine with the BM25-only hits after them.
+//!    to BM25, else (a wish) the dense hits alone, by cosine: nothing under the floor.
 //!    `RAG_FUSION=rrf` fuses every query; `RAG_FUSION=dense` ranks by similarity alone
 //!    (`dense`). When the embedder is absent, failing or slow, the lexical
 //!    hits are ranked alone (`lexical`, `degraded`). A time the query names ("周五晚上",
@@ -22,7 +22,7 @@
 //! model's within what is left of the 3 s budget, else the template's.
 //!
 //! `score` is what the results are ordered by (higher first): the RRF sum, the cosine (a
-//! routed wish; BM25-only hits after it score below 0.001), the BM25 score, `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
+//! routed wish), the BM25 score, `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
 
 use std::collections::HashMap;
 use std::sync::Arc;

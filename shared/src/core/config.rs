@@ -570,11 +570,14 @@ impl Config {
                 })?,
             },
             rag_embed_timeout: Duration::from_millis(number("RAG_EMBED_TIMEOUT_MS", 1500)?),
-            rag_match_reason: match get("RAG_MATCH_REASON").as_deref().unwrap_or("template") {
-                "llm" => MatchReason::Llm,
-                "template" => MatchReason::Template,
-                "off" => MatchReason::Off,
-                other => {
+            // A model writes the reasons when one is configured (seed 004 R5.3), else the template.
+            rag_match_reason: match get("RAG_MATCH_REASON").as_deref() {
+                Some("llm") => MatchReason::Llm,
+                Some("template") => MatchReason::Template,
+                Some("off") => MatchReason::Off,
+                None if get("LLM_API_KEY").is_some() => MatchReason::Llm,
+                None => MatchReason::Template,
+                Some(other) => {
                     return Err(Error::Config(format!("RAG_MATCH_REASON must be llm, template or off, not {other:?}")));
                 }
             },
@@ -616,6 +619,20 @@ mod tests {
         assert_eq!(alias.tavily_api_key.as_ref().map(Secret::expose), Some("tvly-vite"));
         let both = config(&[("VITE_TAVILY_API_KEY", "tvly-vite"), ("TAVILY_API_KEY", "tvly-own")]).unwrap();
         assert_eq!(both.tavily_api_key.as_ref().map(Secret::expose), Some("tvly-own"), "the real name wins");
+    }
+
+    #[test]
+    fn a_model_writes_match_reasons_when_one_is_configured() {
+        assert_eq!(config(&[]).unwrap().rag_match_reason, MatchReason::Template);
+        assert_eq!(config(&[("LLM_API_KEY", "k")]).unwrap().rag_match_reason, MatchReason::Llm);
+        let chosen = config(&[("LLM_API_KEY", "k"), ("RAG_MATCH_REASON", "template")]).unwrap();
+        assert_eq!(chosen.rag_match_reason, MatchReason::Template, "an explicit choice wins");
+        assert_eq!(
+            config(&[("RAG_MATCH_REASON", " ")]).unwrap().rag_match_reason,
+            MatchReason::Template,
+            "empty is unset"
+        );
+        assert!(config(&[("RAG_MATCH_REASON", "gpt")]).is_err());
     }
 
     #[test]

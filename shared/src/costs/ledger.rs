@@ -16,7 +16,7 @@ use crate::core::retry::{RetryPolicy, with_backoff};
 use crate::core::upstream::Usage;
 use crate::costs::budget::{Budgets, Hold};
 use crate::costs::pricing::PriceTable;
-pub use crate::costs::record::{CallKind, CostRecord, CostSource, RETENTION_DAYS};
+pub use crate::costs::record::{CallKind, Citations, CostRecord, CostSource, RETENTION_DAYS};
 use crate::costs::rollup::{self, Day};
 
 /// What a call to a model the price table does not know holds against its agent's budget.
@@ -68,7 +68,11 @@ pub struct Ledger {
 /// random id: one request may make several calls within the same microsecond (concurrent
 /// detail agents), and none may overwrite another.
 fn to_record(cost: &CostRecord) -> Record {
-    let id = uuid::Uuid::new_v4();
+    keyed(cost, uuid::Uuid::new_v4())
+}
+
+/// The record of `cost` under `id` (its shard and the end of its sort key).
+fn keyed(cost: &CostRecord, id: uuid::Uuid) -> Record {
     // The shard: spread evenly by the random id, so one busy day is SHARDS partitions.
     let shard = (id.as_u128() % u128::from(SHARDS)) as u32;
     Record {
@@ -131,6 +135,11 @@ impl Ledger {
     pub fn with_budgets(mut self, budgets: Arc<Budgets>) -> Self {
         self.budgets = Some(budgets);
         self
+    }
+
+    /// The time now, as this ledger stamps records.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
     }
 
     /// The budgets calls are held against, if any.
@@ -211,6 +220,7 @@ impl Ledger {
             saved_usd: c.saved_usd,
             upstream_id: c.upstream_id.clone(),
             timestamp: self.clock.now(),
+            citations: Default::default(),
         }
     }
 
@@ -227,6 +237,23 @@ impl Ledger {
         let record = to_record(cost);
         let records = std::slice::from_ref(&record);
         replay::keep("cost record", records, self.write_time, |_| self.records.put(&record)).await;
+    }
+
+    /// Records `cost` under `id` unless a record is already there (reported usage, idempotent
+    /// by the client's id); whether it was written now. A record not stored in time is logged
+    /// for replay and the error returned: the caller reports again.
+    pub async fn record_once(&self, cost: &CostRecord, id: u128) -> Result<bool> {
+        let record = keyed(cost, uuid::Uuid::from_u128(id));
+        let now = self.clock.now().timestamp();
+        if self.records.get(&record.pk, &record.sk, now).await?.is_some() {
+            return Ok(false);
+        }
+        let records = std::slice::from_ref(&record);
+        if replay::keep("cost record", records, self.write_time, |_| self.records.put(&record)).await {
+            Ok(true)
+        } else {
+            Err(crate::core::error::Error::Store("the cost record could not be stored; report it again".into()))
+        }
     }
 
     /// Records many cost records at once (imports); all or an error. The days they fall on

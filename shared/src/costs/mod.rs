@@ -1,7 +1,8 @@
 //! What every paid call cost: the one ledger all calls are accounted through (and held against
 //! the agents' daily budgets), the price table
-//! (`prices.json`, overridable), and the cost report (text and HTML). Served by `cost-report`;
-//! written by every function that calls a paid upstream.
+//! (`prices.json`, overridable), and the cost report (text and HTML). Served by `cost-report`
+//! (with the usage apps report for their own calls); written by every function that calls a
+//! paid upstream.
 
 pub mod budget;
 pub mod ledger;
@@ -9,3 +10,4 @@ pub mod pricing;
 pub mod record;
 pub mod report;
 pub mod rollup;
+pub mod usage;

@@ -1,8 +1,8 @@
 //! The price table: data, not code. Defaults (`prices.json`) reproduce seed 000's token price,
 //! Perplexity `sonar` $0.001 per 1K tokens input and output alike (the Agent API's list price
-//! for `perplexity/sonar`, $1 / $1 per million), plus $0.005 per web search it runs. Every
-//! Agent API call is served by `perplexity/sonar` (see the adapter), so there is no
-//! `sonar-pro` row. An upstream's own reported cost always wins over this table.
+//! for `perplexity/sonar`, $1 / $1 per million), plus $0.005 per web search it runs, and
+//! seed 000's `sonar-pro` $0.003 per 1K tokens (the Agent API's pro preset, billed as
+//! `sonar-pro`). An upstream's own reported cost always wins over this table.
 
 use std::collections::HashMap;
 
@@ -76,7 +76,8 @@ mod tests {
         assert_eq!(t.cost("perplexity", "sonar", &tokens(420, 380)), Some(0.0008));
         let searched = Usage { searches: 2, ..tokens(420, 380) };
         assert_eq!(t.cost("perplexity", "sonar", &searched), Some(0.0108));
-        assert_eq!(t.cost("perplexity", "sonar-pro", &tokens(1, 1)), None);
+        // If sonar-pro is used, $0.003 per 1K tokens.
+        assert_eq!(t.cost("perplexity", "sonar-pro", &tokens(800, 400)), Some(0.0036));
         assert_eq!(t.cost("perplexity", "unknown", &tokens(1, 1)), None);
         let credits = Usage { credits: 2, ..Usage::default() };
         assert_eq!(t.cost("tavily", "basic", &credits), Some(0.016));

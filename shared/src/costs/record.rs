@@ -63,4 +63,23 @@ pub struct CostRecord {
     pub saved_usd: f64,
     pub upstream_id: Option<String>,
     pub timestamp: DateTime<Utc>,
+    /// Of a live search answer: its valid sources, the citations refused by validation and the
+    /// inline `[n]` markers no source backs (summed per day: the report's citation quality).
+    #[serde(default, skip_serializing_if = "Citations::is_empty")]
+    pub citations: Citations,
+}
+
+/// How well a live search answer's citations held up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Citations {
+    pub sources: u32,
+    pub rejected: u32,
+    pub unbacked_markers: u32,
+}
+
+impl Citations {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }

@@ -53,6 +53,13 @@ pub struct Tally {
     pub cache_hits: u64,
     pub cache_saved_usd: f64,
     pub failed_searches: u64,
+    /// Of live search answers: valid sources, refused citations, unbacked `[n]` markers.
+    #[serde(default)]
+    pub sources: u64,
+    #[serde(default)]
+    pub rejected_citations: u64,
+    #[serde(default)]
+    pub unbacked_markers: u64,
 }
 
 /// One day's sums.
@@ -110,6 +117,9 @@ impl Day {
         if r.failed {
             return;
         }
+        t.sources += u64::from(r.citations.sources);
+        t.rejected_citations += u64::from(r.citations.rejected);
+        t.unbacked_markers += u64::from(r.citations.unbacked_markers);
         t.calls += 1;
         t.cost_usd += r.cost_usd;
         t.cached_calls += u64::from(r.cached);
@@ -217,6 +227,7 @@ mod tests {
             saved_usd: if cached { 0.005 } else { 0.0 },
             upstream_id: None,
             timestamp: Utc::now(),
+            citations: Default::default(),
         }
     }
 
@@ -237,6 +248,25 @@ mod tests {
         assert_eq!((t.calls, t.live_searches, t.cache_hits, t.failed_searches, t.cached_calls), (3, 2, 1, 1, 1));
         assert!((t.cost_usd - 0.03).abs() < 1e-12 && (t.cache_saved_usd - 0.005).abs() < 1e-12);
         assert_eq!((t.input_tokens, t.output_tokens), (30, 15), "a failed call's tokens are not counted");
+    }
+
+    #[test]
+    fn a_day_sums_the_citation_quality_of_its_live_answers() {
+        use crate::costs::record::Citations;
+        let day = Utc::now().date_naive();
+        let cited = |sources, rejected, unbacked_markers| CostRecord {
+            citations: Citations { sources, rejected, unbacked_markers },
+            ..record("research", CallKind::Search, false, false, 0.01)
+        };
+        let d = Day::of(day, &[cited(4, 1, 0), cited(2, 0, 3), record("research", CallKind::Search, true, false, 0.0)]);
+        let t = d.tallies.values().next().unwrap();
+        assert_eq!((t.sources, t.rejected_citations, t.unbacked_markers), (6, 1, 3));
+        // A stored sum from before these counts reads them as zero.
+        let old: Tally = serde_json::from_value(serde_json::json!({"calls": 1, "costUsd": 0.1, "cachedCalls": 0,
+            "mockCalls": 0, "inputTokens": 1, "outputTokens": 1, "savedUsd": 0.0, "liveSearches": 1, "cacheHits": 0,
+            "cacheSavedUsd": 0.0, "failedSearches": 0}))
+        .unwrap();
+        assert_eq!((old.calls, old.sources), (1, 0));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::pipeline::codex::{CliError, CodexCli};
 use crate::pipeline::output::{ParsedAs, ResearchData, parse_output};
 use crate::pipeline::prompt::{NodeRequest, exclusion_block};
 use crate::pipeline::topics;
-use crate::web::citations::Source;
+use crate::web::citations::{self, Source};
 use crate::web::query::{Kind, Query};
 use crate::web::search::SearchService;
 use crate::web::sources;
@@ -185,8 +185,13 @@ impl ResearchNode {
                     .results
                     .iter()
                     .filter_map(|r| {
-                        let url = r.source.clone()?;
-                        Some(Source { url, title: Some(r.title.clone()), accessed_at: now })
+                        let url = citations::normalise(r.source.as_deref()?).ok()?;
+                        Some(Source {
+                            url,
+                            title: Some(r.title.clone()),
+                            accessed_at: now,
+                            snippet: citations::snippet(&r.content),
+                        })
                     })
                     .collect();
                 sources::keep(&*self.records, request_id, &found, now).await

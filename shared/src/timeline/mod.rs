@@ -137,16 +137,32 @@ impl Tools for SearchTool {
                 return "Search unavailable: answer from what you know.".into();
             }
         };
-        let mut parts = Vec::new();
-        if !answer.content.is_empty() {
-            parts.push(format!("Summary: {}\n", answer.content.chars().take(300).collect::<String>()));
-        }
-        for s in &answer.sources {
-            parts.push(format!("- [{}]({})", s.title.as_deref().unwrap_or(&s.url), s.url));
-        }
-        self.found.lock().unwrap_or_else(|e| e.into_inner()).extend(answer.sources);
-        if parts.is_empty() { "No results found.".into() } else { parts.join("\n") }
+        let results: Vec<Source> = answer.sources.into_iter().take(RESULTS).collect();
+        let text = results_text(&answer.content, &results);
+        self.found.lock().unwrap_or_else(|e| e.into_inner()).extend(results);
+        text
     }
+}
+
+/// The results the `search` tool shows per search, as seed 003's Tavily call (`max_results=5`).
+const RESULTS: usize = 5;
+
+/// What the `search` tool hands the model, in seed 003's format: the answer's summary, then each
+/// result's title, URL and what it says (up to 300 characters).
+fn results_text(summary: &str, results: &[Source]) -> String {
+    let mut parts = Vec::new();
+    if !summary.is_empty() {
+        parts.push(format!("Summary: {}\n", summary.chars().take(citations::SNIPPET_CHARS).collect::<String>()));
+    }
+    for s in results {
+        parts.push(format!(
+            "- [{}]({})\n  {}",
+            s.title.as_deref().unwrap_or(&s.url),
+            s.url,
+            s.snippet.as_deref().unwrap_or_default()
+        ));
+    }
+    if parts.is_empty() { "No results found.".into() } else { parts.join("\n") }
 }
 
 /// Everything a timeline run needs, built once per process.

@@ -26,6 +26,19 @@ pub struct Source {
     pub title: Option<String>,
     #[serde(with = "crate::core::time")]
     pub accessed_at: DateTime<Utc>,
+    /// What the search result says, up to [`SNIPPET_CHARS`] characters, when the upstream gave
+    /// it (Perplexity's `snippet`, Tavily's `content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+}
+
+/// The most of a result's text a source keeps (seed 003's `content[:300]`).
+pub const SNIPPET_CHARS: usize = 300;
+
+/// A source's snippet from a result's `text`: trimmed, at most [`SNIPPET_CHARS`], none if empty.
+pub fn snippet(text: &str) -> Option<String> {
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.chars().take(SNIPPET_CHARS).collect())
 }
 
 /// A search result as an upstream lists it (`search_results` of Perplexity, `results` of Tavily).
@@ -37,6 +50,9 @@ pub struct SearchHit {
     /// The number inline `[n]` markers use for this result (Perplexity's result `id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u32>,
+    /// The result's text (Perplexity's `snippet`, Tavily's `content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
 }
 
 /// A URL that was offered as a citation and refused, with the reason.
@@ -74,21 +90,23 @@ pub fn extract(
     // Marker n is backed when the n-th citation, the search result n, or definition n is valid.
     let mut backed: Vec<u32> = Vec::new();
 
-    let mut add = |raw: &str, title: Option<&str>, marker: Option<u32>, out: &mut Citations| match normalise(raw) {
+    let mut add = |raw: &str, hit: Option<&SearchHit>, marker: Option<u32>, out: &mut Citations| match normalise(raw) {
         Ok(url) => {
             if let Some(n) = marker {
                 backed.push(n);
             }
-            let title = title.map(str::trim).filter(|t| !t.is_empty());
+            let title =
+                hit.and_then(|h| h.title.as_deref()).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
+            let snippet = hit.and_then(|h| h.snippet.as_deref()).and_then(snippet);
             match seen.iter().position(|u| *u == url) {
                 Some(i) => {
-                    if out.sources[i].title.is_none() {
-                        out.sources[i].title = title.map(str::to_owned);
-                    }
+                    let source = &mut out.sources[i];
+                    source.title = source.title.take().or(title);
+                    source.snippet = source.snippet.take().or(snippet);
                 }
                 None => {
                     seen.push(url.clone());
-                    out.sources.push(Source { url, title: title.map(str::to_owned), accessed_at });
+                    out.sources.push(Source { url, title, accessed_at, snippet });
                 }
             }
         }
@@ -99,10 +117,10 @@ pub fn extract(
         add(url, None, marker_number(i), &mut out);
     }
     for (i, hit) in search_results.iter().enumerate() {
-        add(&hit.url, hit.title.as_deref(), hit.id.or_else(|| marker_number(i)), &mut out);
+        add(&hit.url, Some(hit), hit.id.or_else(|| marker_number(i)), &mut out);
     }
     for hit in annotations {
-        add(&hit.url, hit.title.as_deref(), None, &mut out);
+        add(&hit.url, Some(hit), None, &mut out);
     }
     for cap in REFERENCE_DEFINITION.captures_iter(content) {
         let n = cap[1].parse::<u32>().ok();
@@ -404,15 +422,42 @@ mod tests {
     }
 
     #[test]
+    fn a_source_keeps_the_first_snippet_any_input_gives_cut_to_300_characters() {
+        let long = "事".repeat(SNIPPET_CHARS + 50);
+        let results = vec![
+            SearchHit { snippet: Some("  ".into()), ..hit("https://example.com/a", "A") },
+            SearchHit { snippet: Some(long), ..hit("https://example.com/b", "B") },
+        ];
+        let annotated = vec![SearchHit { snippet: Some("later".into()), ..hit("https://example.com/a", "A") }];
+        let c = extract("", &[], &results, &annotated, at());
+        assert_eq!(c.sources[0].snippet.as_deref(), Some("later"));
+        assert_eq!(c.sources[1].snippet.as_ref().map(|s| s.chars().count()), Some(SNIPPET_CHARS));
+        let json = serde_json::to_value(&c.sources[0]).unwrap();
+        assert_eq!(json["snippet"], "later");
+        assert!(
+            serde_json::to_value(&extract("", &["https://example.com/c".into()], &[], &[], at()).sources[0])
+                .unwrap()
+                .get("snippet")
+                .is_none()
+        );
+    }
+
+    #[test]
     fn renders_the_reference_block_exactly_as_seed_000() {
         let sources = vec![
-            Source { url: "https://example.com/source1".into(), title: Some("Source Title".into()), accessed_at: at() },
+            Source {
+                url: "https://example.com/source1".into(),
+                title: Some("Source Title".into()),
+                accessed_at: at(),
+                snippet: None,
+            },
             Source {
                 url: "https://example.com/source2".into(),
                 title: Some("Another Source".into()),
                 accessed_at: at(),
+                snippet: None,
             },
-            Source { url: "https://docs.example.org/x".into(), title: None, accessed_at: at() },
+            Source { url: "https://docs.example.org/x".into(), title: None, accessed_at: at(), snippet: None },
         ];
         assert_eq!(
             references_markdown(&sources),
@@ -423,8 +468,12 @@ mod tests {
 
     #[test]
     fn serialises_accessed_at_as_seed_000_does() {
-        let s =
-            Source { url: "https://example.com/source1".into(), title: Some("Source Title".into()), accessed_at: at() };
+        let s = Source {
+            url: "https://example.com/source1".into(),
+            title: Some("Source Title".into()),
+            accessed_at: at(),
+            snippet: None,
+        };
         assert_eq!(
             serde_json::to_value(&s).unwrap(),
             serde_json::json!({"url": "https://example.com/source1", "title": "Source Title", "accessed_at": "2025-01-01T00:00:00Z"})

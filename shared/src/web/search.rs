@@ -26,17 +26,17 @@ use crate::core::records::{HOT_PATH, Record, RecordStore, bounded};
 use crate::core::retry::{RetryPolicy, within};
 use crate::core::upstream::Usage;
 use crate::costs::budget::Hold;
-use crate::costs::ledger::{CallKind, Charge, CostRecord, CostSource, Ledger, Outcome};
+use crate::costs::ledger::{CallKind, Charge, Citations, CostRecord, CostSource, Ledger, Outcome};
 use crate::web::analysis;
 use crate::web::cache;
 use crate::web::citations::{self, Source};
-use crate::web::metrics::SearchMetrics;
+use crate::web::metrics::{ProviderCall, SearchMetrics};
 use crate::web::providers::tavily::Tavily;
 use crate::web::providers::{Answer, Breaker, SearchProvider, mock};
 use crate::web::query::{Kind, Query};
 use crate::web::response::{SearchResponse, UsageReport};
-use crate::web::sources;
 use crate::web::tools::Tools;
+use crate::web::{articles, sources};
 
 /// A configured search provider and its circuit breaker.
 pub struct Provider {
@@ -127,10 +127,10 @@ impl SearchService {
     /// work then ends [`OWED_RESERVE`] before it, so the writes owed after the answer fit too.
     #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
     pub async fn run(&self, query: &Query, request_id: &str, left: Option<Duration>) -> Result<SearchResponse> {
-        let mut failed: Vec<&'static str> = Vec::new();
+        let mut calls: Vec<ProviderCall> = Vec::new();
         let budget = left.map_or(self.budget, |left| self.budget.min(left.saturating_sub(OWED_RESERVE)));
         let time = TimeBox { until: Instant::now() + budget, length: budget };
-        let response = match self.answer(query, request_id, time, &mut failed).await {
+        let response = match self.answer(query, request_id, time, &mut calls).await {
             Ok(response) => response,
             Err(e) if query.mock_over_budget && e.code() == "budget_exceeded" => {
                 self.fallback(query, request_id, &format!("budget_exceeded: {e}")).await
@@ -140,7 +140,7 @@ impl SearchService {
         let usage = &response.usage;
         let metrics = SearchMetrics {
             provider: response.provider.clone(),
-            failed_providers: failed,
+            calls,
             cached: response.cached,
             mock: response.mock,
             citations: response.sources.len(),
@@ -157,7 +157,7 @@ impl SearchService {
         query: &Query,
         request_id: &str,
         time: TimeBox,
-        failed: &mut Vec<&'static str>,
+        calls: &mut Vec<ProviderCall>,
     ) -> Result<SearchResponse> {
         if self.providers.is_empty() {
             tracing::warn!("Perplexity API Key 未設置");
@@ -181,11 +181,11 @@ impl SearchService {
                 Ok(self.served_from_cache(query, request_id, *hit).await)
             }
             Flight::Leads => {
-                let response = self.ask(query, request_id, &key, candidates, time, failed).await;
+                let response = self.ask(query, request_id, &key, candidates, time, calls).await;
                 self.release(&key, &owner).await;
                 response
             }
-            Flight::Alone => self.ask(query, request_id, &key, candidates, time, failed).await,
+            Flight::Alone => self.ask(query, request_id, &key, candidates, time, calls).await,
         }
     }
 
@@ -265,7 +265,7 @@ impl SearchService {
         key: &str,
         candidates: Vec<&Provider>,
         time: TimeBox,
-        failed: &mut Vec<&'static str>,
+        calls: &mut Vec<ProviderCall>,
     ) -> Result<SearchResponse> {
         let mut failures = Vec::new();
         let count = candidates.len();
@@ -286,40 +286,43 @@ impl SearchService {
             let until = time.until.checked_sub(kept).filter(|t| *t > Instant::now()).unwrap_or(time.until);
             let (model, ceiling) = provider.adapter.worst_case(query);
             let hold = self.ledger.hold(&query.agent, name, model, &ceiling).await?;
-            let (failure, against_upstream) =
-                match within(self.retry, until, name, |_| provider.adapter.answer(query)).await {
-                    Ok(answer) => match self.answered(query, request_id, name, answer, key, hold).await {
-                        Some(response) => {
-                            provider.breaker.success();
-                            return Ok(response);
-                        }
-                        None => ("unusable_response: nothing in the answer matched the schema".to_owned(), true),
-                    },
-                    Err(e) => {
-                        // Free as far as we know (a call cut short may be billed; its record
-                        // says failed), and it counts against the provider's availability.
-                        let charge = Charge {
-                            request_id,
-                            agent: &query.agent,
-                            kind: CallKind::Search,
-                            provider: name,
-                            model: "",
-                            usage: &Usage::default(),
-                            outcome: Outcome::Failed,
-                            saved_usd: 0.0,
-                            upstream_id: None,
-                        };
-                        let cost = self.ledger.charge(&charge).await;
-                        self.ledger.settle(hold, &cost, e.may_have_cost()).await;
-                        (e.to_string(), e.counts_against_upstream())
+            let started = Instant::now();
+            let outcome = within(self.retry, until, name, |_| provider.adapter.answer(query)).await;
+            let took = started.elapsed();
+            let (failure, against_upstream) = match outcome {
+                Ok(answer) => match self.answered(query, request_id, name, answer, key, hold).await {
+                    Some(response) => {
+                        provider.breaker.success();
+                        calls.push(ProviderCall { provider: name, took, answered: true });
+                        return Ok(response);
                     }
-                };
+                    None => ("unusable_response: nothing in the answer matched the schema".to_owned(), true),
+                },
+                Err(e) => {
+                    // Free as far as we know (a call cut short may be billed; its record
+                    // says failed), and it counts against the provider's availability.
+                    let charge = Charge {
+                        request_id,
+                        agent: &query.agent,
+                        kind: CallKind::Search,
+                        provider: name,
+                        model: "",
+                        usage: &Usage::default(),
+                        outcome: Outcome::Failed,
+                        saved_usd: 0.0,
+                        upstream_id: None,
+                    };
+                    let cost = self.ledger.charge(&charge).await;
+                    self.ledger.settle(hold, &cost, e.may_have_cost()).await;
+                    (e.to_string(), e.counts_against_upstream())
+                }
+            };
             tracing::error!(provider = name, error = %failure, "provider failed; trying the next");
             // A refusal of this request (HTTP 400) is no sign of the provider's health.
             if against_upstream && provider.breaker.failure(self.clock.now()) {
                 tracing::warn!(provider = name, "circuit opened: provider skipped during its cool-down");
             }
-            failed.push(name);
+            calls.push(ProviderCall { provider: name, took, answered: false });
             failures.push(format!("{name}: {failure}"));
         }
         Ok(self.fallback(query, request_id, &format!("upstream_failed: {}", failures.join("; "))).await)
@@ -362,6 +365,22 @@ impl SearchService {
         sources::list(&*self.records, request_id, self.clock.now()).await
     }
 
+    /// Adds `response`'s sources to `owner`'s article `article` (not a mock answer's: they are
+    /// no one's citations); whether they are stored.
+    pub async fn keep_for_article(&self, owner: &str, article: &str, response: &SearchResponse) -> bool {
+        if response.mock {
+            return true;
+        }
+        let (records, now) = (&*self.records, self.clock.now());
+        articles::keep(records, owner, article, &response.request_id, &response.sources, now).await
+    }
+
+    /// The sources of `owner`'s article `article`, de-duplicated, in the order first cited, and
+    /// whether there were more than are listed ([`articles::list`]).
+    pub async fn article_sources(&self, owner: &str, article: &str) -> Result<(Vec<Source>, bool)> {
+        articles::list(&*self.records, owner, article, self.clock.now()).await
+    }
+
     async fn fallback(&self, query: &Query, request_id: &str, reason: &str) -> SearchResponse {
         let (mut response, _) = self.build(query, request_id, "mock", mock::answer(query));
         response.mock = true;
@@ -390,7 +409,7 @@ impl SearchService {
         saved_usd: f64,
         upstream_id: Option<String>,
     ) -> CostRecord {
-        self.ledger.bill(&Charge {
+        let mut cost = self.ledger.bill(&Charge {
             request_id: &response.request_id,
             agent: &query.agent,
             kind: CallKind::Search,
@@ -400,7 +419,16 @@ impl SearchService {
             outcome,
             saved_usd,
             upstream_id,
-        })
+        });
+        if outcome == Outcome::Live {
+            let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            cost.citations = Citations {
+                sources: count(response.sources.len()),
+                rejected: count(response.rejected_citations.len()),
+                unbacked_markers: count(response.unbacked_markers.len()),
+            };
+        }
+        cost
     }
 
     /// Builds the response from an answer, and says whether it is usable: a structured method

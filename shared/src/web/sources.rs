@@ -88,7 +88,7 @@ pub fn field_sources(data: &Map<String, Value>, cited: &[Source], at: chrono::Da
             continue;
         }
         let title = ["title", "stat"].iter().find_map(|k| item.get(*k)?.as_str()).map(str::to_owned);
-        out.push(Source { url, title, accessed_at: at });
+        out.push(Source { url, title, accessed_at: at, snippet: None });
     }
     out
 }

@@ -20,7 +20,7 @@ use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
 use crate::core::records::RecordStore;
 use crate::core::upstream::Usage;
-use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
+use crate::costs::ledger::{CallKind, Charge, Citations, Ledger, Outcome};
 use crate::web::cache;
 use crate::web::citations::{self, Source};
 use crate::web::providers::tavily::{self, Tavily, WebResult};
@@ -155,13 +155,21 @@ impl Tools {
             .unwrap_or(Err(crate::core::upstream::ProviderError::OutOfTime));
         match answer {
             Ok((results, usage)) => {
-                let cost = self.ledger.charge(&charge(&usage, Outcome::Live, 0.0)).await;
-                self.ledger.settle(hold, &cost, false).await;
                 // Only valid, public http(s) URLs reach the model.
+                let offered = results.len();
                 let results: Vec<WebResult> = results
                     .into_iter()
                     .filter_map(|r| citations::normalise(&r.url).ok().map(|url| WebResult { url, ..r }))
                     .collect();
+                let mut cost = self.ledger.bill(&charge(&usage, Outcome::Live, 0.0));
+                let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                cost.citations = Citations {
+                    sources: count(results.len()),
+                    rejected: count(offered - results.len()),
+                    unbacked_markers: 0,
+                };
+                self.ledger.record(&cost).await;
+                self.ledger.settle(hold, &cost, false).await;
                 let text = serde_json::to_string(&results).expect("results serialise");
                 let cached = CachedWeb { results: text, cost_usd: cost.cost_usd };
                 cache::put(&*self.records, &key, &cached, self.clock.now(), self.cache_ttl).await;
@@ -183,7 +191,12 @@ impl Tools {
         let now = self.clock.now();
         let found: Vec<Source> = found
             .iter()
-            .map(|r| Source { url: r.url.clone(), title: Some(r.title.clone()), accessed_at: now })
+            .map(|r| Source {
+                url: r.url.clone(),
+                title: Some(r.title.clone()),
+                accessed_at: now,
+                snippet: citations::snippet(&r.content),
+            })
             .collect();
         let sources_stored = sources::keep(&*self.records, request_id, &found, now).await;
         WebAnswer { result, sources_stored }

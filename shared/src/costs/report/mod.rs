@@ -190,11 +190,24 @@ pub struct BudgetUse {
     pub used: Option<f64>,
 }
 
-/// Cost per agent on one day (the chart's data).
+/// Cost per agent on one day (the chart's data), and how the day's live search answers' citations
+/// held up.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Daily {
     pub day: String,
     pub agents: BTreeMap<String, f64>,
+    pub citations: CitationQuality,
+}
+
+/// The citations of a day's live search answers: valid sources kept, citations refused by
+/// validation (not a public http(s) URL, credentials, ...), inline `[n]` markers no source backs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CitationQuality {
+    pub answers: u64,
+    pub sources: u64,
+    pub rejected_citations: u64,
+    pub unbacked_markers: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -270,13 +283,20 @@ impl Report {
         let mut totals = Totals::default();
         let mut cache = CacheStats::default();
         let mut providers: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        let mut daily: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        let mut daily: BTreeMap<String, (BTreeMap<String, f64>, CitationQuality)> = BTreeMap::new();
         let mut day = params.from.date_naive();
         while day <= params.to.date_naive() {
-            daily.insert(day.format("%Y-%m-%d").to_string(), BTreeMap::new());
+            daily.insert(day.format("%Y-%m-%d").to_string(), Default::default());
             day = day.succ_opt().expect("date in range");
         }
         for (date, key, t) in days.iter().flat_map(|d| d.tallies.iter().map(move |(k, t)| (d.day, k, t))) {
+            if key.kind == CallKind::Search && t.live_searches > 0 {
+                let q = &mut daily.entry(date.format("%Y-%m-%d").to_string()).or_default().1;
+                q.answers += t.live_searches;
+                q.sources += t.sources;
+                q.rejected_citations += t.rejected_citations;
+                q.unbacked_markers += t.unbacked_markers;
+            }
             if key.kind == CallKind::Search && t.live_searches + t.cache_hits + t.failed_searches > 0 {
                 let p = providers.entry(key.provider.clone()).or_default();
                 p.0 += t.live_searches;
@@ -289,7 +309,7 @@ impl Report {
                 continue;
             }
             let day = date.format("%Y-%m-%d").to_string();
-            *daily.entry(day.clone()).or_default().entry(key.agent.clone()).or_default() += t.cost_usd;
+            *daily.entry(day.clone()).or_default().0.entry(key.agent.clone()).or_default() += t.cost_usd;
             let (group, title) = match params.group_by {
                 GroupBy::Agent => (key.agent.clone(), agent_title(&key.agent)),
                 GroupBy::Day => (day.clone(), day),
@@ -372,7 +392,7 @@ impl Report {
                     availability: (successes + failures > 0).then(|| successes as f64 / (successes + failures) as f64),
                 })
                 .collect(),
-            daily: daily.into_iter().map(|(day, agents)| Daily { day, agents }).collect(),
+            daily: daily.into_iter().map(|(day, (agents, citations))| Daily { day, agents, citations }).collect(),
             budgets: Vec::new(),
         }
     }

@@ -8,11 +8,13 @@
 //! (`filters.search_domain_filter` / `search_recency_filter`, `user_location.country`),
 //! `max_output_tokens` 4000, `max_steps` (3, or 5 for `sonar-pro`: a run's searches are
 //! bounded, and so is what a call may cost) and, for the structured methods, a top-level `response_format`
-//! `json_schema` with a name. `sonar-pro` ("high quality") is the guide's option 2 for a
-//! model-slug contract: the same model and filters with a `high` search context. The SDK
-//! types have no `temperature` and no `tool_choice`, and the API refuses unknown fields, so
-//! neither is sent (the instructions ask for a search instead); nothing of Sonar's REMOVE list
-//! is sent.
+//! `json_schema` with a name. `sonar-pro` ("high quality") is the Agent API's own pro search:
+//! `preset: "low"` (named `pro-search` before; the migration guide's behavioural match for
+//! `sonar-pro`) instead of `model`; the preset picks its model and merges our `web_search`
+//! filters into its tools, and our fields override its defaults. It is billed as `sonar-pro`.
+//! The SDK types have no `temperature` and no `tool_choice`, and the API refuses unknown
+//! fields, so neither is sent (the instructions ask for a search instead); nothing of Sonar's
+//! REMOVE list is sent.
 //!
 //! The response is walked item by item: text from `message` items' `output_text` parts,
 //! sources from the `search_results` item (ids are what inline `[n]` markers name) and the
@@ -34,8 +36,11 @@ use crate::web::query::{Kind, Model, Query, Recency};
 /// The Agent API route under the API root.
 pub const AGENT_PATH: &str = "/v1/agent";
 
-/// The model every request names (there is no `perplexity/sonar-pro` slug).
+/// The model every `sonar` request names (there is no `perplexity/sonar-pro` slug).
 pub const AGENT_MODEL: &str = "perplexity/sonar";
+
+/// The preset a `sonar-pro` request names instead of a model: the Agent API's pro search.
+pub const PRO_PRESET: &str = "low";
 
 /// Seed 000's system-prompt line for Chinese queries.
 pub const CJK_SYSTEM_LINE: &str = "針對中文查詢，請優先搜尋繁體中文和簡體中文的資源";
@@ -72,7 +77,7 @@ pub fn max_steps(query: &Query) -> u32 {
     if query.model == Model::SonarPro { 5 } else { 3 }
 }
 
-/// Input tokens one step's search results may add (a `high` search context reads more).
+/// Input tokens one step's search results may add (the pro preset reads more results and pages).
 fn context_per_step(query: &Query) -> u64 {
     if query.model == Model::SonarPro { 20_000 } else { 10_000 }
 }
@@ -139,17 +144,18 @@ impl Perplexity {
         if let Some(region) = &query.region {
             tool["user_location"] = json!({"country": region});
         }
-        if query.model == Model::SonarPro {
-            tool["search_context_size"] = json!("high");
-        }
+        let (field, name) = match query.model {
+            Model::Sonar => ("model", AGENT_MODEL),
+            Model::SonarPro => ("preset", PRO_PRESET),
+        };
         let mut body = json!({
-            "model": AGENT_MODEL,
             "input": user_prompt(query),
             "instructions": instructions,
             "max_output_tokens": MAX_OUTPUT_TOKENS,
             "max_steps": max_steps(query),
             "tools": [tool],
         });
+        body[field] = json!(name);
         if let Some(schema) = schema {
             body["response_format"] =
                 json!({"type": "json_schema", "json_schema": {"name": query.kind.name(), "schema": schema}});
@@ -215,12 +221,20 @@ impl super::SearchProvider for Perplexity {
             searches: steps,
             ..Usage::default()
         };
-        ("sonar", usage)
+        (query.model.as_str(), usage)
     }
 
     async fn answer(&self, query: &Query) -> Result<Answer, ProviderError> {
         let bytes = self.http.post(&self.endpoint, &self.key, &Self::request_body(query)).await?;
-        parse_response(&bytes)
+        let answer = parse_response(&bytes)?;
+        Ok(match query.model {
+            Model::Sonar => answer,
+            // The preset runs a model of its choosing: billed as the tier asked for.
+            Model::SonarPro => {
+                tracing::info!(served = %answer.model, "pro search answered");
+                Answer { model: Model::SonarPro.as_str().to_owned(), ..answer }
+            }
+        })
     }
 }
 
@@ -288,6 +302,7 @@ pub fn parse_response(bytes: &[u8]) -> Result<Answer, ProviderError> {
                                 title: string(r, "title"),
                                 date: string(r, "date").or_else(|| string(r, "last_updated")),
                                 id: r.get("id").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
+                                snippet: string(r, "snippet"),
                             }),
                             None => errors.push(format!("output[{i}].results[{j}] has no url")),
                         }
@@ -380,10 +395,15 @@ mod tests {
     }
 
     #[test]
-    fn sonar_pro_is_the_same_model_with_a_deeper_search() {
-        let b = Perplexity::request_body(&query("search", json!({"query": "coffee market", "model": "sonar-pro"})));
-        assert_eq!(b["model"], AGENT_MODEL);
-        assert_eq!(web_search(&b)["search_context_size"], "high");
+    fn sonar_pro_is_the_agent_apis_pro_preset_with_our_filters_and_bounds() {
+        let b = Perplexity::request_body(&query(
+            "search",
+            json!({"query": "coffee market", "model": "sonar-pro", "recency": "week"}),
+        ));
+        assert_eq!(b["preset"], PRO_PRESET);
+        assert!(b.get("model").is_none(), "the preset picks its model: {b}");
+        assert_eq!(web_search(&b)["filters"], json!({"search_recency_filter": "week"}));
+        assert_eq!((b["max_steps"].as_u64(), b["max_output_tokens"].as_u64()), (Some(5), Some(4000)));
     }
 
     #[test]

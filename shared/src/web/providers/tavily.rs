@@ -127,6 +127,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed, ProviderError> {
                         title: r.get("title").and_then(Value::as_str).map(str::to_owned),
                         date: r.get("published_date").and_then(Value::as_str).map(str::to_owned),
                         id: None,
+                        snippet: r.get("content").and_then(Value::as_str).map(str::to_owned),
                     },
                     r.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
                 )),

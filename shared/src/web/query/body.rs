@@ -35,6 +35,7 @@ struct Common {
     domains: Vec<String>,
     agent: Option<String>,
     over_budget: Option<OverBudget>,
+    article_id: Option<String>,
 }
 
 /// What a search does when its agent's daily budget is spent (`overBudget`).
@@ -72,6 +73,7 @@ macro_rules! body {
             domains: Vec<String>,
             agent: Option<String>,
             over_budget: Option<OverBudget>,
+            article_id: Option<String>,
         }
 
         impl $name {
@@ -83,6 +85,7 @@ macro_rules! body {
                     domains: std::mem::take(&mut self.domains),
                     agent: self.agent.take(),
                     over_budget: self.over_budget.take(),
+                    article_id: self.article_id.take(),
                 }
             }
         }
@@ -232,6 +235,9 @@ impl Raw {
             ));
         }
         let agent = agent_name(self.common.agent.as_deref(), "research")?;
+        if let Some(id) = &self.common.article_id {
+            crate::web::articles::validate(id)?;
+        }
         Ok(Query {
             kind: self.kind,
             text,
@@ -243,6 +249,7 @@ impl Raw {
             published_before,
             agent,
             mock_over_budget: self.common.over_budget == Some(OverBudget::Mock),
+            article_id: self.common.article_id,
         })
     }
 }

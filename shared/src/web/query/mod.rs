@@ -126,6 +126,10 @@ pub struct Query {
     /// "mock"`); not part of the answer.
     #[serde(skip)]
     pub mock_over_budget: bool,
+    /// The article whose sources this search's are added to (`articleId`); not part of the
+    /// answer.
+    #[serde(skip)]
+    pub article_id: Option<String>,
 }
 
 impl Query {
@@ -143,6 +147,7 @@ impl Query {
             published_before: None,
             agent: agent.to_owned(),
             mock_over_budget: false,
+            article_id: None,
         }
     }
 
