@@ -11,7 +11,6 @@
 use std::cmp::Ordering;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -27,9 +26,6 @@ pub fn validate(id: &str) -> Result<()> {
     }
     Err(Error::invalid("invalid_article_id", "articleId must be 1-128 characters of letters, digits, '-' or '_'"))
 }
-
-/// Conditional writes at once.
-const WRITES_AT_ONCE: usize = 8;
 
 /// The most sources one search adds to an article.
 pub const PER_SEARCH: usize = 50;
@@ -77,12 +73,7 @@ pub async fn keep(
     let rows = rows(owner, article, request_id, sources, at);
     let (all, now) = (&rows, at.timestamp());
     replay::keep("article sources", &rows, replay::WRITE_TIME, |_| async move {
-        stream::iter(all)
-            .map(|row| records.put_new(row, now))
-            .buffer_unordered(WRITES_AT_ONCE)
-            .try_collect::<Vec<bool>>()
-            .await
-            .map(|_| ())
+        futures::future::try_join_all(all.iter().map(|row| records.put_new(row, now))).await.map(|_| ())
     })
     .await
 }
