@@ -105,7 +105,7 @@ async fn only_content_changes_are_embedded_again(index: Vec<(&'static str, Strin
     }
     let costs = h.costs().await;
     assert_eq!(costs.len(), 4);
-    assert!(costs.iter().all(|c| c.kind == CallKind::Embedding && c.agent == "rag"), "{costs:?}");
+    assert!(costs.iter().all(|c| c.kind == CallKind::Embedding && c.agent == "indexing"), "indexing pays: {costs:?}");
     // The stored activity is the updated one.
     let (ids, r) = h.search_ids(json!({"semanticQuery": "周末场"})).await;
     assert_eq!(ids.first().map(String::as_str), Some("quiet"), "{r}");

@@ -246,6 +246,22 @@ async fn a_conversation_is_its_users_only(kind: StoreKind) {
     assert_eq!(h.model_requests().await.len(), 2);
 }
 
+// Issue 41: a user's chat spends that user's own daily budget. With a cap below one model
+// request's worst case, the first message crosses it (at most one call over), the next is 429
+// `user_budget_exceeded` and reaches no model; another user chats on.
+async fn a_users_chat_spends_their_own_budget(kind: StoreKind) {
+    let env = [("USER_BUDGET_USD_PER_DAY", "0.000001")];
+    let h =
+        ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tool: None }), env: &env, ..Chat::default() }).await;
+    let (status, first) = h.chat(USER, json!({"message": "你好"})).await;
+    assert_eq!(status, 200, "{first}");
+    let (status, r) = h.chat(USER, json!({"message": "再说一句"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("user_budget_exceeded")), "{r}");
+    assert_eq!(h.model_requests().await.len(), 1, "the refused message reached no model");
+    let (status, r) = h.chat("u-other", json!({"message": "你好"})).await;
+    assert_eq!(status, 200, "another user's budget is their own: {r}");
+}
+
 // The hook: stated preferences are kept in the user's interest profile (embedded for
 // rag-search's MaxSim) and told to the model on the next message.
 async fn stated_preferences_are_remembered(kind: StoreKind) {
@@ -455,6 +471,7 @@ async fn the_persona_is_the_deployments(kind: StoreKind) {
 }
 
 on_both_stores!(
+    a_users_chat_spends_their_own_budget,
     the_mode_a_client_passes_is_the_one_used,
     the_persona_is_the_deployments,
     a_sigv4_app_tool_is_signed,

@@ -252,6 +252,56 @@ async fn a_user_calls_search_web_with_their_token(kind: StoreKind) {
     assert_eq!(h.tavily_calls().await.len(), calls, "a refused call reaches no upstream");
 }
 
+// Issue 41: one user's money is their own. Twenty calls of one user at once, against a daily cap
+// of three calls' worth (a Tavily credit each, $0.008): at most one call over, the rest 429
+// `user_budget_exceeded` saying when it renews; another user still has all of theirs, and
+// each answer says what is left.
+async fn one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one(kind: StoreKind) {
+    let env = [("USER_BUDGET_USD_PER_DAY", "0.024")];
+    let h = Harness::with(kind, Setup { env: &env, ..only_tavily() }).await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let as_user = |user: &str, n: usize| {
+        let body = json!({"query": format!("question {n}")}).to_string();
+        integration::as_user(integration::request("POST", "/me/tools/search_web", &body), user)
+    };
+    let calls = (0..20).map(|n| h.exchange_as(as_user("u-alice", n), None));
+    let answers = futures::future::join_all(calls).await;
+    let served = answers.iter().filter(|(status, _, _)| *status == 200).count();
+    assert!((3..=4).contains(&served), "three calls' worth, at most one over: {served} served");
+    for (status, headers, r) in answers.iter().filter(|(status, _, _)| *status != 200) {
+        assert_eq!((*status, r["error"]["code"].as_str()), (429, Some("user_budget_exceeded")), "{r}");
+        assert!(headers.get("retry-after").is_some(), "says when it renews");
+    }
+    assert_eq!(h.tavily_calls().await.len(), served, "a refused call reaches no upstream");
+    let (status, headers, r) = h.exchange_as(as_user("u-bob", 99), None).await;
+    assert_eq!(status, 200, "another user's budget is their own: {r}");
+    let left: f64 = headers.get("x-user-budget-left-usd").unwrap().to_str().unwrap().parse().unwrap();
+    assert!((left - 0.016).abs() < 1e-9, "{left}");
+}
+
+// Issue 41: fair throttling. One user floods (30 requests at once, a quota of 5 a minute) while
+// another sends 5: every one of the other user's requests is answered.
+async fn one_user_flooding_never_turns_another_users_requests_away(kind: StoreKind) {
+    let env = [("USER_QUOTA_PER_MINUTE", "5")];
+    let h = Harness::with(kind, Setup { env: &env, ..only_tavily() }).await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let as_user = |user: &str, n: usize| {
+        let body = json!({"query": format!("{user} question {n}")}).to_string();
+        integration::as_user(integration::request("POST", "/me/tools/search_web", &body), user)
+    };
+    let flood = (0..30).map(|n| h.exchange_as(as_user("u-mallory", n), None));
+    let fair = (0..5).map(|n| h.exchange_as(as_user("u-carol", n), None));
+    let (flood, fair) = tokio::join!(futures::future::join_all(flood), futures::future::join_all(fair));
+    assert!(fair.iter().all(|(status, _, _)| *status == 200), "{:?}", fair.iter().map(|a| a.0).collect::<Vec<_>>());
+    assert_eq!(flood.iter().filter(|(status, _, _)| *status == 200).count(), 5, "the flood spends its own minute");
+    assert!(
+        flood
+            .iter()
+            .filter(|(status, _, _)| *status != 200)
+            .all(|(s, _, r)| *s == 429 && r["error"]["code"] == "quota_exceeded")
+    );
+}
+
 // Given Perplexity answers, then Tavily is never asked (the chain's order holds).
 async fn the_first_provider_that_answers_wins(kind: StoreKind) {
     let h = Harness::with(kind, Setup { perplexity: true, tavily: true, ..Setup::default() }).await;
@@ -292,5 +342,7 @@ on_both_stores!(
     tools_are_listed_only_when_they_can_run,
     search_web_returns_a_model_ready_string,
     a_user_calls_search_web_with_their_token,
+    one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one,
+    one_user_flooding_never_turns_another_users_requests_away,
     the_first_provider_that_answers_wins,
 );

@@ -48,7 +48,8 @@ pub fn ledger(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clo
         Arc::clone(&clock),
         config.budget_store_timeout,
         config.budget_outage_allowance_usd,
-    );
+    )
+    .with_user_cap(config.user_budget_usd_per_day);
     Ok(Ledger::new(records, Arc::new(prices(config)?), clock, STORE_RETRY).with_budgets(Arc::new(budgets)))
 }
 

@@ -35,12 +35,7 @@ pub struct App {
 impl App {
     /// Built from `config` over `records` and `clock`.
     pub fn new(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Self> {
-        let quota = Quota::new(
-            config.user_quota_per_minute,
-            config.user_quota_per_day,
-            Arc::clone(&records),
-            Arc::clone(&clock),
-        );
+        let quota = Quota::from_config(config, Arc::clone(&records), Arc::clone(&clock));
         let assistant = compose::assistant(config, records, clock)?;
         Ok(Self { assistant, users: Users::new(config.user_claim.clone()), quota })
     }
@@ -65,10 +60,11 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
     let user = app.users.caller(req)?;
     http::allow(req, "POST")?;
     let input = ChatInput::from_json(http::body(req)?)?;
-    app.quota.take(&user).await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let request_id = http::request_id(req);
-    let answer = app.assistant.chat(&user, &input, &request_id, http::time_left(req), &tx).await;
+    let reply = app.assistant.chat(&user, &input, &request_id, http::time_left(req), &tx);
+    let answer = app.quota.serve(&user, reply).await;
+    let left = app.quota.budget_left(&user).await;
     let streamed = req
         .headers()
         .get(ACCEPT)
@@ -82,7 +78,7 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
     match answer {
         // Refused before the conversation started (or a JSON caller): the one error body.
         Err(e) if events.is_empty() || !streamed => Err(e),
-        Ok(answer) if !streamed => Ok(http::json(200, &answer)),
+        Ok(answer) if !streamed => Ok(http::with_budget_left(http::json(200, &answer), left)),
         result => {
             events.push(match result {
                 Ok(answer) => Event::Done(answer),
@@ -92,12 +88,13 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
                 }
             });
             let text: String = events.iter().map(Event::to_sse).collect();
-            Ok(Response::builder()
+            let response = Response::builder()
                 .status(200)
                 .header(CONTENT_TYPE, "text/event-stream; charset=utf-8")
                 .header(CACHE_CONTROL, "no-cache")
                 .body(Body::Text(text))
-                .expect("status and headers are valid"))
+                .expect("status and headers are valid");
+            Ok(http::with_budget_left(response, left))
         }
     }
 }

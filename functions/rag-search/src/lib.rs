@@ -44,7 +44,7 @@ pub struct App {
 impl App {
     /// Built from `config`'s user claim and quotas over `retrieval`, counting in `records`.
     pub fn new(config: &Config, retrieval: Retrieval, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
-        let quota = Quota::new(config.user_quota_per_minute, config.user_quota_per_day, records, clock);
+        let quota = Quota::from_config(config, records, clock);
         Self { retrieval, users: Users::new(config.user_claim.clone()), quota }
     }
 
@@ -83,9 +83,10 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
         ["users", user, "preferences"] => {
             http::allow(req, "PUT")?;
             users.require(req, user)?;
-            quota.take(user).await?; // the preferences are embedded: counted like a search
             let body = shared::core::json::json_object(http::body(req)?)?;
-            Ok(http::json(200, &app.set_preferences(user, &body, &http::request_id(req)).await?))
+            // The preferences are embedded: counted, and spent, like a search.
+            let set = quota.serve(user, app.set_preferences(user, &body, &http::request_id(req))).await?;
+            Ok(http::with_budget_left(http::json(200, &set), quota.budget_left(user).await))
         }
         ["rag", "search"] => {
             let caller = users.caller(req)?;
@@ -94,8 +95,8 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
             if let Some(user) = &request.user_id {
                 users.require(req, user)?;
             }
-            quota.take(&caller).await?;
-            Ok(http::json(200, &app.search(&request, &http::request_id(req)).await?))
+            let found = quota.serve(&caller, app.search(&request, &http::request_id(req))).await?;
+            Ok(http::with_budget_left(http::json(200, &found), quota.budget_left(&caller).await))
         }
         // `exploreNearby` is the name seed 004's clients registered.
         ["tools", "explore_nearby" | "exploreNearby"] => explore_nearby(app, req).await,

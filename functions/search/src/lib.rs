@@ -67,12 +67,7 @@ impl SearchFunction {
             retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
             bound: config.research_node_timeout,
         };
-        let quota = Quota::new(
-            config.user_quota_per_minute,
-            config.user_quota_per_day,
-            Arc::clone(&records),
-            Arc::clone(&clock),
-        );
+        let quota = Quota::from_config(config, Arc::clone(&records), Arc::clone(&clock));
         let research = ResearchNode::new(Arc::clone(&search), codex, config.research_provider, records, clock);
         Ok(Self {
             search,
@@ -208,8 +203,8 @@ async fn user_tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Re
         return Err(Error::invalid("invalid_agent", format!("a user's tool call is billed to {USER_AGENT:?}")));
     }
     billable(app, USER_AGENT)?;
-    app.quota.take(&user).await?;
-    run_tool(app, req, &query, USER_AGENT).await
+    let response = app.quota.serve(&user, run_tool(app, req, &query, USER_AGENT)).await?;
+    Ok(http::with_budget_left(response, app.quota.budget_left(&user).await))
 }
 
 /// Who pays for a user's tool calls.

@@ -35,8 +35,9 @@ use crate::core::error::{Error, Result};
 /// Largest batch one request may index.
 pub const MAX_BATCH: usize = 100;
 
-/// Agent name on the embedder's cost records.
-pub const AGENT: &str = "rag";
+/// Who pays for indexing's embeddings (index-activity and the backfill): a budget of its own,
+/// so user searches (`rag`) can never stop activities being indexed.
+pub const AGENT: &str = "indexing";
 
 /// Payload fields that are not the activity's own.
 const DERIVED: &[&str] = &["spotsLeft", "contentHash", "embedding", crate::activities::index::VERSION];

@@ -131,7 +131,7 @@ pub async fn from_llm(
         ));
     }
     let spec = AgentSpec {
-        name: crate::activities::indexing::AGENT,
+        name: crate::activities::retrieval::AGENT,
         model,
         instructions: INSTRUCTIONS,
         output: Some(("match_reasons", schema())),

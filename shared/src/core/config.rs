@@ -82,6 +82,9 @@ pub struct Config {
     /// What a container may spend while the budget store is unreachable
     /// (`BUDGET_OUTAGE_ALLOWANCE_USD`), then it refuses.
     pub budget_outage_allowance_usd: f64,
+    /// What one signed-in user's requests may spend a UTC day, across agents and containers
+    /// (`USER_BUDGET_USD_PER_DAY`; 0: no per-user cap).
+    pub user_budget_usd_per_day: f64,
     /// Agents that may ask for the expensive search (`model: sonar-pro`) (`PREMIUM_AGENTS`).
     pub premium_agents: Vec<String>,
     /// Requests a user may make per minute and per day on the user routes that search
@@ -468,6 +471,12 @@ impl Config {
                 Some(v) => v.parse::<f64>().ok().filter(|u| u.is_finite() && *u >= 0.0).ok_or_else(|| {
                     Error::Config(format!("BUDGET_OUTAGE_ALLOWANCE_USD must be an amount of USD, not {v:?}"))
                 })?,
+            },
+            user_budget_usd_per_day: {
+                let v = get("USER_BUDGET_USD_PER_DAY").unwrap_or_else(|| "0.5".into());
+                v.parse::<f64>().ok().filter(|u| u.is_finite() && *u >= 0.0).ok_or_else(|| {
+                    Error::Config(format!("USER_BUDGET_USD_PER_DAY must be an amount of USD, not {v:?}"))
+                })?
             },
             premium_agents: names(get("PREMIUM_AGENTS").unwrap_or_else(|| "research".into()), "PREMIUM_AGENTS")?,
             user_quota_per_minute: u32::try_from(number("USER_QUOTA_PER_MINUTE", 30)?).unwrap_or(u32::MAX),

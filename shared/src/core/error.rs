@@ -24,9 +24,10 @@ pub enum Error {
     /// The body is larger than we accept (413).
     #[error("request body is larger than {limit} bytes")]
     TooLarge { limit: usize },
-    /// The caller's agent has spent its daily budget (`BUDGETS`) (429).
+    /// A daily budget is spent (429): the caller's agent's (`BUDGETS`, code `budget_exceeded`)
+    /// or the signed-in user's (`USER_BUDGET_USD_PER_DAY`, code `user_budget_exceeded`).
     #[error("{message}")]
-    BudgetExceeded { message: String, retry_after_secs: u64 },
+    BudgetExceeded { code: &'static str, message: String, retry_after_secs: u64 },
     /// The caller has used its request quota (per minute or per day) (429).
     #[error("{message}")]
     QuotaExceeded { message: String, retry_after_secs: u64 },
@@ -82,7 +83,7 @@ impl Error {
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::TooLarge { .. } => "payload_too_large",
-            Self::BudgetExceeded { .. } => "budget_exceeded",
+            Self::BudgetExceeded { code, .. } => code,
             Self::QuotaExceeded { .. } => "quota_exceeded",
             Self::Store(_) => "store_unavailable",
             Self::Upstream(_) => "upstream_unavailable",

@@ -1,9 +1,11 @@
-//! Per-user request quotas (requests per minute and per UTC day), counted in the record store so
-//! every container shares one count. A spent quota is 429 `quota_exceeded` with `Retry-After`.
+//! A signed-in user's limits: requests per minute and per UTC day, counted in the record store
+//! so every container shares one count (a spent quota is 429 `quota_exceeded` with
+//! `Retry-After`), and dollars per UTC day (`USER_BUDGET_USD_PER_DAY`): [`Quota::serve`] runs a
+//! request's work as the user's spending ([`crate::costs::budget::spending_as`]).
 //!
-//! When the store does not answer within a short bound the request goes ahead (fails open,
-//! said in the log), since a search needs no record store: what a search may spend (a paid
-//! embedder, model match reasons) is capped by its agent's daily budget all the same.
+//! Each user's limits are their own: one user flooding spends their own minute, never another
+//! user's. They fail closed: when the store does not answer within a short bound, the request
+//! is refused (503 `store_unavailable`), so a store outage is no way around them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,18 +19,50 @@ use crate::core::records::{RecordStore, bounded};
 /// How long a quota check waits for the store before letting the request through.
 pub const WAIT: Duration = Duration::from_millis(250);
 
-/// Requests per minute and per day of each user.
+/// Requests per minute and per day of each user, and what they may spend a day.
 pub struct Quota {
     per_minute: u32,
     per_day: u32,
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
+    /// The per-user budget's reader (remaining allowance).
+    budget_usd: f64,
 }
 
 impl Quota {
     /// `per_minute` and `per_day` requests a user (0: no limit), counted in `records`.
     pub fn new(per_minute: u32, per_day: u32, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { per_minute, per_day, records, clock }
+        Self { per_minute, per_day, records, clock, budget_usd: 0.0 }
+    }
+
+    /// The limits `config` sets (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`,
+    /// `USER_BUDGET_USD_PER_DAY`), counted in `records`.
+    pub fn from_config(
+        config: &crate::core::config::Config,
+        records: Arc<dyn RecordStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            budget_usd: config.user_budget_usd_per_day,
+            ..Self::new(config.user_quota_per_minute, config.user_quota_per_day, records, clock)
+        }
+    }
+
+    /// Admits one request of `user` ([`Quota::take`]), then runs `work` as the user's spending:
+    /// its paid calls are held against the user's daily budget as well as their agent's.
+    pub async fn serve<T>(&self, user: &str, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        self.take(user).await?;
+        crate::costs::budget::spending_as(user, work).await
+    }
+
+    /// What `user` may still spend today in USD (`None`: no per-user budget, or the store did
+    /// not answer in time).
+    pub async fn budget_left(&self, user: &str) -> Option<f64> {
+        if self.budget_usd <= 0.0 {
+            return None;
+        }
+        let read = crate::costs::budget::user_left(&*self.records, self.budget_usd, user, self.clock.now());
+        bounded(WAIT, "the budget store", read).await.ok()
     }
 
     /// Counts one request of `user`: `Err(QuotaExceeded)` when its minute or its day is spent.
@@ -54,10 +88,10 @@ impl Quota {
                         retry_after_secs,
                     });
                 }
-                // Unavailable or slow: a search needs no record store.
+                // Unavailable or slow: refused, so an outage is no way around the limit.
                 Err(e) => {
-                    tracing::warn!(error = %e, "quota store unavailable: request allowed");
-                    return Ok(());
+                    tracing::error!(error = %e, "quota store unavailable: request refused");
+                    return Err(Error::Store("the quota store did not answer in time; retry shortly".into()));
                 }
             }
         }

@@ -8,6 +8,12 @@
 //!
 //! Budgets fail closed: when the store does not answer within [`Budgets`]' bound, a container
 //! spends from a small allowance of its own (`BUDGET_OUTAGE_ALLOWANCE_USD`), then refuses.
+//!
+//! A signed-in user's requests run [`spending_as`] the user: each of their paid calls is also
+//! held against the user's own spend of the day (`USER_BUDGET_USD_PER_DAY`), first, in the same
+//! way, so one user cannot spend everyone's day and concurrent requests overshoot by at most one
+//! call's worst case. The user's cap fails closed without an allowance: a store that does not
+//! answer refuses the call (503).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -35,13 +41,46 @@ pub struct Hold {
     micros: i64,
     /// Held in the store (false: free, or from the outage allowance).
     counted: bool,
+    /// The user's counter the same worst case is held on, when a user is spending.
+    user: Option<(String, String)>,
 }
 
 impl Hold {
     /// A hold of nothing, for a call that costs nothing.
     pub fn free(agent: &str) -> Self {
-        Self { agent: agent.to_owned(), day: NaiveDate::MIN, micros: 0, counted: false }
+        Self { agent: agent.to_owned(), day: NaiveDate::MIN, micros: 0, counted: false, user: None }
     }
+}
+
+tokio::task_local! {
+    /// The signed-in user whose request is spending, set by [`spending_as`].
+    static SPENDER: String;
+}
+
+/// Runs `work` as `user`'s spending: every paid call in it (on this task) is also held against
+/// `user`'s daily cap.
+pub async fn spending_as<F: std::future::Future>(user: &str, work: F) -> F::Output {
+    SPENDER.scope(user.to_owned(), work).await
+}
+
+/// The user spending now, if any.
+fn spender() -> Option<String> {
+    SPENDER.try_with(String::clone).ok()
+}
+
+/// What `user` may still spend on `now`'s day of a `cap_usd` budget, in USD.
+pub async fn user_left(records: &dyn RecordStore, cap_usd: f64, user: &str, now: DateTime<Utc>) -> Result<f64> {
+    let (pk, sk) = user_key(user, now.date_naive());
+    let spent = records.get(&pk, &sk, now.timestamp()).await?.and_then(|r| r.body[TOTAL].as_i64()).unwrap_or(0);
+    Ok((cap_usd - spent as f64 / 1e6).max(0.0))
+}
+
+/// The counter of `user`'s spend on `day`: one partition per user and day (a hash, so a claim
+/// of any length is a key of fixed size).
+fn user_key(user: &str, day: NaiveDate) -> (String, String) {
+    use sha2::{Digest, Sha256};
+    let user = hex::encode(&Sha256::digest(user.as_bytes())[..12]);
+    (format!("USERSPEND#{}#{user}", day.format("%Y-%m-%d")), "spend".to_owned())
 }
 
 /// Spend caps over a record store.
@@ -53,6 +92,8 @@ pub struct Budgets {
     wait: Duration,
     /// What this container may still spend while the store does not answer, in micro-dollars.
     allowance: AtomicI64,
+    /// Each user's daily cap in USD (0: none).
+    user_cap_usd: f64,
 }
 
 /// How long a day's counter is kept (the report reads spend from the cost records).
@@ -72,7 +113,50 @@ impl Budgets {
         wait: Duration,
         outage_allowance_usd: f64,
     ) -> Self {
-        Self { caps, records, clock, wait, allowance: AtomicI64::new(micros(outage_allowance_usd)) }
+        Self { caps, records, clock, wait, allowance: AtomicI64::new(micros(outage_allowance_usd)), user_cap_usd: 0.0 }
+    }
+
+    /// The same budgets, each signed-in user's spend also capped at `usd` a day (0: no cap).
+    pub fn with_user_cap(mut self, usd: f64) -> Self {
+        self.user_cap_usd = usd;
+        self
+    }
+
+    /// Holds `worst` micro-dollars against `user`'s day: the counter's key, or 429
+    /// `user_budget_exceeded`, or 503 when the store does not answer (fails closed).
+    async fn hold_user(&self, user: &str, worst: i64, now: DateTime<Utc>) -> Result<Option<(String, String)>> {
+        if self.user_cap_usd <= 0.0 {
+            return Ok(None);
+        }
+        let (pk, sk) = user_key(user, now.date_naive());
+        let cap = micros(self.user_cap_usd);
+        let expires = now.timestamp() + KEEP_SECS;
+        match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(cap), expires)).await {
+            Ok(Some(_)) => Ok(Some((pk, sk))),
+            Ok(None) => {
+                tracing::warn!(user_cap_usd = self.user_cap_usd, "a user's daily budget is spent: paid call refused");
+                Err(Error::BudgetExceeded {
+                    code: "user_budget_exceeded",
+                    message: format!(
+                        "you have spent your budget of ${} for today (UTC); it renews at midnight UTC",
+                        self.user_cap_usd
+                    ),
+                    retry_after_secs: crate::core::time::seconds_to_midnight(now),
+                })
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
+                Err(Error::Store("the budget store did not answer; paid calls wait until it does".into()))
+            }
+        }
+    }
+
+    /// Adds `delta` micro-dollars to a counter, or says why it could not (the hold stays).
+    async fn adjust(&self, (pk, sk): &(String, String), delta: i64, now: DateTime<Utc>) {
+        let expires = now.timestamp() + KEEP_SECS;
+        if let Err(e) = bounded(self.wait, "the budget store", self.records.add(pk, sk, delta, None, expires)).await {
+            tracing::warn!(counter = pk, delta, error = %e, "budget hold not settled; it stays counted");
+        }
     }
 
     /// The daily cap of `agent` in USD.
@@ -88,9 +172,28 @@ impl Budgets {
             return Ok(Hold::free(agent));
         }
         let now = self.clock.now();
+        let user = match spender() {
+            Some(user) => self.hold_user(&user, worst, now).await?,
+            None => None,
+        };
+        let held = self.hold_agent(agent, worst, now).await;
+        match (held, user) {
+            (Ok(hold), user) => Ok(Hold { user, ..hold }),
+            (Err(e), Some(counter)) => {
+                // The user's hold is given back: nothing was spent.
+                self.adjust(&counter, -worst, now).await;
+                Err(e)
+            }
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    /// The agent's part of [`Budgets::hold`].
+    async fn hold_agent(&self, agent: &str, worst: i64, now: DateTime<Utc>) -> Result<Hold> {
         let cap_usd = self.caps.of(agent);
         let cap = micros(cap_usd);
         let refused = || Error::BudgetExceeded {
+            code: "budget_exceeded",
             message: format!(
                 "agent {agent:?} has spent its budget of ${cap_usd} for today (UTC); it renews at midnight UTC"
             ),
@@ -105,7 +208,7 @@ impl Budgets {
         match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(cap), expires)).await {
             Ok(Some(total)) => {
                 emit_used(agent, total, cap, now);
-                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: true })
+                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: true, user: None })
             }
             Ok(None) => {
                 tracing::warn!(agent, cap_usd, "daily budget spent: paid call refused");
@@ -129,7 +232,7 @@ impl Budgets {
                     allowance_left_usd = (left - worst) as f64 / 1e6,
                     "budget store unavailable: paid call allowed from this container's outage allowance"
                 );
-                Ok(Hold { agent: agent.to_owned(), day: NaiveDate::MIN, micros: worst, counted: false })
+                Ok(Hold { agent: agent.to_owned(), day: NaiveDate::MIN, micros: worst, counted: false, user: None })
             }
             Err(_) => {
                 tracing::error!(
@@ -142,9 +245,9 @@ impl Budgets {
         }
     }
 
-    /// Keeps `hold` as it is: the call may have cost its worst case.
+    /// Keeps `hold` as it is (the user's part too): the call may have cost its worst case.
     pub fn keep(&self, hold: Hold) {
-        if hold.counted {
+        if hold.counted || hold.user.is_some() {
             tracing::info!(
                 agent = hold.agent,
                 held_usd = hold.micros as f64 / 1e6,
@@ -158,19 +261,20 @@ impl Budgets {
     /// fails: a settlement the store refuses leaves the hold counted (the budget errs closed).
     pub async fn settle(&self, hold: Hold, cost_usd: f64) {
         let now = self.clock.now();
+        if let Some(counter) = &hold.user {
+            let delta = micros(cost_usd) - hold.micros;
+            if delta != 0 {
+                self.adjust(counter, delta, now).await;
+            }
+        }
         let (day, held) = match (hold.counted, hold.micros) {
             (true, held) => (hold.day, held),
             (false, 0) if cost_usd > 0.0 => (now.date_naive(), 0),
             (false, _) => return,
         };
         let delta = micros(cost_usd) - held;
-        if delta == 0 {
-            return;
-        }
-        let (pk, sk) = key(&hold.agent, day);
-        let expires = now.timestamp() + KEEP_SECS;
-        if let Err(e) = bounded(self.wait, "the budget store", self.records.add(&pk, &sk, delta, None, expires)).await {
-            tracing::warn!(agent = hold.agent, delta, error = %e, "budget hold not settled; it stays counted");
+        if delta != 0 {
+            self.adjust(&key(&hold.agent, day), delta, now).await;
         }
     }
 

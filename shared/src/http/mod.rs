@@ -28,6 +28,18 @@ pub fn raw_json(status: u16, text: String) -> Response<Body> {
         .expect("status and header are valid")
 }
 
+/// The header that says what the signed-in user may still spend today, in USD.
+pub const BUDGET_LEFT: &str = "x-user-budget-left-usd";
+
+/// `response` saying `left`, the signed-in user's remaining daily budget ([`BUDGET_LEFT`]), when
+/// it is known.
+pub fn with_budget_left(mut response: Response<Body>, left: Option<f64>) -> Response<Body> {
+    if let Some(value) = left.and_then(|usd| format!("{usd:.6}").parse().ok()) {
+        response.headers_mut().insert(BUDGET_LEFT, value);
+    }
+    response
+}
+
 /// A route's result as the response to `req`: an error becomes the JSON error response.
 pub fn respond(req: &Request, routed: Result<Response<Body>, Error>) -> Response<Body> {
     routed.unwrap_or_else(|e| error(&e, &request_id(req)))
