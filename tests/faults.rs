@@ -182,10 +182,10 @@ async fn a_search_ends_before_lambdas_deadline() {
 }
 
 // Given DynamoDB hangs, when a user searches activities, then rag-search answers in time with a
-// clear 503: a user's limits (quota, dollars) fail closed, so an outage is no way around them
-// (issue 41), and nothing was spent.
+// clear 503: the user's quota fails closed, so an outage is no way around it (issue 41), and
+// nothing was spent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dynamodb_hangs_rag_search_refuses_in_time_as_the_users_limits_fail_closed() {
+async fn dynamodb_hangs_rag_search_refuses_in_time_as_the_users_quota_fails_closed() {
     let hole = Switch::hung().await;
     let records = dynamodb_at(&hole.url(), false).await;
     let h = RagHarness::on_store(records, &[("USER_QUOTA_PER_MINUTE", "30"), ("USER_QUOTA_PER_DAY", "500")]).await;
@@ -193,8 +193,8 @@ async fn dynamodb_hangs_rag_search_refuses_in_time_as_the_users_limits_fail_clos
     let (status, r) = h.search(json!({"semanticQuery": "周末 户外", "userId": "u-1", "limit": 5})).await;
     let took = started.elapsed();
     assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")), "{r}");
-    assert!(took < Duration::from_millis(1500), "answered after {took:?}");
-    row("DynamoDB hangs", "POST /rag/search", status, took, "nothing spent; the user's limits fail closed");
+    assert!(took < Duration::from_millis(2000), "answered after {took:?} (the store's bound is 1 s)");
+    row("DynamoDB hangs", "POST /rag/search", status, took, "nothing spent; the user's quota fails closed");
 }
 
 /// A TCP proxy on 127.0.0.1 in front of `target` whose behaviour can be switched: forward,

@@ -253,7 +253,7 @@ async fn a_user_calls_search_web_with_their_token(kind: StoreKind) {
 }
 
 // Issue 41: one user's money is their own. Twenty calls of one user at once, against a daily cap
-// of three calls' worth (a Tavily credit each, $0.008): at most one call over, the rest 429
+// of three calls' worth (a Tavily credit each, $0.008): three served, the rest 429
 // `user_budget_exceeded` saying when it renews; another user still has all of theirs, and
 // each answer says what is left.
 async fn one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one(kind: StoreKind) {
@@ -267,7 +267,9 @@ async fn one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one(kind: 
     let calls = (0..20).map(|n| h.exchange_as(as_user("u-alice", n), None));
     let answers = futures::future::join_all(calls).await;
     let served = answers.iter().filter(|(status, _, _)| *status == 200).count();
-    assert!((3..=4).contains(&served), "three calls' worth, at most one over: {served} served");
+    // A hold is admitted while the day's total is under the cap: 0, 0.008 and 0.016 are; 0.024 is
+    // not. Holds of a larger worst case would cross it by at most one.
+    assert_eq!(served, 3, "three calls' worth, none over");
     for (status, headers, r) in answers.iter().filter(|(status, _, _)| *status != 200) {
         assert_eq!((*status, r["error"]["code"].as_str()), (429, Some("user_budget_exceeded")), "{r}");
         assert!(headers.get("retry-after").is_some(), "says when it renews");

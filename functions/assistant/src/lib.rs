@@ -19,8 +19,8 @@ use lambda_http::{Body, Request, Response};
 use shared::assistant::{Assistant, ChatInput, Event};
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
-use shared::core::quota::Quota;
 use shared::core::records::RecordStore;
+use shared::costs::quota::Quota;
 use shared::http::auth::Users;
 use shared::{Result, compose, http};
 use tokio::sync::mpsc;
@@ -64,7 +64,7 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
     let request_id = http::request_id(req);
     let reply = app.assistant.chat(&user, &input, &request_id, http::time_left(req), &tx);
     let answer = app.quota.serve(&user, reply).await;
-    let left = app.quota.budget_left(&user).await;
+    let left = if answer.is_ok() { app.quota.budget_left(&user).await } else { None };
     let streamed = req
         .headers()
         .get(ACCEPT)

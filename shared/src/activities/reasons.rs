@@ -22,6 +22,10 @@ use crate::costs::ledger::Ledger;
 use crate::llm::ChatModel;
 use crate::llm::agent::{self, AgentError, AgentSpec, NoTools};
 
+/// Who pays for users' searches: their query embeddings and these reasons (`indexing` pays for
+/// indexing, so users cannot stop it).
+pub const AGENT: &str = "rag";
+
 /// What a reason is written from.
 pub struct Facts<'a> {
     pub activity: &'a Activity,
@@ -131,7 +135,7 @@ pub async fn from_llm(
         ));
     }
     let spec = AgentSpec {
-        name: crate::activities::retrieval::AGENT,
+        name: AGENT,
         model,
         instructions: INSTRUCTIONS,
         output: Some(("match_reasons", schema())),

@@ -38,7 +38,7 @@ use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex
 use crate::activities::indexing::activity_of;
 use crate::activities::interests::{Interests, Source};
 use crate::activities::ranking::{MAX_BOOST, boost, cosine, distance_km, max_sim, routed, rrf, specificity};
-use crate::activities::reasons::{self, Facts};
+use crate::activities::reasons::{self, AGENT, Facts};
 use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy};
 use crate::activities::when::{Wanted, without_time};
 use crate::core::clock::Clock;
@@ -71,9 +71,6 @@ const RING_TIME: Duration = Duration::from_millis(500);
 /// Candidates each channel contributes to fusion.
 const CHANNEL_DEPTH: usize = 100;
 /// Score multiplier `1 + TIME_BOOST × fit` for a candidate starting when the query asks
-/// Who pays for searches' query embeddings and match reasons (user traffic).
-pub const AGENT: &str = "rag";
-
 /// ("周五晚上": fit 1 on a Friday evening, 0.5 on a Friday morning): tuned on the dev set.
 pub const TIME_BOOST: f32 = 0.5;
 

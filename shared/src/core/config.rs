@@ -297,9 +297,12 @@ impl BudgetCaps {
         Ok(caps)
     }
 
-    /// The daily cap of `agent` in USD.
+    /// The daily cap of `agent` in USD. `indexing`, when not named, has `rag`'s cap (the budget
+    /// that paid for indexing before it had its own), so a deployment's older `BUDGETS` keeps
+    /// indexing running.
     pub fn of(&self, agent: &str) -> f64 {
-        self.named.get(agent).copied().or(self.others).unwrap_or(0.0)
+        let named = self.named.get(agent).or_else(|| (agent == "indexing").then(|| self.named.get("rag")).flatten());
+        named.copied().or(self.others).unwrap_or(0.0)
     }
 }
 
@@ -628,6 +631,15 @@ mod tests {
         assert_eq!(alias.tavily_api_key.as_ref().map(Secret::expose), Some("tvly-vite"));
         let both = config(&[("VITE_TAVILY_API_KEY", "tvly-vite"), ("TAVILY_API_KEY", "tvly-own")]).unwrap();
         assert_eq!(both.tavily_api_key.as_ref().map(Secret::expose), Some("tvly-own"), "the real name wins");
+    }
+
+    #[test]
+    fn indexing_has_rags_budget_until_it_is_named() {
+        let older = BudgetCaps::parse("rag=2,*=0").unwrap();
+        assert_eq!((older.of("indexing"), older.of("other")), (2.0, 0.0));
+        let named = BudgetCaps::parse("rag=2,indexing=3,*=0").unwrap();
+        assert_eq!(named.of("indexing"), 3.0);
+        assert_eq!(BudgetCaps::parse("*=1").unwrap().of("indexing"), 1.0);
     }
 
     #[test]

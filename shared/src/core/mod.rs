@@ -1,6 +1,6 @@
 //! What every capability stands on, and nothing else: errors, configuration, clock, retries and
 //! time budgets, text helpers, the upstream HTTP client with its usage and failure types, the
-//! record store port with its SQLite and DynamoDB adapters, per-user request quotas, and
+//! record store port with its SQLite and DynamoDB adapters, and
 //! CloudWatch EMF metrics. Depends
 //! on no capability.
 
@@ -9,7 +9,6 @@ pub mod config;
 pub mod error;
 pub mod json;
 pub mod metrics;
-pub mod quota;
 pub mod records;
 pub mod retry;
 pub mod script;

@@ -173,8 +173,9 @@ impl Budgets {
         }
         let now = self.clock.now();
         let user = match spender() {
-            Some(user) => self.hold_user(&user, worst, now).await?,
-            None => None,
+            // An agent with no budget refuses before the user's counter is touched.
+            Some(user) if self.caps.of(agent) > 0.0 => self.hold_user(&user, worst, now).await?,
+            _ => None,
         };
         let held = self.hold_agent(agent, worst, now).await;
         match (held, user) {
@@ -261,7 +262,14 @@ impl Budgets {
     /// fails: a settlement the store refuses leaves the hold counted (the budget errs closed).
     pub async fn settle(&self, hold: Hold, cost_usd: f64) {
         let now = self.clock.now();
-        if let Some(counter) = &hold.user {
+        // A free hold that cost something after all (a reported cost) is the user's too.
+        let user = hold.user.clone().or_else(|| {
+            (hold.micros == 0 && cost_usd > 0.0 && self.user_cap_usd > 0.0)
+                .then(spender)
+                .flatten()
+                .map(|user| user_key(&user, now.date_naive()))
+        });
+        if let Some(counter) = &user {
             let delta = micros(cost_usd) - hold.micros;
             if delta != 0 {
                 self.adjust(counter, delta, now).await;
@@ -297,6 +305,35 @@ fn emit_used(agent: &str, total: i64, cap: i64, now: DateTime<Utc>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_users_holds_are_settled_and_given_back_when_the_agent_refuses() {
+        use crate::core::clock::SystemClock;
+        use crate::core::records::LocalRecords;
+        let dir = std::env::temp_dir().join(format!("budget-{}", uuid::Uuid::new_v4()));
+        let records: Arc<dyn RecordStore> = Arc::new(LocalRecords::open(&dir).unwrap());
+        let caps = BudgetCaps::parse("a=0.01,free=0,*=0").unwrap();
+        let budgets = Budgets::new(caps, Arc::clone(&records), Arc::new(SystemClock), Duration::from_secs(5), 0.0)
+            .with_user_cap(1.0);
+        let left = || async { user_left(&*records, 1.0, "u", Utc::now()).await.unwrap() };
+        spending_as("u", async {
+            let first = budgets.hold("a", 0.02).await.unwrap();
+            assert!((left().await - 0.98).abs() < 1e-9, "held against the user first");
+            let refused = budgets.hold("a", 0.02).await.unwrap_err();
+            assert_eq!(refused.code(), "budget_exceeded");
+            assert!((left().await - 0.98).abs() < 1e-9, "the agent refused: the user's hold is given back");
+            assert_eq!(budgets.hold("free", 0.02).await.unwrap_err().code(), "budget_exceeded");
+            assert!((left().await - 0.98).abs() < 1e-9, "an agent without a budget never touches the user's");
+            budgets.settle(first, 0.005).await;
+            assert!((left().await - 0.995).abs() < 1e-9, "settled to what the call cost");
+        })
+        .await;
+        assert!((left().await - 0.995).abs() < 1e-9);
+        let outside = budgets.hold("a", 0.001).await.unwrap();
+        budgets.settle(outside, 0.001).await;
+        assert!((left().await - 0.995).abs() < 1e-9, "a call outside the user's request is not theirs");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn worst_cases_are_whole_micro_dollars_rounded_up() {

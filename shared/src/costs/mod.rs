@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod ledger;
 pub mod pricing;
+pub mod quota;
 pub mod record;
 pub mod report;
 pub mod rollup;

@@ -4,8 +4,9 @@
 //! request's work as the user's spending ([`crate::costs::budget::spending_as`]).
 //!
 //! Each user's limits are their own: one user flooding spends their own minute, never another
-//! user's. They fail closed: when the store does not answer within a short bound, the request
-//! is refused (503 `store_unavailable`), so a store outage is no way around them.
+//! user's. They fail closed: when the store does not answer within `BUDGET_STORE_TIMEOUT_MS`
+//! (1 s), the request is refused (503 `store_unavailable`), so a store outage is no way around
+//! them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +16,10 @@ use chrono::Timelike;
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
 use crate::core::records::{RecordStore, bounded};
+use crate::costs::budget;
 
-/// How long a quota check waits for the store before letting the request through.
+/// How long a quota check waits for the store before refusing the request, unless the
+/// configuration says (`BUDGET_STORE_TIMEOUT_MS`).
 pub const WAIT: Duration = Duration::from_millis(250);
 
 /// Requests per minute and per day of each user, and what they may spend a day.
@@ -25,14 +28,16 @@ pub struct Quota {
     per_day: u32,
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
-    /// The per-user budget's reader (remaining allowance).
+    /// Each user's daily budget in USD (0: none).
     budget_usd: f64,
+    /// How long a count or a read waits for the store.
+    wait: Duration,
 }
 
 impl Quota {
     /// `per_minute` and `per_day` requests a user (0: no limit), counted in `records`.
     pub fn new(per_minute: u32, per_day: u32, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { per_minute, per_day, records, clock, budget_usd: 0.0 }
+        Self { per_minute, per_day, records, clock, budget_usd: 0.0, wait: WAIT }
     }
 
     /// The limits `config` sets (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`,
@@ -44,6 +49,7 @@ impl Quota {
     ) -> Self {
         Self {
             budget_usd: config.user_budget_usd_per_day,
+            wait: config.budget_store_timeout,
             ..Self::new(config.user_quota_per_minute, config.user_quota_per_day, records, clock)
         }
     }
@@ -52,7 +58,7 @@ impl Quota {
     /// its paid calls are held against the user's daily budget as well as their agent's.
     pub async fn serve<T>(&self, user: &str, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
         self.take(user).await?;
-        crate::costs::budget::spending_as(user, work).await
+        budget::spending_as(user, work).await
     }
 
     /// What `user` may still spend today in USD (`None`: no per-user budget, or the store did
@@ -61,8 +67,8 @@ impl Quota {
         if self.budget_usd <= 0.0 {
             return None;
         }
-        let read = crate::costs::budget::user_left(&*self.records, self.budget_usd, user, self.clock.now());
-        bounded(WAIT, "the budget store", read).await.ok()
+        let read = budget::user_left(&*self.records, self.budget_usd, user, self.clock.now());
+        bounded(self.wait, "the budget store", read).await.ok()
     }
 
     /// Counts one request of `user`: `Err(QuotaExceeded)` when its minute or its day is spent.
@@ -80,7 +86,7 @@ impl Quota {
                 continue;
             }
             let counted = self.records.add(&pk, &sk, 1, Some(i64::from(limit)), now.timestamp() + keep_secs);
-            match bounded(WAIT, "the quota store", counted).await {
+            match bounded(self.wait, "the quota store", counted).await {
                 Ok(Some(_)) => {}
                 Ok(None) => {
                     return Err(Error::QuotaExceeded {
