@@ -83,6 +83,24 @@ async fn activity_writes_are_for_the_backend_only() {
     assert_eq!((status, r["deleted"].as_bool()), (200, Some(true)), "{r}");
 }
 
+// Issue 41: a user id is checked before anything is counted. A path's id is percent-decoded
+// (`auth0%7Cabc` is `auth0|abc`); one that cannot key a user's records (1-128 of A-Za-z0-9_-)
+// is a 400 that spends none of the caller's quota, so their next search is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_user_id_spends_no_quota() {
+    let h = RagHarness::new(&[("USER_QUOTA_PER_MINUTE", "1")]).await;
+    let preferences =
+        as_user(request("PUT", "/users/auth0%7Cabc/preferences", &json!({"tags": ["读书"]}).to_string()), "auth0|abc");
+    let (status, r) = respond(rag_search::handle(&h.rag, preferences).await);
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_user_id")), "{r}");
+    let bad = as_user(request("PUT", "/users/%FF/preferences", &json!({"tags": ["读书"]}).to_string()), "auth0|abc");
+    let (status, r) = respond(rag_search::handle(&h.rag, bad).await);
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_path")), "{r}");
+    let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), "auth0|abc");
+    let (status, r) = respond(rag_search::handle(&h.rag, search).await);
+    assert_eq!(status, 200, "the refused requests counted none of the one a minute: {r}");
+}
+
 // Given user u-1 with feedback and preferences, then nobody else can read or write them:
 // another user's token is 403, no token 401, a token without the user claim 403, forged
 // headers 401 — on feedback, preferences and a personalised search — and u-1's records are

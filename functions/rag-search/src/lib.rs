@@ -24,6 +24,7 @@
 use std::sync::Arc;
 
 use lambda_http::{Body, Request, Response};
+use shared::activities::interests::check_user_id;
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::Retrieval;
 use shared::core::clock::{Clock, SystemClock};
@@ -69,6 +70,8 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
     match http::segments(req).as_slice() {
         ["users", user, "feedback"] => {
             http::allow(req, "POST")?;
+            let user = &http::decoded(user)?;
+            check_user_id(user)?;
             users.require(req, user)?;
             let body = shared::core::json::json_object(http::body(req)?)?;
             Ok(http::json(200, &app.feedback(user, &body).await?))
@@ -77,11 +80,15 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
         ["backend", "users", user, "feedback"] => {
             auth::backend(req)?;
             http::allow(req, "POST")?;
+            let user = &http::decoded(user)?;
+            check_user_id(user)?;
             let body = shared::core::json::json_object(http::body(req)?)?;
             Ok(http::json(200, &app.feedback(user, &body).await?))
         }
         ["users", user, "preferences"] => {
             http::allow(req, "PUT")?;
+            let user = &http::decoded(user)?;
+            check_user_id(user)?;
             users.require(req, user)?;
             let body = shared::core::json::json_object(http::body(req)?)?;
             // The preferences are embedded: counted, and spent, like a search.

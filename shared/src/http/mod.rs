@@ -50,6 +50,34 @@ pub fn segments(req: &Request) -> Vec<&str> {
     req.uri().path().trim_matches('/').split('/').collect()
 }
 
+/// A path segment percent-decoded (`auth0%7Cabc` -> `auth0|abc`): 400 `invalid_path` when it is
+/// not UTF-8 once decoded or holds a control character.
+pub fn decoded(segment: &str) -> Result<String, Error> {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    let text = String::from_utf8(out).map_err(|_| Error::invalid("invalid_path", "a path segment is not UTF-8"))?;
+    if text.chars().any(char::is_control) {
+        return Err(Error::invalid("invalid_path", "a path segment holds a control character"));
+    }
+    Ok(text)
+}
+
 /// The 404 of a request no route takes.
 pub fn no_route(req: &Request) -> Error {
     Error::NotFound(format!("no route for {} {}", req.method(), req.uri().path().trim_end_matches('/')))
@@ -130,6 +158,16 @@ pub fn request_id(req: &Request) -> String {
 #[cfg(test)]
 mod error_tests {
     use super::*;
+
+    #[test]
+    fn path_segments_are_percent_decoded() {
+        assert_eq!(decoded("auth0%7Cabc").unwrap(), "auth0|abc");
+        assert_eq!(decoded("%E5%B0%8F%E5%91%A8").unwrap(), "小周");
+        assert_eq!(decoded("100%").unwrap(), "100%");
+        assert_eq!(decoded("a%2").unwrap(), "a%2");
+        assert_eq!(decoded("%FF").unwrap_err().code(), "invalid_path");
+        assert_eq!(decoded("a%0Ab").unwrap_err().code(), "invalid_path");
+    }
 
     #[test]
     fn a_store_fault_keeps_its_internals_in_the_log() {
