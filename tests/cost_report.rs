@@ -82,6 +82,7 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
         clock: Arc::clone(&h.clock) as Arc<dyn Clock>,
         records: Arc::clone(&h.records),
         agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
+        user_budget_usd: 0.5,
     };
     (h, app, day0)
 }

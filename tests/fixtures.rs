@@ -65,6 +65,7 @@ async fn the_cost_report_fixture_answers_in_text() {
         clock: h.clock.clone(),
         records: h.records.clone(),
         agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
+        user_budget_usd: 0.5,
     };
     let path = format!("{}/../infra/events/cost-report.json", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -281,6 +281,46 @@ async fn one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one(kind: 
     assert!((left - 0.016).abs() < 1e-9, "{left}");
 }
 
+// Issue 41: an operator raises one user's daily budget without a deploy, and sets it back.
+async fn an_operator_raises_one_users_budget_without_a_deploy(kind: StoreKind) {
+    let env = [("USER_BUDGET_USD_PER_DAY", "0.008")];
+    let h = Harness::with(kind, Setup { env: &env, ..only_tavily() }).await;
+    tavily_answers(&h, 200, tavily_results()).await;
+    let ask = |n: usize| {
+        let body = json!({"query": format!("question {n}")}).to_string();
+        integration::as_user(integration::request("POST", "/me/tools/search_web", &body), "auth0|alice")
+    };
+    assert_eq!(h.exchange_as(ask(1), None).await.0, 200);
+    assert_eq!(h.exchange_as(ask(2), None).await.0, 429, "one call's worth a day");
+    let operator = cost_report::App {
+        ledger: h.app.search.ledger().clone(),
+        clock: h.clock.clone(),
+        records: h.records.clone(),
+        agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
+        user_budget_usd: 0.008,
+    };
+    let set = |body: &str, backend: bool| {
+        let req = lambda_http::http::Request::builder()
+            .method("PUT")
+            .uri("/backend/users/auth0%7Calice/budget")
+            .body(lambda_http::Body::Text(body.to_owned()))
+            .unwrap();
+        if backend { integration::as_backend(req) } else { integration::as_user(req, "auth0|alice") }
+    };
+    let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": 0.024}", false)).await);
+    assert_eq!(status, 403, "a user cannot raise their own: {r}");
+    let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": -1}", true)).await);
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_budget")), "{r}");
+    let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": 0.024}", true)).await);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["userId"].as_str(), r["usdPerDay"].as_f64()), (Some("auth0|alice"), Some(0.024)), "{r}");
+    assert!((r["leftTodayUsd"].as_f64().unwrap() - 0.016).abs() < 1e-9, "{r}");
+    assert_eq!(h.exchange_as(ask(3), None).await.0, 200, "the raised budget holds at once");
+    let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": null}", true)).await);
+    assert_eq!((status, r["usdPerDay"].as_f64()), (200, Some(0.008)), "back to the default: {r}");
+    assert_eq!(h.exchange_as(ask(4), None).await.0, 429);
+}
+
 // Issue 41: fair throttling. One user floods (30 requests at once, a quota of 5 a minute) while
 // another sends 5: every one of the other user's requests is answered.
 async fn one_user_flooding_never_turns_another_users_requests_away(kind: StoreKind) {
@@ -346,5 +386,6 @@ on_both_stores!(
     a_user_calls_search_web_with_their_token,
     one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one,
     one_user_flooding_never_turns_another_users_requests_away,
+    an_operator_raises_one_users_budget_without_a_deploy,
     the_first_provider_that_answers_wins,
 );

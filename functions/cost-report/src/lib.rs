@@ -7,6 +7,9 @@
 //! - `POST /costs/usage`: a model call the app made itself (`shared::costs::usage`), recorded
 //!   once per client id and priced from the same table; 201 new, 200 a repeat. Backend only
 //!   (SigV4), like the report.
+//! - `GET` / `PUT /backend/users/{userId}/budget`: one signed-in user's daily budget, as an
+//!   operator sees and sets it without a deploy (`{"usdPerDay": n}`, or `null` for the
+//!   default `USER_BUDGET_USD_PER_DAY`); the answer says the cap and what is left today. SigV4.
 //! - A scheduled EventBridge event (arriving as a pass-through event): yesterday's digest by
 //!   agent, logged as structured JSON and published as EMF metrics; the digest is returned.
 
@@ -20,6 +23,7 @@ use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
 use shared::core::metrics;
 use shared::core::records::RecordStore;
+use shared::costs::budget;
 use shared::costs::ledger::Ledger;
 use shared::costs::report::{Format, GroupBy, Params, Report, html, text};
 use shared::costs::usage::{self, Reported};
@@ -33,6 +37,8 @@ pub struct App {
     pub clock: Arc<dyn Clock>,
     pub records: Arc<dyn RecordStore>,
     pub agents: Vec<String>,
+    /// Each user's daily budget unless an operator set theirs (`USER_BUDGET_USD_PER_DAY`).
+    pub user_budget_usd: f64,
 }
 
 impl App {
@@ -51,7 +57,7 @@ impl App {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let records = compose::records(&config).await?;
         let ledger = compose::ledger(&config, Arc::clone(&records), Arc::clone(&clock))?;
-        Ok(Self { ledger, clock, records, agents: config.agents })
+        Ok(Self { ledger, clock, records, agents: config.agents, user_budget_usd: config.user_budget_usd_per_day })
     }
 }
 
@@ -67,6 +73,7 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
     match http::segments(req).as_slice() {
         ["cost-report"] => {}
         ["costs", "usage"] => return usage(app, req).await,
+        ["backend", "users", user, "budget"] => return user_budget(app, req, user).await,
         _ => return Err(http::no_route(req)),
     }
     http::allow(req, "GET")?;
@@ -88,6 +95,31 @@ async fn usage(app: &App, req: &Request) -> Result<Response<Body>> {
     let report = Reported::parse(http::body(req)?, &app.agents)?;
     let (status, body) = usage::record(&app.ledger, &*app.records, &owner, &report).await?;
     Ok(http::json(status, &body))
+}
+
+/// `GET` / `PUT /backend/users/{userId}/budget`: one user's daily budget, read or set by an
+/// operator (SigV4).
+async fn user_budget(app: &App, req: &Request, user: &str) -> Result<Response<Body>> {
+    let operator = auth::backend(req)?;
+    let user = http::decoded(user)?;
+    if user.is_empty() || user.len() > 256 {
+        return Err(Error::invalid("invalid_user_id", "userId must be 1-256 bytes"));
+    }
+    let now = app.clock.now();
+    match req.method().as_str() {
+        "GET" => {}
+        "PUT" => budget::set_user_cap(&*app.records, &operator, &user, http::body(req)?, now).await?,
+        other => {
+            return Err(Error::MethodNotAllowed { method: other.to_owned(), allowed: "GET, PUT" });
+        }
+    }
+    let cap = budget::user_cap(&*app.records, app.user_budget_usd, &user, now).await?;
+    let left = budget::user_left(&*app.records, app.user_budget_usd, &user, now).await?;
+    Ok(http::json(
+        200,
+        &serde_json::json!({"userId": user, "usdPerDay": cap, "defaultUsdPerDay": app.user_budget_usd,
+                            "leftTodayUsd": left}),
+    ))
 }
 
 fn typed(body: String, content_type: &str) -> Response<Body> {

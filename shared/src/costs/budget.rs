@@ -69,18 +69,75 @@ fn spender() -> Option<String> {
 }
 
 /// What `user` may still spend on `now`'s day of a `cap_usd` budget, in USD.
-pub async fn user_left(records: &dyn RecordStore, cap_usd: f64, user: &str, now: DateTime<Utc>) -> Result<f64> {
+pub async fn user_left(records: &dyn RecordStore, default_usd: f64, user: &str, now: DateTime<Utc>) -> Result<f64> {
+    let cap_usd = user_cap(records, default_usd, user, now).await?;
     let (pk, sk) = user_key(user, now.date_naive());
     let spent = records.get(&pk, &sk, now.timestamp()).await?.and_then(|r| r.body[TOTAL].as_i64()).unwrap_or(0);
     Ok((cap_usd - spent as f64 / 1e6).max(0.0))
 }
 
+/// The record of an operator's cap for one user (`PUT /backend/users/{userId}/budget`).
+pub fn user_cap_key(user: &str) -> (String, String) {
+    (format!("USERCAP#{}", user_hash(user)), "cap".to_owned())
+}
+
+/// `user`'s daily cap in USD: the operator's for this user, else `default_usd`.
+pub async fn user_cap(records: &dyn RecordStore, default_usd: f64, user: &str, now: DateTime<Utc>) -> Result<f64> {
+    let (pk, sk) = user_cap_key(user);
+    let set = records.get(&pk, &sk, now.timestamp()).await?;
+    Ok(set.and_then(|r| r.body["usdPerDay"].as_f64()).unwrap_or(default_usd))
+}
+
+/// The most an operator may give one user a day.
+pub const MAX_USER_CAP_USD: f64 = 1_000.0;
+
+/// The body of `PUT /backend/users/{userId}/budget`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SetCap {
+    /// USD a day, or `null` for the default.
+    usd_per_day: Option<f64>,
+}
+
+/// Sets `user`'s daily cap as `operator` asks in `body` (`{"usdPerDay": n}`, 0 to
+/// [`MAX_USER_CAP_USD`]; `null`: the default again), from the next paid call on.
+pub async fn set_user_cap(
+    records: &dyn RecordStore,
+    operator: &str,
+    user: &str,
+    body: &[u8],
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let set: SetCap = crate::core::json::typed_body(body, "invalid_budget")?;
+    if set.usd_per_day.is_some_and(|usd| !(0.0..=MAX_USER_CAP_USD).contains(&usd)) {
+        return Err(Error::invalid(
+            "invalid_budget",
+            format!("usdPerDay must be from 0 to {MAX_USER_CAP_USD}, or null for the default"),
+        ));
+    }
+    let (pk, sk) = user_cap_key(user);
+    let record = crate::core::records::Record {
+        pk,
+        sk,
+        // `null`: the operator's cap ends now, and the default applies again.
+        expires_at: set.usd_per_day.is_none().then(|| now.timestamp()),
+        body: serde_json::json!({"usdPerDay": set.usd_per_day, "setBy": operator,
+                                 "setAt": crate::core::time::format(&now)}),
+    };
+    records.put(&record).await?;
+    tracing::info!(operator, usd_per_day = ?set.usd_per_day, "a user's daily budget was set");
+    Ok(())
+}
+
+fn user_hash(user: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(user.as_bytes())[..12])
+}
+
 /// The counter of `user`'s spend on `day`: one partition per user and day (a hash, so a claim
 /// of any length is a key of fixed size).
 fn user_key(user: &str, day: NaiveDate) -> (String, String) {
-    use sha2::{Digest, Sha256};
-    let user = hex::encode(&Sha256::digest(user.as_bytes())[..12]);
-    (format!("USERSPEND#{}#{user}", day.format("%Y-%m-%d")), "spend".to_owned())
+    (format!("USERSPEND#{}#{}", day.format("%Y-%m-%d"), user_hash(user)), "spend".to_owned())
 }
 
 /// Spend caps over a record store.
@@ -129,17 +186,20 @@ impl Budgets {
             return Ok(None);
         }
         let (pk, sk) = user_key(user, now.date_naive());
-        let cap = micros(self.user_cap_usd);
         let expires = now.timestamp() + KEEP_SECS;
-        match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(cap), expires)).await {
-            Ok(Some(_)) => Ok(Some((pk, sk))),
-            Ok(None) => {
-                tracing::warn!(user_cap_usd = self.user_cap_usd, "a user's daily budget is spent: paid call refused");
+        let held = async {
+            let cap_usd = user_cap(&*self.records, self.user_cap_usd, user, now).await?;
+            let total = self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires).await?;
+            Ok::<_, Error>((cap_usd, total))
+        };
+        match bounded(self.wait, "the budget store", held).await {
+            Ok((_, Some(_))) => Ok(Some((pk, sk))),
+            Ok((cap_usd, None)) => {
+                tracing::warn!(cap_usd, "a user's daily budget is spent: paid call refused");
                 Err(Error::BudgetExceeded {
                     code: "user_budget_exceeded",
                     message: format!(
-                        "you have spent your budget of ${} for today (UTC); it renews at midnight UTC",
-                        self.user_cap_usd
+                        "you have spent your budget of ${cap_usd} for today (UTC); it renews at midnight UTC"
                     ),
                     retry_after_secs: crate::core::time::seconds_to_midnight(now),
                 })
