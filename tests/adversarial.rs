@@ -166,6 +166,7 @@ async fn the_cost_report_is_for_operators_and_survives_the_calendars_edge() {
         records: h.records.clone(),
         agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
         user_budget_usd: 0.5,
+        operators: Vec::new(),
     };
     let get = |query: &str| {
         let uri = format!("https://api.example.com/cost-report?{query}");

@@ -83,6 +83,7 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
         records: Arc::clone(&h.records),
         agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
         user_budget_usd: 0.5,
+        operators: Vec::new(),
     };
     (h, app, day0)
 }

@@ -66,6 +66,7 @@ async fn the_cost_report_fixture_answers_in_text() {
         records: h.records.clone(),
         agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
         user_budget_usd: 0.5,
+        operators: Vec::new(),
     };
     let path = format!("{}/../infra/events/cost-report.json", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -298,6 +298,7 @@ async fn an_operator_raises_one_users_budget_without_a_deploy(kind: StoreKind) {
         records: h.records.clone(),
         agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
         user_budget_usd: 0.008,
+        operators: vec!["123456789012:role/operator".into()],
     };
     let set = |body: &str, backend: bool| {
         let req = lambda_http::http::Request::builder()
@@ -305,10 +306,33 @@ async fn an_operator_raises_one_users_budget_without_a_deploy(kind: StoreKind) {
             .uri("/backend/users/auth0%7Calice/budget")
             .body(lambda_http::Body::Text(body.to_owned()))
             .unwrap();
-        if backend { integration::as_backend(req) } else { integration::as_user(req, "auth0|alice") }
+        if backend {
+            integration::with_authorizer(
+                req,
+                json!({"iam": {"accountId": "123456789012", "userArn": "arn:aws:sts::123456789012:assumed-role/operator/s"}}),
+            )
+        } else {
+            integration::as_user(req, "auth0|alice")
+        }
     };
     let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": 0.024}", false)).await);
     assert_eq!(status, 403, "a user cannot raise their own: {r}");
+    let by_backend = integration::as_backend(
+        lambda_http::http::Request::builder()
+            .method("PUT")
+            .uri("/backend/users/auth0%7Calice/budget")
+            .body(lambda_http::Body::Text("{\"usdPerDay\": 1000}".into()))
+            .unwrap(),
+    );
+    let (status, r) = integration::respond(cost_report::handle(&operator, by_backend).await);
+    assert_eq!(status, 403, "the app's backend signs too, but is not an operator: {r}");
+    assert_eq!(h.exchange_as(ask(2), None).await.0, 429, "the refused requests changed nothing");
+    let (status, r) = integration::respond(cost_report::handle(&operator, set("{}", true)).await);
+    assert_eq!(
+        (status, r["error"]["code"].as_str()),
+        (400, Some("invalid_budget")),
+        "an empty body resets nothing: {r}"
+    );
     let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": -1}", true)).await);
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_budget")), "{r}");
     let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": 0.024}", true)).await);
@@ -319,6 +343,11 @@ async fn an_operator_raises_one_users_budget_without_a_deploy(kind: StoreKind) {
     let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": null}", true)).await);
     assert_eq!((status, r["usdPerDay"].as_f64()), (200, Some(0.008)), "back to the default: {r}");
     assert_eq!(h.exchange_as(ask(4), None).await.0, 429);
+    // 0 stops the user's paid calls, even the first of a day (on both stores).
+    h.clock.advance(chrono::Duration::days(1));
+    let (status, _) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": 0}", true)).await);
+    assert_eq!(status, 200);
+    assert_eq!(h.exchange_as(ask(5), None).await.0, 429, "a stopped user's first call of a new day");
 }
 
 // Issue 41: fair throttling. One user floods (30 requests at once, a quota of 5 a minute) while

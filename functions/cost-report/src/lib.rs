@@ -9,7 +9,8 @@
 //!   (SigV4), like the report.
 //! - `GET` / `PUT /backend/users/{userId}/budget`: one signed-in user's daily budget, as an
 //!   operator sees and sets it without a deploy (`{"usdPerDay": n}`, or `null` for the
-//!   default `USER_BUDGET_USD_PER_DAY`); the answer says the cap and what is left today. SigV4.
+//!   default `USER_BUDGET_USD_PER_DAY`); the answer says the cap and what is left today. SigV4,
+//!   and only the principals `OPERATORS` names (403 for any other signer, the backend's too).
 //! - A scheduled EventBridge event (arriving as a pass-through event): yesterday's digest by
 //!   agent, logged as structured JSON and published as EMF metrics; the digest is returned.
 
@@ -39,6 +40,8 @@ pub struct App {
     pub agents: Vec<String>,
     /// Each user's daily budget unless an operator set theirs (`USER_BUDGET_USD_PER_DAY`).
     pub user_budget_usd: f64,
+    /// Who may set a user's budget (`OPERATORS`).
+    pub operators: Vec<String>,
 }
 
 impl App {
@@ -57,7 +60,14 @@ impl App {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let records = compose::records(&config).await?;
         let ledger = compose::ledger(&config, Arc::clone(&records), Arc::clone(&clock))?;
-        Ok(Self { ledger, clock, records, agents: config.agents, user_budget_usd: config.user_budget_usd_per_day })
+        Ok(Self {
+            ledger,
+            clock,
+            records,
+            agents: config.agents,
+            user_budget_usd: config.user_budget_usd_per_day,
+            operators: config.operators,
+        })
     }
 }
 
@@ -101,6 +111,9 @@ async fn usage(app: &App, req: &Request) -> Result<Response<Body>> {
 /// operator (SigV4).
 async fn user_budget(app: &App, req: &Request, user: &str) -> Result<Response<Body>> {
     let operator = auth::backend(req)?;
+    if !app.operators.contains(&operator) {
+        return Err(Error::Forbidden(format!("only OPERATORS may see or set a user's budget; not {operator}")));
+    }
     let user = http::decoded(user)?;
     if user.is_empty() || user.len() > 256 {
         return Err(Error::invalid("invalid_user_id", "userId must be 1-256 bytes"));
@@ -108,10 +121,16 @@ async fn user_budget(app: &App, req: &Request, user: &str) -> Result<Response<Bo
     let now = app.clock.now();
     match req.method().as_str() {
         "GET" => {}
+        "PUT" if app.user_budget_usd <= 0.0 => {
+            return Err(Error::invalid("invalid_budget", "per-user budgets are off (USER_BUDGET_USD_PER_DAY=0)"));
+        }
         "PUT" => budget::set_user_cap(&*app.records, &operator, &user, http::body(req)?, now).await?,
         other => {
             return Err(Error::MethodNotAllowed { method: other.to_owned(), allowed: "GET, PUT" });
         }
+    }
+    if app.user_budget_usd <= 0.0 {
+        return Ok(http::json(200, &serde_json::json!({"userId": user, "usdPerDay": null, "defaultUsdPerDay": null})));
     }
     let cap = budget::user_cap(&*app.records, app.user_budget_usd, &user, now).await?;
     let left = budget::user_left(&*app.records, app.user_budget_usd, &user, now).await?;

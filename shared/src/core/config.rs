@@ -85,6 +85,9 @@ pub struct Config {
     /// What one signed-in user's requests may spend a UTC day, across agents and containers
     /// (`USER_BUDGET_USD_PER_DAY`; 0: no per-user cap).
     pub user_budget_usd_per_day: f64,
+    /// The IAM principals (`<account>:role/<name>`, or an ARN) that may set a user's budget
+    /// (`OPERATORS`, comma-separated; unset: nobody).
+    pub operators: Vec<String>,
     /// Agents that may ask for the expensive search (`model: sonar-pro`) (`PREMIUM_AGENTS`).
     pub premium_agents: Vec<String>,
     /// Requests a user may make per minute and per day on the user routes that search
@@ -480,6 +483,18 @@ impl Config {
                 v.parse::<f64>().ok().filter(|u| u.is_finite() && *u >= 0.0).ok_or_else(|| {
                     Error::Config(format!("USER_BUDGET_USD_PER_DAY must be an amount of USD, not {v:?}"))
                 })?
+            },
+            operators: match get("OPERATORS") {
+                None => Vec::new(),
+                Some(list) => list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| match p.len() <= 256 && p.chars().all(|c| c.is_ascii_graphic()) {
+                        true => Ok(p.to_owned()),
+                        false => Err(Error::Config(format!("OPERATORS: {p:?} is not an IAM principal"))),
+                    })
+                    .collect::<Result<_>>()?,
             },
             premium_agents: names(get("PREMIUM_AGENTS").unwrap_or_else(|| "research".into()), "PREMIUM_AGENTS")?,
             user_quota_per_minute: u32::try_from(number("USER_QUOTA_PER_MINUTE", 30)?).unwrap_or(u32::MAX),

@@ -108,7 +108,11 @@ pub async fn set_user_cap(
     body: &[u8],
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let set: SetCap = crate::core::json::typed_body(body, "invalid_budget")?;
+    let value = crate::core::json::json_object(body)?;
+    if value.get("usdPerDay").is_none() {
+        return Err(Error::invalid("invalid_budget", "usdPerDay is required: USD a day, or null for the default"));
+    }
+    let set: SetCap = crate::core::json::typed(&value, "invalid_budget")?;
     if set.usd_per_day.is_some_and(|usd| !(0.0..=MAX_USER_CAP_USD).contains(&usd)) {
         return Err(Error::invalid(
             "invalid_budget",
@@ -125,7 +129,7 @@ pub async fn set_user_cap(
                                  "setAt": crate::core::time::format(&now)}),
     };
     records.put(&record).await?;
-    tracing::info!(operator, usd_per_day = ?set.usd_per_day, "a user's daily budget was set");
+    tracing::info!(operator, user = user_hash(user), usd_per_day = ?set.usd_per_day, "a user's daily budget was set");
     Ok(())
 }
 
@@ -189,6 +193,10 @@ impl Budgets {
         let expires = now.timestamp() + KEEP_SECS;
         let held = async {
             let cap_usd = user_cap(&*self.records, self.user_cap_usd, user, now).await?;
+            // A cap of 0 (an operator stopped the user) admits nothing, not even a first call.
+            if cap_usd <= 0.0 {
+                return Ok((cap_usd, None));
+            }
             let total = self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires).await?;
             Ok::<_, Error>((cap_usd, total))
         };
