@@ -160,14 +160,7 @@ async fn users_act_only_as_themselves() {
 #[tokio::test]
 async fn the_cost_report_is_for_operators_and_survives_the_calendars_edge() {
     let h = Harness::without_key(StoreKind::Local).await;
-    let app = cost_report::App {
-        ledger: h.app.search.ledger().clone(),
-        clock: h.clock.clone(),
-        records: h.records.clone(),
-        agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
-        user_budget_usd: 0.5,
-        operators: Vec::new(),
-    };
+    let app = h.cost_report();
     let get = |query: &str| {
         let uri = format!("https://api.example.com/cost-report?{query}");
         let req = lambda_http::http::Request::builder().method("GET").uri(uri).body(lambda_http::Body::Empty).unwrap();

@@ -77,14 +77,7 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
             upstream_id: None,
         })
         .await;
-    let app = cost_report::App {
-        ledger,
-        clock: Arc::clone(&h.clock) as Arc<dyn Clock>,
-        records: Arc::clone(&h.records),
-        agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
-        user_budget_usd: 0.5,
-        operators: Vec::new(),
-    };
+    let app = h.cost_report();
     (h, app, day0)
 }
 

@@ -60,14 +60,7 @@ async fn the_sources_and_malformed_fixtures_get_json_errors() {
 async fn the_cost_report_fixture_answers_in_text() {
     let h = Harness::without_key(StoreKind::Local).await;
     h.post("/search", serde_json::json!({"query": "coffee"})).await;
-    let app = cost_report::App {
-        ledger: h.app.search.ledger().clone(),
-        clock: h.clock.clone(),
-        records: h.records.clone(),
-        agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
-        user_budget_usd: 0.5,
-        operators: Vec::new(),
-    };
+    let app = h.cost_report();
     let path = format!("{}/../infra/events/cost-report.json", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let response = cost_report::handle(&app, req).await;

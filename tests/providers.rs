@@ -293,12 +293,9 @@ async fn an_operator_raises_one_users_budget_without_a_deploy(kind: StoreKind) {
     assert_eq!(h.exchange_as(ask(1), None).await.0, 200);
     assert_eq!(h.exchange_as(ask(2), None).await.0, 429, "one call's worth a day");
     let operator = cost_report::App {
-        ledger: h.app.search.ledger().clone(),
-        clock: h.clock.clone(),
-        records: h.records.clone(),
-        agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
         user_budget_usd: 0.008,
         operators: vec!["123456789012:role/operator".into()],
+        ..h.cost_report()
     };
     let set = |body: &str, backend: bool| {
         let req = lambda_http::http::Request::builder()

@@ -237,6 +237,19 @@ impl Harness {
         perplexity::guard(self.upstream()).await;
     }
 
+    /// The cost-report function over this harness's ledger, records and clock (the default
+    /// agents, a user budget of $0.5, no operators).
+    pub fn cost_report(&self) -> cost_report::App {
+        cost_report::App {
+            ledger: self.app.search.ledger().clone(),
+            clock: self.clock.clone(),
+            records: self.records.clone(),
+            agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
+            user_budget_usd: 0.5,
+            operators: Vec::new(),
+        }
+    }
+
     /// Sends `method path` with `body` (raw text) through the real handler.
     pub async fn send(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
         let (status, _, json) = self.exchange(method, path, body, None).await;

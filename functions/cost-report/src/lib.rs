@@ -132,12 +132,11 @@ async fn user_budget(app: &App, req: &Request, user: &str) -> Result<Response<Bo
     if app.user_budget_usd <= 0.0 {
         return Ok(http::json(200, &serde_json::json!({"userId": user, "usdPerDay": null, "defaultUsdPerDay": null})));
     }
-    let cap = budget::user_cap(&*app.records, app.user_budget_usd, &user, now).await?;
-    let left = budget::user_left(&*app.records, app.user_budget_usd, &user, now).await?;
+    let budget = budget::user_budget(&*app.records, app.user_budget_usd, &user, now).await?;
     Ok(http::json(
         200,
-        &serde_json::json!({"userId": user, "usdPerDay": cap, "defaultUsdPerDay": app.user_budget_usd,
-                            "leftTodayUsd": left}),
+        &serde_json::json!({"userId": user, "usdPerDay": budget.cap_usd, "defaultUsdPerDay": app.user_budget_usd,
+                            "leftTodayUsd": budget.left_usd}),
     ))
 }
 

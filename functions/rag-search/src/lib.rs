@@ -70,8 +70,7 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
     match http::segments(req).as_slice() {
         ["users", user, "feedback"] => {
             http::allow(req, "POST")?;
-            let user = &http::decoded(user)?;
-            check_user_id(user)?;
+            let user = &path_user(user)?;
             users.require(req, user)?;
             let body = shared::core::json::json_object(http::body(req)?)?;
             Ok(http::json(200, &app.feedback(user, &body).await?))
@@ -80,15 +79,13 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
         ["backend", "users", user, "feedback"] => {
             auth::backend(req)?;
             http::allow(req, "POST")?;
-            let user = &http::decoded(user)?;
-            check_user_id(user)?;
+            let user = &path_user(user)?;
             let body = shared::core::json::json_object(http::body(req)?)?;
             Ok(http::json(200, &app.feedback(user, &body).await?))
         }
         ["users", user, "preferences"] => {
             http::allow(req, "PUT")?;
-            let user = &http::decoded(user)?;
-            check_user_id(user)?;
+            let user = &path_user(user)?;
             users.require(req, user)?;
             let body = shared::core::json::json_object(http::body(req)?)?;
             // The preferences are embedded: counted, and spent, like a search.
@@ -109,6 +106,14 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
         ["tools", "explore_nearby" | "exploreNearby"] => explore_nearby(app, req).await,
         _ => Err(http::no_route(req)),
     }
+}
+
+/// The user a path names (`/users/{userId}/...`), percent-decoded and checked before anything
+/// is counted: one that cannot key a user's records is a 400.
+fn path_user(segment: &str) -> Result<String> {
+    let user = http::decoded(segment)?;
+    check_user_id(&user)?;
+    Ok(user)
 }
 
 /// The `explore_nearby` tool: the same retrieval as `/rag/search`; the body is the

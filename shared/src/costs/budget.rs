@@ -25,7 +25,7 @@ use crate::core::clock::Clock;
 use crate::core::config::BudgetCaps;
 use crate::core::error::{Error, Result};
 use crate::core::metrics;
-use crate::core::records::{RecordStore, TOTAL, bounded};
+use crate::core::records::{RecordStore, TOTAL, bounded, key_part};
 
 /// Micro-dollars: counters are integers, so concurrent adds never round.
 fn micros(usd: f64) -> i64 {
@@ -68,21 +68,34 @@ fn spender() -> Option<String> {
     SPENDER.try_with(String::clone).ok()
 }
 
-/// What `user` may still spend on `now`'s day of a `cap_usd` budget, in USD.
-pub async fn user_left(records: &dyn RecordStore, default_usd: f64, user: &str, now: DateTime<Utc>) -> Result<f64> {
+/// A user's daily budget on one day: the cap and what is left of it, in USD.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UserBudget {
+    pub cap_usd: f64,
+    pub left_usd: f64,
+}
+
+/// `user`'s budget on `now`'s day: the operator's cap for them, else `default_usd`, and what
+/// is left of it.
+pub async fn user_budget(
+    records: &dyn RecordStore,
+    default_usd: f64,
+    user: &str,
+    now: DateTime<Utc>,
+) -> Result<UserBudget> {
     let cap_usd = user_cap(records, default_usd, user, now).await?;
     let (pk, sk) = user_key(user, now.date_naive());
     let spent = records.get(&pk, &sk, now.timestamp()).await?.and_then(|r| r.body[TOTAL].as_i64()).unwrap_or(0);
-    Ok((cap_usd - spent as f64 / 1e6).max(0.0))
+    Ok(UserBudget { cap_usd, left_usd: (cap_usd - spent as f64 / 1e6).max(0.0) })
 }
 
 /// The record of an operator's cap for one user (`PUT /backend/users/{userId}/budget`).
 pub fn user_cap_key(user: &str) -> (String, String) {
-    (format!("USERCAP#{}", user_hash(user)), "cap".to_owned())
+    (format!("USERCAP#{}", key_part(user, 12)), "cap".to_owned())
 }
 
 /// `user`'s daily cap in USD: the operator's for this user, else `default_usd`.
-pub async fn user_cap(records: &dyn RecordStore, default_usd: f64, user: &str, now: DateTime<Utc>) -> Result<f64> {
+async fn user_cap(records: &dyn RecordStore, default_usd: f64, user: &str, now: DateTime<Utc>) -> Result<f64> {
     let (pk, sk) = user_cap_key(user);
     let set = records.get(&pk, &sk, now.timestamp()).await?;
     Ok(set.and_then(|r| r.body["usdPerDay"].as_f64()).unwrap_or(default_usd))
@@ -129,19 +142,14 @@ pub async fn set_user_cap(
                                  "setAt": crate::core::time::format(&now)}),
     };
     records.put(&record).await?;
-    tracing::info!(operator, user = user_hash(user), usd_per_day = ?set.usd_per_day, "a user's daily budget was set");
+    tracing::info!(operator, user = key_part(user, 12), usd_per_day = ?set.usd_per_day, "a user's daily budget was set");
     Ok(())
-}
-
-fn user_hash(user: &str) -> String {
-    use sha2::{Digest, Sha256};
-    hex::encode(&Sha256::digest(user.as_bytes())[..12])
 }
 
 /// The counter of `user`'s spend on `day`: one partition per user and day (a hash, so a claim
 /// of any length is a key of fixed size).
 fn user_key(user: &str, day: NaiveDate) -> (String, String) {
-    (format!("USERSPEND#{}#{}", day.format("%Y-%m-%d"), user_hash(user)), "spend".to_owned())
+    (format!("USERSPEND#{}#{}", day.format("%Y-%m-%d"), key_part(user, 12)), "spend".to_owned())
 }
 
 /// Spend caps over a record store.
@@ -383,7 +391,7 @@ mod tests {
         let caps = BudgetCaps::parse("a=0.01,free=0,*=0").unwrap();
         let budgets = Budgets::new(caps, Arc::clone(&records), Arc::new(SystemClock), Duration::from_secs(5), 0.0)
             .with_user_cap(1.0);
-        let left = || async { user_left(&*records, 1.0, "u", Utc::now()).await.unwrap() };
+        let left = || async { user_budget(&*records, 1.0, "u", Utc::now()).await.unwrap().left_usd };
         spending_as("u", async {
             let first = budgets.hold("a", 0.02).await.unwrap();
             assert!((left().await - 0.98).abs() < 1e-9, "held against the user first");

@@ -15,7 +15,7 @@ use chrono::Timelike;
 
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
-use crate::core::records::{RecordStore, bounded};
+use crate::core::records::{RecordStore, bounded, key_part};
 use crate::costs::budget;
 
 /// How long a quota check waits for the store before refusing the request, unless the
@@ -67,8 +67,8 @@ impl Quota {
         if self.budget_usd <= 0.0 {
             return None;
         }
-        let read = budget::user_left(&*self.records, self.budget_usd, user, self.clock.now());
-        bounded(self.wait, "the budget store", read).await.ok()
+        let read = budget::user_budget(&*self.records, self.budget_usd, user, self.clock.now());
+        bounded(self.wait, "the budget store", read).await.ok().map(|b| b.left_usd)
     }
 
     /// Counts one request of `user`: `Err(QuotaExceeded)` when its minute or its day is spent.
@@ -108,6 +108,5 @@ impl Quota {
 /// The partition of `user`'s counters: a hash, so a claim of any length or content (an email,
 /// 2 KB of text) is a valid key of fixed size.
 fn key(user: &str) -> String {
-    use sha2::{Digest, Sha256};
-    format!("QUOTA#{}", hex::encode(&Sha256::digest(user.as_bytes())[..12]))
+    format!("QUOTA#{}", key_part(user, 12))
 }

@@ -79,6 +79,12 @@ pub struct Citations {
 }
 
 impl Citations {
+    /// The counts of `sources` kept, `rejected` citations and `unbacked_markers`.
+    pub fn counted(sources: usize, rejected: usize, unbacked_markers: usize) -> Self {
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Self { sources: count(sources), rejected: count(rejected), unbacked_markers: count(unbacked_markers) }
+    }
+
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::core::error::{Error, Result};
 use crate::core::json::typed_body;
-use crate::core::records::{Record, RecordStore};
+use crate::core::records::{Record, RecordStore, key_part};
 use crate::core::upstream::Usage;
 use crate::core::validate::is_id;
 use crate::costs::ledger::{CallKind, Charge, CostRecord, CostSource, Ledger, Outcome, RETENTION_DAYS};
@@ -149,16 +149,12 @@ impl Reported {
 
 /// The key of the claim of `owner`'s report `id`: ids are each backend's own.
 pub fn claim_key(owner: &str, id: &str) -> (String, &'static str) {
-    (format!("USAGE#{}#{id}", owner_hash(owner)), "usage")
-}
-
-fn owner_hash(owner: &str) -> String {
-    hex::encode(&Sha256::digest(owner.as_bytes())[..8])
+    (format!("USAGE#{}#{id}", key_part(owner, 8)), "usage")
 }
 
 /// The id `owner`'s report `id` is stored under: the same for every repeat of it.
 fn record_id(owner: &str, id: &str) -> u128 {
-    let digest = Sha256::digest(format!("usage:{}:{id}", owner_hash(owner)).as_bytes());
+    let digest = Sha256::digest(format!("usage:{}:{id}", key_part(owner, 8)).as_bytes());
     u128::from_be_bytes(digest[..16].try_into().expect("16 bytes"))
 }
 

@@ -87,9 +87,7 @@ pub const MAX_ROWS_READ: usize = 50;
 /// A pipeline's history belongs to whoever runs it: the partition is the signed caller's
 /// (hashed: no ARN in a key) and the pipeline id, so one caller never reads or writes another's.
 fn partition(owner: &str, pipeline: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let owner = hex::encode(&Sha256::digest(owner.as_bytes())[..8]);
-    format!("TOPICS#{owner}#{pipeline}")
+    format!("TOPICS#{}#{pipeline}", crate::core::records::key_part(owner, 8))
 }
 
 /// Topics `owner`'s `pipeline` recorded in the last `days` days (by UTC date, today

@@ -12,10 +12,9 @@ use std::cmp::Ordering;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::core::error::{Error, Result};
-use crate::core::records::{Record, RecordStore, replay};
+use crate::core::records::{Record, RecordStore, key_part, replay};
 use crate::core::validate::is_id;
 use crate::web::citations::Source;
 
@@ -34,8 +33,7 @@ pub const PER_SEARCH: usize = 50;
 pub const LISTED: usize = 1_000;
 
 fn partition(owner: &str, article: &str) -> String {
-    let owner = hex::encode(&Sha256::digest(owner.as_bytes())[..8]);
-    format!("ARTICLE#{owner}#{article}")
+    format!("ARTICLE#{}#{article}", key_part(owner, 8))
 }
 
 /// The records of `sources` cited by `request_id` at `at`: one per URL, keyed by its hash, with
@@ -50,12 +48,7 @@ fn rows(owner: &str, article: &str, request_id: &str, sources: &[Source], at: Da
         .map(|(i, s)| {
             let mut body = serde_json::to_value(s).expect("a source serialises");
             body["firstCited"] = json!(format!("{stamp}#{request_id}#{i:05}"));
-            Record {
-                pk: pk.clone(),
-                sk: format!("URL#{}", hex::encode(&Sha256::digest(s.url.as_bytes())[..16])),
-                expires_at: None,
-                body,
-            }
+            Record { pk: pk.clone(), sk: format!("URL#{}", key_part(&s.url, 16)), expires_at: None, body }
         })
         .collect()
 }

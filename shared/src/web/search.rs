@@ -421,12 +421,11 @@ impl SearchService {
             upstream_id,
         });
         if outcome == Outcome::Live {
-            let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-            cost.citations = Citations {
-                sources: count(response.sources.len()),
-                rejected: count(response.rejected_citations.len()),
-                unbacked_markers: count(response.unbacked_markers.len()),
-            };
+            cost.citations = Citations::counted(
+                response.sources.len(),
+                response.rejected_citations.len(),
+                response.unbacked_markers.len(),
+            );
         }
         cost
     }

@@ -162,12 +162,7 @@ impl Tools {
                     .filter_map(|r| citations::normalise(&r.url).ok().map(|url| WebResult { url, ..r }))
                     .collect();
                 let mut cost = self.ledger.bill(&charge(&usage, Outcome::Live, 0.0));
-                let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                cost.citations = Citations {
-                    sources: count(results.len()),
-                    rejected: count(offered - results.len()),
-                    unbacked_markers: 0,
-                };
+                cost.citations = Citations::counted(results.len(), offered - results.len(), 0);
                 self.ledger.record(&cost).await;
                 self.ledger.settle(hold, &cost, false).await;
                 let text = serde_json::to_string(&results).expect("results serialise");

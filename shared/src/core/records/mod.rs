@@ -20,6 +20,13 @@ use serde_json::Value;
 
 use crate::core::error::Result;
 
+/// `text` (a principal, a user id, a URL: any length, any characters) as a key part of fixed
+/// size: the hex of the first `bytes` bytes of its SHA-256. No caller's text is ever a key.
+pub fn key_part(text: &str, bytes: usize) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(text.as_bytes())[..bytes])
+}
+
 /// `call`, or a store error naming `what` when it has not answered within `time`: the one way a
 /// caller bounds a wait on a store, so a timeout and a failure take the same fallback.
 pub async fn bounded<T>(
