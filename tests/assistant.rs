@@ -253,6 +253,9 @@ async fn a_users_chat_spends_their_own_budget(kind: StoreKind) {
     let env = [("USER_BUDGET_USD_PER_DAY", "0.000001")];
     let h =
         ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tool: None }), env: &env, ..Chat::default() }).await;
+    // The harness's day (2026-11-22) would put the spend counter's expiry (3 days on) in the real
+    // past, where DynamoDB Local's TTL may delete it between the two messages: spend today.
+    h.rag.clock.advance(chrono::Utc::now() - h.rag.clock.now());
     let (status, first) = h.chat(USER, json!({"message": "你好"})).await;
     assert_eq!(status, 200, "{first}");
     let (status, r) = h.chat(USER, json!({"message": "再说一句"})).await;
