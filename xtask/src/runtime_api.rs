@@ -1,6 +1,8 @@
 //! A Lambda Runtime API on 127.0.0.1, enough to run a function binary as Lambda runs it:
 //! the binary polls `GET /2018-06-01/runtime/invocation/next` and posts its answer to
-//! `.../invocation/{id}/response` (or `/error`). Used by the demo and the cold-start bench.
+//! `.../invocation/{id}/response` (or `/error`). A streamed response (`Lambda-Runtime-Function-
+//! Response-Mode: streaming`) is passed on chunk by chunk as the function writes it. Used by the
+//! demo, the cold-start bench and `cargo xtask serve`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -10,20 +12,35 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use bytes::Bytes;
+use futures::StreamExt;
 use serde_json::Value;
 use tokio::process::{Child, Command};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>>;
+/// A function's answer: a whole document (`Err`: the function failed), or the chunks of a
+/// streamed one as they come (the prelude, eight NUL bytes, the body).
+pub enum Reply {
+    Whole(Result<Value, Value>),
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Reply>>>>;
 
 #[derive(Clone)]
 struct Shared {
     queue: Arc<Mutex<mpsc::Receiver<(String, Value)>>>,
     pending: Pending,
+    /// The Extensions API: each invocation the function takes is an INVOKE event for its
+    /// registered extension (the functions register an internal one, `http::stream::run`).
+    registered: Arc<std::sync::atomic::AtomicBool>,
+    invoked: mpsc::UnboundedSender<String>,
+    invokes: Arc<Mutex<mpsc::UnboundedReceiver<String>>>,
 }
 
 /// The emulated Runtime API and the function process it serves.
@@ -36,16 +53,28 @@ pub struct RuntimeApi {
 impl RuntimeApi {
     pub async fn start() -> std::io::Result<Self> {
         let (sender, receiver) = mpsc::channel(16);
-        let shared = Shared { queue: Arc::new(Mutex::new(receiver)), pending: Arc::default() };
+        let (invoked, invokes) = mpsc::unbounded_channel();
+        let shared = Shared {
+            queue: Arc::new(Mutex::new(receiver)),
+            pending: Arc::default(),
+            registered: Arc::default(),
+            invoked,
+            invokes: Arc::new(Mutex::new(invokes)),
+        };
         let pending = Arc::clone(&shared.pending);
         let app = Router::new()
             .route("/2018-06-01/runtime/invocation/next", get(next))
             .route("/2018-06-01/runtime/invocation/{id}/response", post(respond))
             .route("/2018-06-01/runtime/invocation/{id}/error", post(fail))
             .route("/2018-06-01/runtime/init/error", post(init_error))
+            .route("/2020-01-01/extension/register", post(register))
+            .route("/2020-01-01/extension/event/next", get(extension_next))
             .with_state(shared);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move { axum::serve(listener, app).await });
         Ok(Self { addr, sender, pending })
     }
@@ -70,15 +99,30 @@ impl RuntimeApi {
         cmd.spawn()
     }
 
-    /// Sends `event` to the function and waits for its response (`Err` = function error).
+    /// Sends `event` to the function and waits for its response (`Err` = function error); a
+    /// streamed one read to its end, as `{"statusCode", "headers", "body"}`.
     pub async fn invoke(&self, event: Value) -> Result<Value, Value> {
+        match self.invoke_streaming(event).await? {
+            Reply::Whole(result) => result,
+            Reply::Stream(mut chunks) => {
+                let mut all = Vec::new();
+                while let Some(chunk) = chunks.recv().await {
+                    all.extend_from_slice(&chunk);
+                }
+                Ok(parse(&String::from_utf8_lossy(&all)))
+            }
+        }
+    }
+
+    /// Sends `event` to the function; its answer as soon as it starts.
+    pub async fn invoke_streaming(&self, event: Value) -> Result<Reply, Value> {
         // Lambda request ids are unique across processes; so are these.
         let id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = oneshot::channel();
         self.pending.lock().await.insert(id.clone(), tx);
         self.sender.send((id, event)).await.map_err(|_| Value::from("runtime api closed"))?;
         match tokio::time::timeout(Duration::from_secs(120), rx).await {
-            Ok(Ok(result)) => result,
+            Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) => Err(Value::from("invocation dropped")),
             Err(_) => Err(Value::from("no response in 120 s")),
         }
@@ -100,13 +144,39 @@ async fn next(State(s): State<Shared>) -> impl IntoResponse {
         HeaderValue::from_static("arn:aws:lambda:us-east-1:123456789012:function:local"),
     );
     headers.insert("content-type", HeaderValue::from_static("application/json"));
+    if s.registered.load(std::sync::atomic::Ordering::SeqCst) {
+        let _ = s.invoked.send(id);
+    }
     (StatusCode::OK, headers, event.to_string())
 }
 
-async fn finish(s: &Shared, id: &str, result: Result<Value, Value>) -> StatusCode {
+async fn register(State(s): State<Shared>) -> impl IntoResponse {
+    s.registered.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut headers = HeaderMap::new();
+    headers.insert("lambda-extension-identifier", HeaderValue::from_static("local-extension"));
+    let body = serde_json::json!({"functionName": "local", "functionVersion": "$LATEST", "handler": "bootstrap"});
+    (StatusCode::OK, headers, body.to_string())
+}
+
+/// The next INVOKE event for the extension, once the function took its invocation.
+async fn extension_next(State(s): State<Shared>) -> impl IntoResponse {
+    let Some(id) = s.invokes.lock().await.recv().await else {
+        return (StatusCode::GONE, String::new());
+    };
+    let deadline =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() + 60_000;
+    let event = serde_json::json!({
+        "eventType": "INVOKE", "deadlineMs": deadline as u64, "requestId": id,
+        "invokedFunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:local",
+        "tracing": {"type": "X-Amzn-Trace-Id", "value": ""},
+    });
+    (StatusCode::OK, event.to_string())
+}
+
+async fn finish(s: &Shared, id: &str, reply: Reply) -> StatusCode {
     match s.pending.lock().await.remove(id) {
         Some(tx) => {
-            let _ = tx.send(result);
+            let _ = tx.send(reply);
             StatusCode::ACCEPTED
         }
         None => StatusCode::NOT_FOUND,
@@ -125,12 +195,29 @@ fn parse(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_owned()))
 }
 
-async fn respond(State(s): State<Shared>, UrlPath(id): UrlPath<String>, body: String) -> StatusCode {
-    finish(&s, &id, Ok(parse(&body))).await
+async fn respond(State(s): State<Shared>, UrlPath(id): UrlPath<String>, headers: HeaderMap, body: Body) -> StatusCode {
+    let streaming = headers
+        .get("lambda-runtime-function-response-mode")
+        .is_some_and(|m| m.as_bytes().eq_ignore_ascii_case(b"streaming"));
+    if !streaming {
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+        return finish(&s, &id, Reply::Whole(Ok(parse(&String::from_utf8_lossy(&bytes))))).await;
+    }
+    let (tx, rx) = mpsc::channel(64);
+    let status = finish(&s, &id, Reply::Stream(rx)).await;
+    let mut chunks = body.into_data_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        if tx.send(chunk).await.is_err() {
+            // The client left: answering now, with the body unread, closes the function's
+            // connection, as Lambda does when a stream's client goes away.
+            break;
+        }
+    }
+    status
 }
 
 async fn fail(State(s): State<Shared>, UrlPath(id): UrlPath<String>, body: String) -> StatusCode {
-    finish(&s, &id, Err(parse(&body))).await
+    finish(&s, &id, Reply::Whole(Err(parse(&body)))).await
 }
 
 async fn init_error(body: String) -> StatusCode {

@@ -1,29 +1,41 @@
 //! The `assistant` function's handler: `POST /chat` (seeds 002 and 004 Requirement 13).
 //!
-//! Body `{message, conversationId?, location?: {lat, lng}}`; the answer is
-//! `{conversationId, mode, reply, toolCalls: [{name, ok}], sources: [{title, url}], mock,
-//! remembered}`, or with `Accept: text/event-stream` the same as server-sent events: `mode`, a
-//! `tool` per tool call, `delta`, then `done` (the answer) or `error`. API Gateway's HTTP API
-//! buffers a response, so the events arrive together when the reply is done.
+//! Three ways to talk to it, one conversation behind them:
+//! - `{message, conversationId?, location?: {lat, lng}, mode?}` answers JSON
+//!   `{conversationId, mode, reply, toolCalls: [{name, ok}], sources: [{title, url}], mock,
+//!   remembered}`;
+//! - the same body with `Accept: text/event-stream` answers this API's events: `mode`, a `tool`
+//!   per tool call, `delta` per piece of text as the model writes it, then `done` (the answer)
+//!   or `error`;
+//! - the AI SDK's chat body (`{id, messages, trigger}`, what `useChat` sends) answers its UI
+//!   message stream ([`shared::assistant::ui_stream`]).
 //!
-//! Who may call: a user's JWT (the authorizer's verified claims; 401 without). The user is the
-//! token's subject: a conversation is theirs only (another's `conversationId` is a 404 and
-//! reaches no model), and every message counts against their quota (429 `quota_exceeded`).
-//! The model's spend is held against the agent `assistant`'s daily budget (429
-//! `budget_exceeded`).
+//! Through the Function URL the events stream as they happen; API Gateway's HTTP API buffers
+//! them until the reply is done. A client that leaves stops the model; what it wrote is kept
+//! and what it cost recorded.
+//!
+//! Who may call: a user's JWT, verified by API Gateway's authorizer or, at the Function URL,
+//! here ([`Users::verified`]): 401 before anything is spent. A conversation is the user's own
+//! (another's `conversationId` is a 404 and reaches no model), and every message counts against
+//! their quota and daily budget (429 `quota_exceeded`, `user_budget_exceeded`); the model's
+//! spend is held against the agent `assistant`'s daily budget (429 `budget_exceeded`).
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use lambda_http::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
-use lambda_http::{Body, Request, Response};
-use shared::assistant::{Assistant, ChatInput, Event};
+use lambda_http::{Request, Response};
+use shared::assistant::ui_stream::{self, Encoder};
+use shared::assistant::{Answer, Assistant, ChatInput, Event};
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
 use shared::core::records::RecordStore;
 use shared::costs::quota::Quota;
 use shared::http::auth::Users;
+use shared::http::stream::{ResponseBody, Ticket, streamed, whole};
 use shared::{Result, compose, http};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 /// The assistant, who its users are, and their quota.
 pub struct App {
@@ -37,7 +49,7 @@ impl App {
     pub fn new(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Self> {
         let quota = Quota::from_config(config, Arc::clone(&records), Arc::clone(&clock));
         let assistant = compose::assistant(config, records, clock)?;
-        Ok(Self { assistant, users: Users::new(config.user_claim.clone()), quota })
+        Ok(Self { assistant, users: Users::from_config(config)?, quota })
     }
 
     /// Built from the environment.
@@ -48,53 +60,123 @@ impl App {
     }
 }
 
-/// Handles one request. Never fails: errors become JSON error responses.
-pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    http::respond(&req, route(app, &req).await)
+/// How the reply goes back.
+#[derive(Clone, Copy, PartialEq)]
+enum Wire {
+    Json,
+    Events,
+    UiMessages,
 }
 
-async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
-    if http::segments(req).as_slice() != ["chat"] {
-        return Err(http::no_route(req));
+/// Handles one request. Never fails: errors become JSON error responses.
+pub async fn handle(app: Arc<App>, req: Request) -> Response<ResponseBody> {
+    let request_id = http::request_id(&req);
+    match route(app, &req, &request_id).await {
+        Ok(response) => response,
+        Err(e) => whole(http::error(&e, &request_id)),
     }
-    let user = app.users.caller(req)?;
+}
+
+async fn route(app: Arc<App>, req: &Request, request_id: &str) -> Result<Response<ResponseBody>> {
+    match http::segments(req).as_slice() {
+        ["chat"] => {}
+        // useChat's `resume`: replies are not kept to be resumed, so there is nothing (204).
+        ["chat", id, "stream"] => {
+            app.users.verified(req).await?;
+            shared::assistant::history::check_id(id)?;
+            http::allow(req, "GET")?;
+            return Ok(whole(Response::builder().status(204).body(lambda_http::Body::Empty).expect("valid")));
+        }
+        _ => return Err(http::no_route(req)),
+    }
+    let user = app.users.verified(req).await?;
     http::allow(req, "POST")?;
-    let input = ChatInput::from_json(http::body(req)?)?;
+    let body = http::body(req)?;
+    let (mut input, wire) = if ui_stream::is_ui_request(body) {
+        (ui_stream::input(body)?, Wire::UiMessages)
+    } else {
+        let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        (ChatInput::from_json(body)?, if accept.contains("text/event-stream") { Wire::Events } else { Wire::Json })
+    };
+    input.streamed = wire != Wire::Json;
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let request_id = http::request_id(req);
-    let reply = app.assistant.chat(&user, &input, &request_id, http::time_left(req), &tx);
-    let answer = app.quota.serve(&user, reply).await;
-    let left = if answer.is_ok() { app.quota.budget_left(&user).await } else { None };
-    let streamed = req
-        .headers()
-        .get(ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/event-stream"));
-    drop(tx);
-    let mut events = Vec::new();
-    while let Some(event) = rx.recv().await {
-        events.push(event);
-    }
-    match answer {
-        // Refused before the conversation started (or a JSON caller): the one error body.
-        Err(e) if events.is_empty() || !streamed => Err(e),
-        Ok(answer) if !streamed => Ok(http::with_budget_left(http::json(200, &answer), left)),
-        result => {
-            events.push(match result {
-                Ok(answer) => Event::Done(answer),
-                Err(e) => {
-                    tracing::error!(request_id, status = e.status(), code = e.code(), error = %e, "reply ended with an error event");
-                    Event::Error { code: e.code().into(), message: http::public_message(&e, &request_id) }
+    let (left, id) = (http::time_left(req), request_id.to_owned());
+    // The reply runs on its own task: it ends (its costs recorded, its turn stored) even when
+    // the client leaves mid-stream, which closes `rx` and so stops the model.
+    // Held until the reply's task ends, so Lambda does not freeze it mid-way (`stream::run`).
+    let ticket = req.extensions().get::<Ticket>().cloned();
+    let reply = tokio::spawn(
+        {
+            let app = Arc::clone(&app);
+            async move {
+                let _ticket = ticket;
+                let answer = app.quota.serve(&user, app.assistant.chat(&user, &input, &id, left, &tx)).await;
+                // Only a JSON answer has headers left to say it in.
+                let json = answer.is_ok() && !input.streamed;
+                let budget_left = if json { app.quota.budget_left(&user).await } else { None };
+                (answer, budget_left)
+            }
+        }
+        .in_current_span(),
+    );
+    let first = match wire {
+        Wire::Json => None,
+        _ => rx.recv().await,
+    };
+    let Some(first) = first else {
+        // A JSON caller, or a reply refused before it started: one HTTP answer.
+        let (answer, budget_left) =
+            reply.await.map_err(|e| shared::Error::Upstream(format!("the reply failed: {e}")))?;
+        return Ok(whole(http::with_budget_left(http::json(200, &answer?), budget_left)));
+    };
+    let request_id = request_id.to_owned();
+    let mut encoder = Encoder::default();
+    let mut frame = move |event: &Event| match wire {
+        Wire::UiMessages => encoder.frames(event),
+        _ => event.to_sse().unwrap_or_default(),
+    };
+    let head = frame(&first);
+    // Events as they come, then the answer (or the error) once the reply's task is done.
+    let events = futures::stream::unfold((Some(rx), Some(reply), Some(frame)), move |(rx, reply, frame)| {
+        let request_id = request_id.clone();
+        async move {
+            let mut frame = frame?;
+            if let Some(mut rx) = rx {
+                if let Some(event) = rx.recv().await {
+                    let text = frame(&event);
+                    return Some((Bytes::from(text), (Some(rx), reply, Some(frame))));
                 }
-            });
-            let text: String = events.iter().map(Event::to_sse).collect();
-            let response = Response::builder()
-                .status(200)
-                .header(CONTENT_TYPE, "text/event-stream; charset=utf-8")
-                .header(CACHE_CONTROL, "no-cache")
-                .body(Body::Text(text))
-                .expect("status and headers are valid");
-            Ok(http::with_budget_left(response, left))
+            }
+            let last = last_event(reply?.await.map(|(answer, _)| answer), &request_id);
+            Some((Bytes::from(frame(&last)), (None, None, None)))
+        }
+    });
+    let chunks = futures::StreamExt::chain(futures::stream::once(async move { Bytes::from(head) }), events);
+    let mut response = Response::builder()
+        .status(200)
+        .header(CONTENT_TYPE, "text/event-stream; charset=utf-8")
+        .header(CACHE_CONTROL, "no-cache")
+        .header("x-accel-buffering", "no");
+    if wire == Wire::UiMessages {
+        response = response.header(ui_stream::HEADER.0, ui_stream::HEADER.1);
+    }
+    Ok(response.body(streamed(chunks)).expect("status and headers are valid"))
+}
+
+/// The event that ends a stream: the answer, or the error it ended with.
+fn last_event(answer: std::result::Result<Result<Answer>, tokio::task::JoinError>, request_id: &str) -> Event {
+    let answer = answer.map_err(failed).and_then(|answer| answer);
+    match answer {
+        Ok(answer) => Event::Done(answer),
+        Err(e) => {
+            tracing::error!(request_id, status = e.status(), code = e.code(), error = %e, "reply ended with an error event");
+            Event::Error { code: e.code().into(), message: http::public_message(&e, request_id) }
         }
     }
+}
+
+/// A reply's task that did not finish (it panicked): logged whole, told to the client plainly.
+fn failed(e: tokio::task::JoinError) -> shared::Error {
+    tracing::error!(error = %e, "the reply's task failed");
+    shared::Error::Upstream("the assistant failed; please retry".into())
 }

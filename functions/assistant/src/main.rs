@@ -1,16 +1,13 @@
-//! Lambda entrypoint of `assistant`: build the assistant once, then serve requests.
+//! Lambda entrypoint of `assistant`: build the assistant once, then serve requests (streamed
+//! through the Function URL, buffered through API Gateway).
 
-use std::convert::Infallible;
+use std::sync::Arc;
 
-use lambda_http::{Error, Request, run, service_fn};
+use lambda_http::{Error, Request};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::http::logging::init();
-    let app = assistant::App::from_env().await?;
-    run(service_fn(|req: Request| {
-        let app = &app;
-        async move { Ok::<_, Infallible>(assistant::handle(app, req).await) }
-    }))
-    .await
+    let app = Arc::new(assistant::App::from_env().await?);
+    shared::http::stream::run(|req: Request| assistant::handle(Arc::clone(&app), req)).await
 }

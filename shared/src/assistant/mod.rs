@@ -15,6 +15,7 @@ pub mod history;
 pub mod intent;
 pub mod preferences;
 pub mod tools;
+pub mod ui_stream;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,7 +37,7 @@ use crate::core::records::{HOT_PATH, bounded};
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
 use crate::llm::agent::{self, AgentError, AgentSpec};
-use crate::llm::{ChatModel, Message};
+use crate::llm::{self, ChatModel, Message};
 
 /// The longest message accepted, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 4000;
@@ -58,6 +59,10 @@ pub struct ChatInput {
     pub location: Option<(f64, f64)>,
     /// The mode the client chose for this message (a button in the app), over the router's.
     pub mode: Option<Mode>,
+    /// The client names its conversations (the AI SDK's chat id): an unknown one is started.
+    pub client_named: bool,
+    /// The client reads the reply as it is written: the model streams.
+    pub streamed: bool,
 }
 
 #[derive(Deserialize)]
@@ -71,7 +76,7 @@ struct Body {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Location {
+pub(crate) struct Location {
     lat: f64,
     lng: f64,
 }
@@ -81,6 +86,17 @@ impl ChatInput {
     /// field.
     pub fn from_json(body: &[u8]) -> Result<Self> {
         let body: Body = crate::core::json::typed_body(body, "invalid_chat")?;
+        Self::checked(body.message, body.conversation_id, body.location, body.mode)
+    }
+
+    /// Each part checked; each mistake names its field.
+    fn checked(
+        message: String,
+        conversation_id: Option<String>,
+        location: Option<Location>,
+        mode: Option<Mode>,
+    ) -> Result<Self> {
+        let body = Body { message, conversation_id, location, mode };
         let message = body.message.trim().to_owned();
         if message.is_empty() || message.chars().count() > MAX_MESSAGE_CHARS {
             return Err(Error::invalid("invalid_chat", format!("message must be 1-{MAX_MESSAGE_CHARS} characters")));
@@ -95,7 +111,14 @@ impl ChatInput {
             }
             Some(_) => return Err(Error::invalid("invalid_chat", "location: lat -90..90 and lng -180..180")),
         };
-        Ok(Self { message, conversation_id: body.conversation_id, location, mode: body.mode })
+        Ok(Self {
+            message,
+            conversation_id: body.conversation_id,
+            location,
+            mode: body.mode,
+            client_named: false,
+            streamed: false,
+        })
     }
 }
 
@@ -116,30 +139,53 @@ pub struct Answer {
     pub remembered: Vec<Stated>,
 }
 
-/// What a reply tells the client as it goes (server-sent events, in this order: `mode`, a
-/// `tool` per tool call, `delta`, then `done` or `error`).
+/// What a reply tells the client as it goes, in this order: `Mode`; then, as the model works,
+/// `Text` pieces, and per tool call `ToolStarted` then `Tool`, and a `Source` per web source;
+/// last `Done` or `Error`. [`Event::to_sse`] is this API's own event stream; [`ui_stream`] the AI
+/// SDK's UI message stream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    Mode { conversation_id: String, mode: Mode, by: By },
-    Tool(ToolUse),
-    Delta(String),
+    Mode {
+        conversation_id: String,
+        mode: Mode,
+        by: By,
+    },
+    /// A tool call starts: its id within the reply, its tool and arguments.
+    ToolStarted {
+        id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    /// A tool call ended: what the model was given back.
+    Tool {
+        id: String,
+        used: ToolUse,
+        output: serde_json::Value,
+    },
+    Text(String),
+    Source(Cited),
     Done(Answer),
-    Error { code: String, message: String },
+    Error {
+        code: String,
+        message: String,
+    },
 }
 
 impl Event {
-    /// The event as one SSE frame.
-    pub fn to_sse(&self) -> String {
+    /// The event as one frame of this API's own event stream (`mode`, `tool`, `delta`, `done`,
+    /// `error`); `None` for what only the UI message stream carries.
+    pub fn to_sse(&self) -> Option<String> {
         let (name, data) = match self {
             Event::Mode { conversation_id, mode, by } => {
                 ("mode", serde_json::json!({"conversationId": conversation_id, "mode": mode, "by": by}))
             }
-            Event::Tool(used) => ("tool", serde_json::json!(used)),
-            Event::Delta(text) => ("delta", serde_json::json!({"text": text})),
+            Event::Tool { used, .. } => ("tool", serde_json::json!(used)),
+            Event::Text(text) => ("delta", serde_json::json!({"text": text})),
             Event::Done(answer) => ("done", serde_json::json!(answer)),
             Event::Error { code, message } => ("error", serde_json::json!({"code": code, "message": message})),
+            Event::ToolStarted { .. } | Event::Source(_) => return None,
         };
-        format!("event: {name}\ndata: {data}\n\n")
+        Some(format!("event: {name}\ndata: {data}\n\n"))
     }
 }
 
@@ -164,7 +210,9 @@ pub struct Assistant {
 }
 
 impl Assistant {
-    /// Answers `input` from `user` (the verified caller), telling `events` as it goes. `left`:
+    /// Answers `input` from `user` (the verified caller), telling `events` as it goes (the
+    /// model streams its text there; when `events` is closed, the client left and the model is
+    /// stopped, what it wrote kept as the turn). `left`:
     /// what Lambda's deadline leaves. Refused before any event (and any model call): an unknown
     /// conversation (404), a store that cannot say which it is (503).
     pub async fn chat(
@@ -181,7 +229,11 @@ impl Assistant {
         let now = self.clock.now();
         // 1. Context.
         let (conversation, earlier) = match &input.conversation_id {
-            Some(id) => (id.clone(), self.history.recent(user, id, now).await?),
+            Some(id) => match self.history.recent(user, id, now).await {
+                // Conversations are the user's own: a name the client chose starts theirs.
+                Err(Error::NotFound(_)) if input.client_named => (id.clone(), Vec::new()),
+                read => (id.clone(), read?),
+            },
             None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
         };
         // Personal context is a help, never a reason to fail.
@@ -209,6 +261,7 @@ impl Assistant {
             tool_time: self.tool_time,
             used: Mutex::default(),
             sources: Mutex::default(),
+            started: Default::default(),
         };
         // 4. The model.
         let spec = AgentSpec {
@@ -227,7 +280,9 @@ impl Assistant {
             messages.push(Message::Assistant { content: Some(turn.assistant.clone()), tool_calls: Vec::new() });
         }
         messages.push(Message::User(input.message.clone()));
-        let reply = agent::converse(&*self.llm, &self.ledger, self.retry, &spec, messages, &toolbox, request_id)
+        let text = |piece: &str| events.send(Event::Text(piece.to_owned())).is_ok();
+        let text = input.streamed.then_some(&text as llm::TextSink<'_>);
+        let reply = agent::converse(&*self.llm, &self.ledger, self.retry, &spec, messages, &toolbox, request_id, text)
             .await
             .map_err(|e| match e {
                 AgentError::Budget(e) => e,
@@ -238,7 +293,6 @@ impl Assistant {
                     ))
                 }
             })?;
-        let _ = events.send(Event::Delta(reply.clone()));
         // 5. Hooks.
         let turn = Turn { user: input.message.clone(), assistant: reply.clone(), mode, at: self.clock.now() };
         if let Err(e) = bounded(HOOK_TIME, "storing the turn", self.history.append(user, &conversation, &turn)).await {

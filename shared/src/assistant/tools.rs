@@ -55,6 +55,8 @@ pub struct Toolbox<'a> {
     pub tool_time: std::time::Duration,
     pub used: Mutex<Vec<ToolUse>>,
     pub sources: Mutex<Vec<Cited>>,
+    /// Tool calls started: the next one's id.
+    pub started: std::sync::atomic::AtomicUsize,
 }
 
 /// The agent every assistant call is accounted to.
@@ -102,9 +104,13 @@ impl Toolbox<'_> {
             Ok(answer) => {
                 let found: Vec<WebResult> = serde_json::from_str(&answer.result).unwrap_or_default();
                 let mut sources = self.sources.lock().expect("not poisoned");
+                // Only a well-formed http(s) URL reaches the client, which may render it as a link.
                 for r in found {
-                    if !sources.iter().any(|s| s.url == r.url) {
-                        sources.push(Cited { title: r.title, url: r.url });
+                    let Ok(url) = crate::web::citations::normalise(&r.url) else { continue };
+                    if !sources.iter().any(|s| s.url == url) {
+                        let cited = Cited { title: r.title, url };
+                        let _ = self.events.send(Event::Source(cited.clone()));
+                        sources.push(cited);
                     }
                 }
                 answer.result
@@ -172,6 +178,9 @@ impl crate::llm::agent::Tools for Toolbox<'_> {
     }
 
     async fn call(&self, name: &str, arguments: Value) -> String {
+        let id = format!("call-{}", self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let _ =
+            self.events.send(Event::ToolStarted { id: id.clone(), name: name.to_owned(), input: arguments.clone() });
         let in_time = tokio::time::Instant::now() + self.tool_time <= self.deadline;
         let result = match self.offered(name) {
             None => error_string("unknown_tool", &format!("no tool {name} in this conversation")),
@@ -185,9 +194,9 @@ impl crate::llm::agent::Tools for Toolbox<'_> {
                 self.app.call(tool, arguments, &caller).await
             }
         };
-        let ok = serde_json::from_str::<Value>(&result).map_or(true, |v| v.get("error").is_none());
-        let used = ToolUse { name: name.to_owned(), ok };
-        let _ = self.events.send(Event::Tool(used.clone()));
+        let output = serde_json::from_str::<Value>(&result).unwrap_or_else(|_| Value::String(result.clone()));
+        let used = ToolUse { name: name.to_owned(), ok: output.get("error").is_none() };
+        let _ = self.events.send(Event::Tool { id, used: used.clone(), output });
         self.used.lock().expect("not poisoned").push(used);
         result
     }

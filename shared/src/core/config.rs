@@ -72,6 +72,10 @@ pub struct Config {
     pub agents: Vec<String>,
     /// The JWT claim that is the user id on user routes (`USER_CLAIM`, default `sub`).
     pub user_claim: String,
+    /// Whose users' tokens are verified in code where no authorizer runs, as given
+    /// (`JWT_ISSUER`, `JWT_AUDIENCE`): the HTTP edge checks them (`http::jwt::Issuer`).
+    pub jwt_issuer: Option<String>,
+    pub jwt_audience: Option<String>,
     /// Daily spend cap of each agent (`BUDGETS`, `agent=USD,...,*=USD`).
     pub budgets: BudgetCaps,
     /// How long any one record-store operation may take, retries included
@@ -504,6 +508,8 @@ impl Config {
                 Some(c) if c.len() <= 128 && c.chars().all(|ch| ch.is_ascii_graphic()) => c,
                 Some(c) => return Err(Error::Config(format!("USER_CLAIM: {c:?} is not a claim name"))),
             },
+            jwt_issuer: get("JWT_ISSUER"),
+            jwt_audience: get("JWT_AUDIENCE"),
             research_provider: match get("RESEARCH_PROVIDER").as_deref().unwrap_or("search") {
                 "search" => ResearchProvider::Search,
                 "codex" => ResearchProvider::Codex,

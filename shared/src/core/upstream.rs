@@ -59,6 +59,10 @@ pub enum ProviderError {
     /// Our own daily budget for the agent is spent: the call was not made.
     #[error("{0}")]
     OverBudget(String),
+    /// A streamed reply broke after part of it had reached the client: not retried (the client
+    /// would see the text twice), and maybe billed.
+    #[error("the reply stream broke after part of it was sent: {0}")]
+    Interrupted(String),
 }
 
 impl Retryable for ProviderError {
@@ -72,7 +76,8 @@ impl Retryable for ProviderError {
             | Self::Malformed(_)
             | Self::OutOfTime
             | Self::Local(_)
-            | Self::OverBudget(_) => None,
+            | Self::OverBudget(_)
+            | Self::Interrupted(_) => None,
         }
     }
 }
@@ -87,7 +92,7 @@ impl ProviderError {
     /// Whether the upstream may have billed a call that ended this way: it was cut off while
     /// the upstream was still working on it.
     pub fn maybe_billed(&self) -> bool {
-        matches!(self, Self::Timeout(_) | Self::OutOfTime)
+        matches!(self, Self::Timeout(_) | Self::OutOfTime | Self::Interrupted(_))
     }
 
     /// Whether the upstream may have charged for the failed call, so its budget hold is kept:
@@ -122,13 +127,26 @@ impl JsonClient {
 
     /// POSTs `body` to `url` with `Authorization: Bearer <key>`; the response body on 2xx.
     pub async fn post(&self, url: &str, key: &Secret, body: &Value) -> Result<Vec<u8>, ProviderError> {
+        let response = self.post_streaming(url, key, body).await?;
+        Ok(response.bytes().await.map_err(|e| self.transport(&e))?.to_vec())
+    }
+
+    /// POSTs as [`Self::post`] does, and gives the 2xx response unread (a stream to read on).
+    pub async fn post_streaming(
+        &self,
+        url: &str,
+        key: &Secret,
+        body: &Value,
+    ) -> Result<reqwest::Response, ProviderError> {
         let response =
             self.http.post(url).bearer_auth(key.expose()).json(body).send().await.map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
+        if (200..=299).contains(&status) {
+            return Ok(response);
+        }
         let retry_after = wait_demanded(response.headers(), std::time::SystemTime::now());
         let bytes = response.bytes().await.map_err(|e| self.transport(&e))?;
         match status {
-            200..=299 => Ok(bytes.to_vec()),
             401 | 403 => Err(ProviderError::Unauthorized { status }),
             429 => Err(ProviderError::RateLimited { retry_after }),
             432 | 433 => Err(ProviderError::LimitReached { status, message: error_message(&bytes) }),
@@ -137,7 +155,7 @@ impl JsonClient {
         }
     }
 
-    fn transport(&self, e: &reqwest::Error) -> ProviderError {
+    pub fn transport(&self, e: &reqwest::Error) -> ProviderError {
         if e.is_timeout() {
             ProviderError::Timeout(self.timeout)
         } else {

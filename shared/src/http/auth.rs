@@ -6,10 +6,20 @@
 //! a function (`cargo lambda invoke --data-file`, the demo, the tests) passes the same request
 //! context: `infra/events/*.json` show both kinds.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lambda_http::http::header::AUTHORIZATION;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
+use crate::core::config::Config;
 use crate::core::error::{Error, Result};
+use crate::http::jwt::{Issuer, Verifier};
+
+fn no_token() -> Error {
+    Error::Unauthenticated("this route needs a user's token (Authorization: Bearer <JWT>)".into())
+}
 
 /// What an authorizer verified about the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +29,7 @@ pub enum Caller {
     /// An IAM principal that signed the request (SigV4): the backend or an operator.
     Backend { arn: String },
     /// A user's JWT, with its claims as API Gateway passes them (strings).
-    User { claims: std::collections::HashMap<String, String> },
+    User { claims: HashMap<String, String> },
 }
 
 impl Caller {
@@ -66,30 +76,58 @@ fn principal(arn: &str) -> String {
     }
 }
 
-/// Users as the JWT authorizer verified them: `claim` (`USER_CLAIM`, default `sub`) is the
-/// user id.
-#[derive(Debug, Clone)]
+/// Users as the JWT authorizer verified them, or as this code verifies them where no authorizer
+/// runs ([`Users::verified`]): `claim` (`USER_CLAIM`, default `sub`) is the user id.
+#[derive(Clone)]
 pub struct Users {
     claim: String,
+    verifier: Option<Arc<Verifier>>,
 }
 
 impl Users {
     pub fn new(claim: impl Into<String>) -> Self {
-        Self { claim: claim.into() }
+        Self { claim: claim.into(), verifier: None }
+    }
+
+    /// Users by `USER_CLAIM`, verifying tokens of `JWT_ISSUER` where no authorizer ran.
+    pub fn from_config(config: &Config) -> Result<Self> {
+        let verifier = Issuer::from_config(config)?.map(Verifier::new).transpose()?.map(Arc::new);
+        Ok(Self { claim: config.user_claim.clone(), verifier })
     }
 
     /// The verified user of `req`: 401 without a token, 403 for a token without the claim.
     pub fn caller(&self, req: &Request) -> Result<String> {
         match Caller::of(req) {
-            Caller::User { claims } => {
-                claims.get(&self.claim).filter(|id| !id.is_empty()).cloned().ok_or_else(|| {
-                    Error::Forbidden(format!("the token has no {:?} claim to name its user", self.claim))
-                })
-            }
-            Caller::Backend { .. } | Caller::Anonymous => {
-                Err(Error::Unauthenticated("this route needs a user's token (Authorization: Bearer <JWT>)".into()))
-            }
+            Caller::User { claims } => self.user_of(&claims),
+            Caller::Backend { .. } | Caller::Anonymous => Err(no_token()),
         }
+    }
+
+    /// The verified user of `req`, whichever door it came through: the authorizer's claims, or
+    /// (with no authorizer, and `JWT_ISSUER` set) its `Authorization: Bearer` token verified
+    /// here. 401 for a missing, forged, expired or wrong-audience token, before anything is spent.
+    pub async fn verified(&self, req: &Request) -> Result<String> {
+        match (Caller::of(req), &self.verifier) {
+            (Caller::Anonymous, Some(verifier)) => {
+                let token = req
+                    .headers()
+                    .get(AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+                    .map(str::trim)
+                    .ok_or_else(no_token)?;
+                self.user_of(&verifier.verify(token).await?)
+            }
+            _ => self.caller(req),
+        }
+    }
+
+    fn user_of(&self, claims: &HashMap<String, String>) -> Result<String> {
+        claims
+            .get(&self.claim)
+            .filter(|id| !id.is_empty())
+            .cloned()
+            .ok_or_else(|| Error::Forbidden(format!("the token has no {:?} claim to name its user", self.claim)))
     }
 
     /// Refuses `req` unless its verified user is `user` (401 without a token, 403 another).

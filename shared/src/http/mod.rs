@@ -3,7 +3,9 @@
 //! request ids, who the caller is ([`auth`]), and the functions' log subscriber ([`logging`]).
 
 pub mod auth;
+pub mod jwt;
 pub mod logging;
+pub mod stream;
 
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::{Body, Request, RequestExt, Response};

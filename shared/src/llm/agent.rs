@@ -15,10 +15,11 @@ use serde_json::Value;
 
 use crate::core::error::Error;
 use crate::core::json::parse_json_object;
+use crate::core::retry::Retryable;
 use crate::core::retry::{RetryPolicy, with_backoff, within};
 use crate::core::upstream::{ProviderError, Usage};
 use crate::costs::ledger::{CallKind, Charge, Ledger, Outcome};
-use crate::llm::{ChatModel, ChatRequest, Message, ToolSpec};
+use crate::llm::{ChatModel, ChatRequest, Message, TextSink, ToolSpec};
 
 /// Tool calls of one reply that are run; the model is told the rest were skipped.
 pub const MAX_TOOL_CALLS_PER_REPLY: usize = 3;
@@ -84,6 +85,8 @@ struct Loop<'a> {
     spec: &'a AgentSpec<'a>,
     tools: &'a dyn Tools,
     request_id: &'a str,
+    /// Where the reply's text goes as it is written ([`converse`] for a streaming client).
+    text: Option<TextSink<'a>>,
     requests: u32,
     tool_calls: u32,
 }
@@ -107,7 +110,24 @@ impl Loop<'_> {
                 .hold(spec.name, llm.provider(), spec.model, &request.ceiling())
                 .await
                 .map_err(AgentError::Budget)?;
-            let attempt = |_| llm.chat(request);
+            let sent_request: &ChatRequest = request;
+            let text = self.text;
+            let attempt = |_| async move {
+                let request = sent_request;
+                let Some(text) = text else { return llm.chat(request).await };
+                // Once text reached the client, a broken stream is not retried: it would repeat.
+                let sent = std::sync::atomic::AtomicBool::new(false);
+                let tell = |piece: &str| {
+                    sent.store(true, std::sync::atomic::Ordering::Relaxed);
+                    text(piece)
+                };
+                llm.chat_streaming(request, &tell).await.map_err(|e| {
+                    match sent.load(std::sync::atomic::Ordering::Relaxed) && e.retry_after().is_some() {
+                        true => ProviderError::Interrupted(e.to_string()),
+                        false => e,
+                    }
+                })
+            };
             let reply = match spec.deadline {
                 Some(at) => within(self.retry, at, "llm", attempt).await,
                 None => with_backoff(self.retry, "llm", attempt).await,
@@ -137,6 +157,10 @@ impl Loop<'_> {
             let outcome = if llm.is_mock() { Outcome::Mock } else { Outcome::Live };
             let cost = ledger.charge(&charge(&reply.usage, outcome, reply.upstream_id.clone())).await;
             ledger.settle(hold, &cost, false).await;
+            if reply.stopped {
+                tracing::info!(agent = spec.name, request_id = self.request_id, "the client left: reply stopped");
+                return Ok(reply.content.unwrap_or_default());
+            }
             if reply.tool_calls.is_empty() {
                 return Ok(reply.content.unwrap_or_default());
             }
@@ -181,7 +205,7 @@ pub async fn run<T: DeserializeOwned>(
         tools: tools.specs(),
         output_schema: spec.output.clone(),
     };
-    let mut run = Loop { llm, ledger, retry, spec, tools, request_id, requests: 0, tool_calls: 0 };
+    let mut run = Loop { llm, ledger, retry, spec, tools, request_id, text: None, requests: 0, tool_calls: 0 };
     let mut invalid = 0;
     loop {
         let content = run.answer(&mut request).await?;
@@ -207,7 +231,10 @@ pub async fn run<T: DeserializeOwned>(
 
 /// Continues a conversation: `spec`'s instructions, then `history` (earlier turns, oldest
 /// first, ending with the user's new message); the model's free-text answer, after the tool
-/// calls it asked for (the same caps, budget, deadline and accounting as [`run`]).
+/// calls it asked for (the same caps, budget, deadline and accounting as [`run`]). With `text`,
+/// the model streams and its text goes there as it is written; when `text` says nobody
+/// listens, the model is stopped and what it wrote (and cost) is the answer.
+#[allow(clippy::too_many_arguments)]
 pub async fn converse(
     llm: &dyn ChatModel,
     ledger: &Ledger,
@@ -216,6 +243,7 @@ pub async fn converse(
     history: Vec<Message>,
     tools: &dyn Tools,
     request_id: &str,
+    text: Option<TextSink<'_>>,
 ) -> Result<String, AgentError> {
     let mut messages = vec![Message::System(spec.instructions.to_owned())];
     messages.extend(history);
@@ -225,7 +253,7 @@ pub async fn converse(
         tools: tools.specs(),
         output_schema: spec.output.clone(),
     };
-    Loop { llm, ledger, retry, spec, tools, request_id, requests: 0, tool_calls: 0 }.answer(&mut request).await
+    Loop { llm, ledger, retry, spec, tools, request_id, text, requests: 0, tool_calls: 0 }.answer(&mut request).await
 }
 
 #[cfg(test)]

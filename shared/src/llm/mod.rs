@@ -79,7 +79,14 @@ pub struct ChatReply {
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
     pub upstream_id: Option<String>,
+    /// The listener left mid-reply ([`ChatModel::chat_streaming`]): the model was stopped, the
+    /// content is what it had written, and the usage an estimate from above.
+    pub stopped: bool,
 }
+
+/// Told each piece of a reply's text as the model writes it; `false` when nobody listens any
+/// more (the client left), which stops the model.
+pub type TextSink<'a> = &'a (dyn Fn(&str) -> bool + Send + Sync);
 
 /// A chat model.
 #[async_trait]
@@ -92,4 +99,13 @@ pub trait ChatModel: Send + Sync {
     }
     /// One completion.
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, ProviderError>;
+    /// One completion, its text told to `text` as it is written. By default the whole text at
+    /// once, when the reply is complete.
+    async fn chat_streaming(&self, request: &ChatRequest, text: TextSink<'_>) -> Result<ChatReply, ProviderError> {
+        let reply = self.chat(request).await?;
+        if let Some(content) = reply.content.as_deref().filter(|c| !c.is_empty()) {
+            text(content);
+        }
+        Ok(reply)
+    }
 }

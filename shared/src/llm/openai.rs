@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{ChatModel, ChatReply, ChatRequest, Message, ToolCall};
+use super::{ChatModel, ChatReply, ChatRequest, Message, TextSink, ToolCall};
 use crate::core::config::Secret;
 use crate::core::upstream::JsonClient;
 use crate::core::upstream::{ProviderError, Usage};
@@ -90,18 +90,108 @@ pub fn parse_reply(bytes: &[u8]) -> Result<ChatReply, ProviderError> {
                 .collect()
         })
         .unwrap_or_default();
-    let usage = v.get("usage").map_or_else(Usage::default, |u| Usage {
-        input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-        provider_cost_usd: u.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite() && *c >= 0.0),
-        ..Usage::default()
-    });
+    let usage = usage_of(&v).unwrap_or_default();
     Ok(ChatReply {
         content: message.get("content").and_then(Value::as_str).map(str::to_owned),
         tool_calls,
         usage,
         upstream_id: v.get("id").and_then(Value::as_str).map(str::to_owned),
+        stopped: false,
     })
+}
+
+/// The usage object of a reply or of a stream's last chunk.
+fn usage_of(v: &Value) -> Option<Usage> {
+    let u = v.get("usage").filter(|u| u.is_object())?;
+    Some(Usage {
+        input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        provider_cost_usd: u.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite() && *c >= 0.0),
+        ..Usage::default()
+    })
+}
+
+/// A streamed reply as its chunks (`chat.completion.chunk`) arrive: content deltas, tool-call
+/// deltas by `index` (id and name once, arguments in pieces), and the usage of the last chunk
+/// (`stream_options.include_usage`).
+#[derive(Default)]
+pub struct Assembly {
+    reply: ChatReply,
+    calls: Vec<ToolCall>,
+    pieces: u64,
+    usage_seen: bool,
+    /// A choice said why it finished (`finish_reason`).
+    pub finished: bool,
+}
+
+impl Assembly {
+    /// Takes one `data:` payload; the text delta it carries, if any.
+    pub fn take(&mut self, data: &str) -> Result<Option<String>, ProviderError> {
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Malformed(format!("stream chunk is not JSON: {e}")))?;
+        if let Some(message) = chunk.pointer("/error/message").and_then(Value::as_str) {
+            return Err(ProviderError::RunFailed {
+                status: "error".into(),
+                message: message.chars().take(200).collect(),
+            });
+        }
+        if self.reply.upstream_id.is_none() {
+            self.reply.upstream_id = chunk.get("id").and_then(Value::as_str).map(str::to_owned);
+        }
+        if let Some(usage) = usage_of(&chunk) {
+            self.reply.usage = usage;
+            self.usage_seen = true;
+        }
+        self.finished |= chunk.pointer("/choices/0/finish_reason").is_some_and(|r| !r.is_null());
+        let Some(delta) = chunk.pointer("/choices/0/delta") else { return Ok(None) };
+        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            if index >= 16 {
+                return Err(ProviderError::Malformed(format!("tool call index {index} in stream")));
+            }
+            while self.calls.len() <= index {
+                self.calls.push(ToolCall { id: String::new(), name: String::new(), arguments: String::new() });
+            }
+            let slot = &mut self.calls[index];
+            if let Some(id) = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()) {
+                slot.id = id.to_owned();
+            }
+            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+                slot.name = name.to_owned();
+            }
+            if let Some(arguments) = call.pointer("/function/arguments").and_then(Value::as_str) {
+                slot.arguments.push_str(arguments);
+            }
+        }
+        let text = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty());
+        if let Some(text) = text {
+            self.pieces += 1;
+            self.reply.content.get_or_insert_with(String::new).push_str(text);
+        }
+        Ok(text.map(str::to_owned))
+    }
+
+    /// The reply once the stream ended. Its usage is `request`'s ceiling (its input bound and
+    /// [`super::MAX_TOKENS`]) when the model never reported it: `stopped` (cut short by the
+    /// listener: a provider may bill the whole completion whether or not it stops), or a stream
+    /// without the usage chunk.
+    pub fn finish(mut self, request: &ChatRequest, stopped: bool) -> ChatReply {
+        self.reply.tool_calls = self.calls.into_iter().filter(|c| !c.name.is_empty() && !c.id.is_empty()).collect();
+        for call in &mut self.reply.tool_calls {
+            if call.arguments.is_empty() {
+                call.arguments = "{}".into();
+            }
+        }
+        if stopped {
+            self.reply.stopped = true;
+            self.reply.tool_calls.clear();
+        }
+        if !self.usage_seen {
+            tracing::warn!(stopped, pieces = self.pieces, "no usage in the stream: charged at the request's ceiling");
+            self.reply.usage = request.ceiling();
+        }
+        self.reply
+    }
 }
 
 #[async_trait]
@@ -112,5 +202,103 @@ impl ChatModel for OpenAiCompatible {
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, ProviderError> {
         parse_reply(&self.http.post(&self.endpoint, &self.key, &Self::request_body(request)).await?)
+    }
+
+    /// `stream: true` with `stream_options.include_usage`: server-sent `data:` chunks, then
+    /// `data: [DONE]`. Comment lines (OpenRouter's `: OPENROUTER PROCESSING`) are skipped.
+    async fn chat_streaming(&self, request: &ChatRequest, text: TextSink<'_>) -> Result<ChatReply, ProviderError> {
+        let mut body = Self::request_body(request);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let mut response = self.http.post_streaming(&self.endpoint, &self.key, &body).await?;
+        let (mut assembly, mut buffer) = (Assembly::default(), Vec::<u8>::new());
+        loop {
+            let Some(bytes) = response.chunk().await.map_err(|e| self.http.transport(&e))? else {
+                return match assembly.finished {
+                    true => Ok(assembly.finish(request, false)),
+                    false => Err(ProviderError::Malformed("the stream ended before the reply finished".into())),
+                };
+            };
+            buffer.extend_from_slice(&bytes);
+            while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line);
+                let Some(data) = line.trim_end().strip_prefix("data:").map(str::trim) else { continue };
+                if data == "[DONE]" {
+                    return Ok(assembly.finish(request, false));
+                }
+                if let Some(delta) = assembly.take(data)?
+                    && !text(&delta)
+                {
+                    // Dropping the response closes the connection: the model stops.
+                    return Ok(assembly.finish(request, true));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            model: "m".into(),
+            messages: vec![Message::User("hi".into())],
+            tools: Vec::new(),
+            output_schema: None,
+        }
+    }
+
+    // OpenAI's chunks: the role first, content in pieces, a tool call's id and name once and its
+    // arguments in pieces by index, the finish reason, then usage alone (`choices: []`).
+    #[test]
+    fn a_streamed_reply_is_assembled_from_its_chunks() {
+        let mut a = Assembly::default();
+        let chunks = [
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"search_web","arguments":""}}]},"finish_reason":null}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"query\":"}}]},"finish_reason":null}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"\"x\"}"}}]},"finish_reason":null}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7,"cost":0.001}}"#,
+        ];
+        let texts: Vec<String> = chunks.iter().filter_map(|c| a.take(c).unwrap()).collect();
+        assert_eq!(texts, ["Hel", "lo"]);
+        assert!(a.finished);
+        let reply = a.finish(&request(), false);
+        assert_eq!(reply.content.as_deref(), Some("Hello"));
+        assert_eq!(
+            reply.tool_calls,
+            [ToolCall { id: "call_b".into(), name: "search_web".into(), arguments: r#"{"query":"x"}"#.into() }],
+            "the empty slot at index 0 is dropped"
+        );
+        assert_eq!((reply.usage.input_tokens, reply.usage.output_tokens), (12, 7));
+        assert_eq!(reply.usage.provider_cost_usd, Some(0.001));
+        assert_eq!(reply.upstream_id.as_deref(), Some("c1"));
+        assert!(!reply.stopped);
+    }
+
+    // Stopped by the listener, or without a usage chunk: no tool calls run, and the usage is the
+    // request's ceiling (what the provider may bill), never a silent zero.
+    #[test]
+    fn a_reply_without_its_usage_is_charged_at_the_ceiling() {
+        let mut a = Assembly::default();
+        for piece in ["a", "b", "c"] {
+            a.take(&format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{piece}"}}}}]}}"#)).unwrap();
+        }
+        let reply = a.finish(&request(), true);
+        assert!(reply.stopped);
+        assert_eq!(reply.content.as_deref(), Some("abc"));
+        assert_eq!(reply.usage, request().ceiling());
+        let mut unreported = Assembly::default();
+        unreported.take(r#"{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}"#).unwrap();
+        assert_eq!(unreported.finish(&request(), false).usage, request().ceiling());
+        let e = Assembly::default().take(r#"{"error":{"message":"overloaded"}}"#).unwrap_err();
+        assert!(matches!(e, ProviderError::RunFailed { .. }), "{e:?}");
+        assert!(Assembly::default().take("not json").is_err());
     }
 }

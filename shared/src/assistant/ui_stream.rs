@@ -1,0 +1,235 @@
+//! `/chat` as the Vercel AI SDK's chat client speaks it (`useChat` in `@ai-sdk/react`, the `ai`
+//! package's `DefaultChatTransport`, ai 5 to 7): its request body in, its UI message stream out.
+//!
+//! The shapes follow the `ai` package's own schema (`uiMessageChunkSchema`, `dist/index.js` of
+//! ai 7.0.173 and 5.0): server-sent events, each `data:` one JSON chunk, then `data: [DONE]`,
+//! with the header `x-vercel-ai-ui-message-stream: v1`. A reply is `start`, the mode as a
+//! `data-mode` part, text as `text-start` / `text-delta`... / `text-end`, each tool call as
+//! `tool-input-available` then `tool-output-available`, each web source as `source-url`, and
+//! `finish` (its `messageMetadata`: the conversation, mode, whether the reply is the labelled
+//! mock, what was remembered), or an `error` part.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ChatInput, Event, Location};
+use crate::assistant::intent::Mode;
+use crate::core::error::{Error, Result};
+
+/// The header that marks a UI message stream, and its value.
+pub const HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
+
+/// The body `DefaultChatTransport` sends: `{id, messages, trigger, messageId?}` and what the
+/// app adds with the transport's `body` option (`location`, `mode`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Request {
+    id: String,
+    messages: Vec<UiMessage>,
+    trigger: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    message_id: Option<String>,
+    location: Option<Location>,
+    mode: Option<Mode>,
+}
+
+/// A message of the client's list: only its role and text parts are read (the server's stored
+/// history is the conversation; the list's earlier messages are ignored).
+#[derive(Deserialize)]
+struct UiMessage {
+    role: String,
+    #[serde(default)]
+    parts: Vec<Value>,
+}
+
+/// Whether `body` is the AI SDK's (it has `messages`; this API's own has `message`).
+pub fn is_ui_request(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body).is_ok_and(|v| v.get("messages").is_some())
+}
+
+/// The chat input of an AI SDK request: its last message, which must be the user's, as the
+/// message; its `id` as the conversation (the user's own: an unknown id starts one).
+pub fn input(body: &[u8]) -> Result<ChatInput> {
+    let request: Request = crate::core::json::typed_body(body, "invalid_chat")?;
+    match request.trigger.as_deref() {
+        None | Some("submit-message" | "regenerate-message") => {}
+        Some(other) => {
+            return Err(Error::invalid("invalid_chat", format!("trigger {other:?} is not one /chat serves")));
+        }
+    }
+    let last = request.messages.last().filter(|m| m.role == "user").ok_or_else(|| {
+        Error::invalid("invalid_chat", "messages: the last message must be the user's (role \"user\")")
+    })?;
+    let text: Vec<&str> = last
+        .parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect();
+    let mut input = ChatInput::checked(text.join("\n"), Some(request.id), request.location, request.mode)?;
+    input.client_named = true;
+    Ok(input)
+}
+
+/// Turns a reply's events into UI message stream frames, keeping which text part is open.
+#[derive(Default)]
+pub struct Encoder {
+    started: bool,
+    text_parts: usize,
+    text_open: bool,
+}
+
+impl Encoder {
+    /// The frames of `event`.
+    pub fn frames(&mut self, event: &Event) -> String {
+        let mut chunks: Vec<Value> = Vec::new();
+        if !self.started {
+            self.started = true;
+            chunks.push(json!({"type": "start"}));
+        }
+        match event {
+            Event::Mode { conversation_id, mode, by } => chunks.push(json!({
+                "type": "data-mode",
+                "data": {"conversationId": conversation_id, "mode": mode, "by": by},
+            })),
+            Event::Text(delta) => {
+                if !self.text_open {
+                    self.text_open = true;
+                    self.text_parts += 1;
+                    chunks.push(json!({"type": "text-start", "id": self.text_id()}));
+                }
+                chunks.push(json!({"type": "text-delta", "id": self.text_id(), "delta": delta}));
+            }
+            Event::ToolStarted { id, name, input } => {
+                self.close_text(&mut chunks);
+                chunks
+                    .push(json!({"type": "tool-input-available", "toolCallId": id, "toolName": name, "input": input}));
+            }
+            Event::Tool { id, output, .. } => {
+                chunks.push(json!({"type": "tool-output-available", "toolCallId": id, "output": output}));
+            }
+            Event::Source(cited) => chunks.push(json!({
+                "type": "source-url", "sourceId": cited.url, "url": cited.url, "title": cited.title,
+            })),
+            Event::Done(answer) => {
+                self.close_text(&mut chunks);
+                chunks.push(json!({
+                    "type": "finish",
+                    "finishReason": "stop",
+                    "messageMetadata": {
+                        "conversationId": answer.conversation_id,
+                        "mode": answer.mode,
+                        "mock": answer.mock,
+                        "remembered": answer.remembered,
+                    },
+                }));
+            }
+            Event::Error { code, message } => {
+                self.close_text(&mut chunks);
+                chunks.push(json!({"type": "error", "errorText": format!("{code}: {message}")}));
+            }
+        }
+        let mut frames: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        if matches!(event, Event::Done(_) | Event::Error { .. }) {
+            frames.push_str("data: [DONE]\n\n");
+        }
+        frames
+    }
+
+    fn text_id(&self) -> String {
+        format!("text-{}", self.text_parts)
+    }
+
+    fn close_text(&mut self, chunks: &mut Vec<Value>) {
+        if self.text_open {
+            self.text_open = false;
+            chunks.push(json!({"type": "text-end", "id": self.text_id()}));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assistant::tools::ToolUse;
+
+    #[test]
+    fn the_ai_sdk_body_gives_its_last_user_message_and_chat_id() {
+        let body = br#"{"id": "c-1", "trigger": "submit-message", "location": {"lat": 31.2, "lng": 121.5},
+            "messages": [{"id": "m0", "role": "user", "parts": [{"type": "text", "text": "earlier"}]},
+                         {"id": "m1", "role": "assistant", "parts": [{"type": "text", "text": "ok"}]},
+                         {"id": "m2", "role": "user", "parts": [{"type": "step-start"}, {"type": "text", "text": " hi "}]}]}"#;
+        assert!(is_ui_request(body));
+        let input = input(body).unwrap();
+        assert_eq!((input.message.as_str(), input.conversation_id.as_deref()), ("hi", Some("c-1")));
+        assert!(input.client_named);
+        assert_eq!(input.location, Some((31.2, 121.5)));
+        for (bad, says) in [
+            (r#"{"id": "c", "messages": []}"#, "last message"),
+            (r#"{"id": "c", "messages": [{"role": "assistant", "parts": []}]}"#, "last message"),
+            (
+                r#"{"id": "../x", "messages": [{"role": "user", "parts": [{"type": "text", "text": "x"}]}]}"#,
+                "conversationId",
+            ),
+            (r#"{"id": "c", "messages": [{"role": "user", "parts": []}]}"#, "message"),
+            (r#"{"id": "c", "extra": 1, "messages": [{"role": "user", "parts": []}]}"#, "extra"),
+            (
+                r#"{"id": "c", "trigger": "resume", "messages": [{"role": "user", "parts": [{"type": "text", "text": "x"}]}]}"#,
+                "trigger",
+            ),
+        ] {
+            let e = super::input(bad.as_bytes()).unwrap_err();
+            assert_eq!(e.status(), 400, "{bad}");
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+        }
+        assert!(!is_ui_request(br#"{"message": "hi"}"#));
+    }
+
+    #[test]
+    fn a_reply_is_framed_as_the_ui_message_stream() {
+        let mut encoder = Encoder::default();
+        let mode =
+            Event::Mode { conversation_id: "c".into(), mode: Mode::Chat, by: crate::assistant::intent::By::Client };
+        let frames: String = [
+            mode,
+            Event::Text("Hel".into()),
+            Event::Text("lo".into()),
+            Event::ToolStarted { id: "call-0".into(), name: "search_web".into(), input: json!({"query": "q"}) },
+            Event::Tool {
+                id: "call-0".into(),
+                used: ToolUse { name: "search_web".into(), ok: true },
+                output: json!([]),
+            },
+            Event::Text("!".into()),
+            Event::Error { code: "upstream_unavailable".into(), message: "retry".into() },
+        ]
+        .iter()
+        .map(|e| encoder.frames(e))
+        .collect();
+        let types: Vec<String> = frames
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str::<Value>(d).map_or(d.to_owned(), |v| v["type"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "start",
+                "data-mode",
+                "text-start",
+                "text-delta",
+                "text-delta",
+                "text-end",
+                "tool-input-available",
+                "tool-output-available",
+                "text-start",
+                "text-delta",
+                "text-end",
+                "error",
+                "[DONE]"
+            ]
+        );
+        assert!(frames.contains(r#""id":"text-2""#), "each text part has its own id");
+    }
+}

@@ -1,0 +1,167 @@
+//! One function behind two doors: API Gateway's HTTP API, which invokes it and buffers the
+//! answer, and a Function URL in `RESPONSE_STREAM` mode, which sends each chunk to the client
+//! as it is written. Lambda lets the function choose per invocation; [`run`] streams what came
+//! through a Function URL (its request context names a `lambda-url` domain) and buffers the rest.
+//!
+//! Work may outlive a response: a client that leaves ends its stream while the reply's task
+//! still records what it cost. Lambda freezes the environment once the runtime *and* its
+//! extensions ask for the next event, so [`run`] registers an internal extension that asks only
+//! when every [`Ticket`] of the invocation is dropped (or its deadline passed): the response
+//! body holds one, and a handler gives a clone to any task it spawns.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyDataStream, BodyExt, Full, StreamBody};
+use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
+use lambda_http::http::header::SET_COOKIE;
+use lambda_http::lambda_runtime::{self, FunctionResponse, MetadataPrelude, StreamResponse};
+use lambda_http::request::LambdaRequest;
+use lambda_http::{Body, Error, LambdaEvent, Request, RequestExt, Response, service_fn};
+use tokio::sync::watch;
+
+/// One invocation's work in progress: done when its last clone is dropped.
+#[derive(Clone)]
+pub struct Ticket(#[allow(dead_code)] Arc<Done>);
+
+struct Done(Arc<watch::Sender<u64>>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.send_modify(|done| *done += 1);
+    }
+}
+
+/// A body that holds its invocation's ticket until it is read or dropped.
+struct Holding<S> {
+    inner: S,
+    _ticket: Ticket,
+}
+
+impl<S: futures::Stream + Unpin> futures::Stream for Holding<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        Pin::new(&mut self.inner).poll_next(cx)
+    }
+}
+
+/// Registers the internal extension that holds the environment until each invocation's tickets
+/// are dropped, or its deadline passed; `None` (logged) where no Extensions API answers.
+async fn keeper(done: watch::Receiver<u64>) -> Option<impl Future<Output = Result<(), Error>>> {
+    let seen = Arc::new(AtomicU64::new(0));
+    let extension = lambda_extension::Extension::new()
+        .with_extension_name("reply-keeper")
+        // Internal extensions get INVOKE only.
+        .with_events(&["INVOKE"])
+        .with_events_processor(lambda_extension::service_fn(move |event: lambda_extension::LambdaEvent| {
+            let (mut done, invocation) = (done.clone(), seen.fetch_add(1, Ordering::SeqCst) + 1);
+            async move {
+                let deadline = match event.next {
+                    lambda_extension::NextEvent::Invoke(invoke) => invoke.deadline_ms,
+                    lambda_extension::NextEvent::Shutdown(_) => return Ok(()),
+                };
+                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
+                let left = Duration::from_millis(deadline.saturating_sub(now));
+                if tokio::time::timeout(left, done.wait_for(|d| *d >= invocation)).await.is_err() {
+                    tracing::warn!("an invocation's work was still running at its deadline");
+                }
+                Ok::<(), Error>(())
+            }
+        }))
+        .register()
+        .await;
+    match extension {
+        Ok(extension) => Some(extension.run()),
+        Err(e) => {
+            tracing::warn!(error = %e, "no Extensions API: work after a response may be frozen");
+            None
+        }
+    }
+}
+
+/// A response body: a whole document, or a stream of chunks.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// `response` with its whole body as a [`ResponseBody`].
+pub fn whole(response: Response<Body>) -> Response<ResponseBody> {
+    response.map(|body| Full::new(Bytes::copy_from_slice(body.as_ref())).boxed_unsync())
+}
+
+/// A streamed body of `chunks`.
+pub fn streamed<S>(chunks: S) -> ResponseBody
+where
+    S: futures::Stream<Item = Bytes> + Send + 'static,
+{
+    use futures::StreamExt;
+    StreamBody::new(chunks.map(|c| Ok::<_, Infallible>(http_body::Frame::data(c)))).boxed_unsync()
+}
+
+/// Whether `event` came through a Function URL (`<id>.lambda-url.<region>.on.aws`, set by
+/// Lambda, never by the client).
+fn via_function_url(event: &LambdaRequest) -> bool {
+    match event {
+        LambdaRequest::ApiGatewayV2(e) => e
+            .request_context
+            .domain_name
+            .as_deref()
+            .is_some_and(|d| d.contains(".lambda-url.") && d.ends_with(".on.aws")),
+        _ => false,
+    }
+}
+
+/// Runs the Lambda runtime with `handler`: streamed to Function URL callers, buffered for API
+/// Gateway's. Each request carries its invocation's [`Ticket`] in its extensions.
+pub async fn run<H, F>(handler: H) -> Result<(), Error>
+where
+    H: Fn(Request) -> F,
+    F: Future<Output = Response<ResponseBody>> + Send + 'static,
+{
+    let (done, finished) = watch::channel(0u64);
+    let done = Arc::new(done);
+    let keeper = keeper(finished).await;
+    let handler = &handler;
+    let runtime = lambda_runtime::run(service_fn(move |event: LambdaEvent<LambdaRequest>| {
+        let ticket = Ticket(Arc::new(Done(Arc::clone(&done))));
+        let streamed = via_function_url(&event.payload);
+        let mut request: Request = event.payload.into();
+        request.extensions_mut().insert(ticket.clone());
+        let response = handler(request.with_lambda_context(event.context));
+        async move {
+            let response = response.await;
+            let (parts, body) = response.into_parts();
+            Ok::<_, Error>(if streamed {
+                let mut headers = parts.headers;
+                let cookies = headers
+                    .get_all(SET_COOKIE)
+                    .iter()
+                    .map(|c| String::from_utf8_lossy(c.as_bytes()).into_owned())
+                    .collect();
+                headers.remove(SET_COOKIE);
+                FunctionResponse::StreamingResponse(StreamResponse {
+                    metadata_prelude: MetadataPrelude { status_code: parts.status, headers, cookies },
+                    stream: Holding { inner: BodyDataStream::new(body), _ticket: ticket },
+                })
+            } else {
+                let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                drop(ticket);
+                let mut buffered = ApiGatewayV2httpResponse::default();
+                buffered.status_code = i64::from(parts.status.as_u16());
+                buffered.headers = parts.headers;
+                buffered.body = Some(Body::Text(String::from_utf8_lossy(&bytes).into_owned()));
+                FunctionResponse::BufferedResponse(buffered)
+            })
+        }
+    }));
+    match keeper {
+        Some(keeper) => tokio::try_join!(runtime, keeper).map(|_| ()),
+        None => runtime.await,
+    }
+}

@@ -1,0 +1,126 @@
+// What the client tests run against, all on 127.0.0.1: a test OpenID issuer that signs users'
+// tokens, a fake OpenAI-compatible model that streams slowly, and `cargo xtask serve` (the real
+// assistant binary under the local Runtime API) pointed at both.
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+const b64url = (data) => Buffer.from(data).toString('base64url');
+
+function listen(server) {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${server.address().port}`)));
+}
+
+/** A test OpenID issuer: discovery and JWKS, and `token(claims, {key, kid})` signing RS256. */
+export async function startIssuer() {
+  const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const forger = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const kid = 'test-key-1';
+  const jwk = { ...keys.publicKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' };
+  let url;
+  let jwksFetches = 0;
+  const server = createServer((req, res) => {
+    if (req.url === '/.well-known/openid-configuration') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ issuer: url, jwks_uri: `${url}/jwks.json` }));
+    } else if (req.url === '/jwks.json') {
+      jwksFetches += 1;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ keys: [jwk] }));
+    } else {
+      res.statusCode = 404;
+      res.end();
+    }
+  });
+  url = await listen(server);
+  const token = (claims = {}, { forged = false, header = {} } = {}) => {
+    const now = Math.floor(Date.now() / 1000);
+    const body = { iss: url, aud: 'web-app', sub: 'user-1', iat: now, exp: now + 600, ...claims };
+    const head = { alg: 'RS256', typ: 'JWT', kid, ...header };
+    const signing = `${b64url(JSON.stringify(head))}.${b64url(JSON.stringify(body))}`;
+    const signature = sign('sha256', Buffer.from(signing), (forged ? forger : keys).privateKey);
+    return `${signing}.${b64url(signature)}`;
+  };
+  return { url, token, jwksFetches: () => jwksFetches, close: () => server.close() };
+}
+
+/** The request fields of OpenAI's chat completions this bundle may send; any other is refused
+ * with OpenAI's own 400 (`Unrecognized request argument supplied`). */
+const KNOWN = new Set(['model', 'messages', 'temperature', 'max_tokens', 'tools', 'response_format', 'stream', 'stream_options', 'tool_choice']);
+
+/** A fake OpenAI-compatible model (`POST /chat/completions`): a reply's pieces streamed
+ * `delayMs` apart as `chat.completion.chunk`s, then usage and `[DONE]`. `script(request)` gives
+ * `{pieces, delayMs}`. Every request is kept, with when each piece was written and whether the
+ * client hung up before the end. */
+export async function startModel(script) {
+  const calls = [];
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => { raw += c; });
+    req.on('end', async () => {
+      const request = JSON.parse(raw);
+      const unknown = Object.keys(request).filter((k) => !KNOWN.has(k));
+      if (req.url !== '/chat/completions' || req.headers.authorization !== 'Bearer test-llm-key' || unknown.length) {
+        res.statusCode = unknown.length ? 400 : 401;
+        res.end(JSON.stringify({ error: { message: `Unrecognized request argument supplied: ${unknown.join(', ')}`, type: 'invalid_request_error' } }));
+        return;
+      }
+      const call = { request, written: [], hungUp: false, finished: false };
+      calls.push(call);
+      const { pieces, delayMs } = script(request);
+      const base = { id: `chatcmpl-${calls.length}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: request.model };
+      if (!request.stream) {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ id: base.id, object: 'chat.completion', created: base.created, model: request.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length } }));
+        return;
+      }
+      res.on('close', () => { if (!call.finished) call.hungUp = true; });
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      const send = (chunk) => res.write(`data: ${JSON.stringify({ ...base, ...chunk })}\n\n`);
+      for (const [i, piece] of pieces.entries()) {
+        if (i > 0) await new Promise((r) => setTimeout(r, delayMs));
+        if (call.hungUp) return;
+        send({ choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece }, finish_reason: null }] });
+        call.written.push(performance.now());
+      }
+      send({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+      send({ choices: [], usage: { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length } });
+      res.end('data: [DONE]\n\n');
+      call.finished = true;
+    });
+  });
+  const url = await listen(server);
+  return { url, calls, close: () => server.close() };
+}
+
+/** `cargo xtask serve` (the built binary, `XTASK_BIN`, else the target dir's) with `env` added;
+ * resolves with its URL once it serves. */
+export async function startDoor(env) {
+  const target = process.env.CARGO_TARGET_DIR ?? join(process.cwd(), '..', '..', 'target');
+  const bin = process.env.XTASK_BIN ?? join(target, 'debug', 'xtask');
+  const dataDir = mkdtempSync(join(tmpdir(), 'door-'));
+  const child = spawn(bin, ['serve'], {
+    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, RUST_LOG: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`${bin} serve printed no URL in 600 s`)), 600_000);
+    child.on('exit', (code) => reject(new Error(`${bin} serve exited with ${code} (is it built? cargo build -p xtask)`)));
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const found = out.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1]);
+      }
+    });
+  });
+  return { url, dataDir, close: () => child.kill() };
+}

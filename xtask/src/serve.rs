@@ -1,0 +1,200 @@
+//! `cargo xtask serve`: the streaming front door on a laptop, for a front-end developer.
+//!
+//! The real function binaries run under the local Runtime API ([`RuntimeApi`]), each request
+//! passed to them as its Function URL passes it (payload 2.0, a `lambda-url` domain, no
+//! authorizer: the function verifies the user's JWT itself against `JWT_ISSUER` and
+//! `JWT_AUDIENCE`), and a streamed answer passed back chunk by chunk. The environment (keys,
+//! `LLM_BASE_URL`, `JWT_*`, stores) reaches the functions as it is. Routes: `/chat` (the
+//! assistant). CORS: any origin (`CORS_ORIGINS`, comma-separated, narrows it), as the Function
+//! URL's `Cors` does for `AllowedOrigins` when deployed.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::process::Child;
+
+use crate::runtime_api::{Reply, RuntimeApi};
+
+/// Headers a browser may send, and may read.
+const ALLOW_HEADERS: &str = "authorization, content-type, accept, last-event-id";
+const EXPOSE_HEADERS: &str = "x-user-budget-left-usd, x-vercel-ai-ui-message-stream, retry-after";
+
+struct Door {
+    /// First path segment -> the function serving it.
+    functions: HashMap<&'static str, RuntimeApi>,
+    origins: Option<Vec<String>>,
+    _processes: Vec<Child>,
+}
+
+/// Builds the functions, starts them and serves on `127.0.0.1:$PORT` (default 8787; 0 picks a
+/// free port) until stopped. Prints `serving on http://127.0.0.1:<port>` once it answers.
+pub async fn run() -> crate::Result {
+    crate::ensure_model()?;
+    let [assistant] = crate::build_functions(["assistant"], false)?;
+    if std::env::var_os("JWT_ISSUER").is_none() {
+        eprintln!("JWT_ISSUER is not set: every /chat is refused (401). Set JWT_ISSUER and JWT_AUDIENCE.");
+    }
+    let api = RuntimeApi::start().await?;
+    let process = api.spawn(&assistant, &[], false)?;
+    let origins = std::env::var("CORS_ORIGINS")
+        .ok()
+        .map(|o| o.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
+    let door = Arc::new(Door { functions: HashMap::from([("chat", api)]), origins, _processes: vec![process] });
+    let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8787);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
+    let app = Router::new().fallback(pass).with_state(door);
+    // Each chunk leaves at once (no Nagle wait for the next).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    println!("serving on http://{addr}  (POST /chat: the assistant, JSON, SSE or the AI SDK's UI message stream)");
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+/// One request through the door.
+async fn pass(State(door): State<Arc<Door>>, request: Request<Body>) -> Response<Body> {
+    let origin = request.headers().get("origin").cloned();
+    let mut response = if request.method() == Method::OPTIONS {
+        Response::builder().status(StatusCode::NO_CONTENT).body(Body::empty()).expect("valid")
+    } else {
+        match forward(&door, request).await {
+            Ok(response) => response,
+            Err((status, message)) => {
+                let body = json!({"error": {"code": "local_door", "message": message}}).to_string();
+                Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(body.into())
+                    .expect("valid")
+            }
+        }
+    };
+    cors(&door, origin, response.headers_mut());
+    response
+}
+
+fn cors(door: &Door, origin: Option<HeaderValue>, headers: &mut HeaderMap) {
+    let Some(origin) = origin else { return };
+    let allowed = match &door.origins {
+        None => true,
+        Some(list) => list.iter().any(|o| o == "*" || o.as_bytes() == origin.as_bytes()),
+    };
+    if allowed {
+        headers.insert("access-control-allow-origin", origin);
+        headers.insert("access-control-allow-methods", HeaderValue::from_static("GET, POST, DELETE, OPTIONS"));
+        headers.insert("access-control-allow-headers", HeaderValue::from_static(ALLOW_HEADERS));
+        headers.insert("access-control-expose-headers", HeaderValue::from_static(EXPOSE_HEADERS));
+        headers.insert("access-control-max-age", HeaderValue::from_static("600"));
+        headers.insert("vary", HeaderValue::from_static("origin"));
+    }
+}
+
+async fn forward(door: &Door, request: Request<Body>) -> Result<Response<Body>, (StatusCode, String)> {
+    let first = request.uri().path().trim_start_matches('/').split('/').next().unwrap_or_default().to_owned();
+    let Some(function) = door.functions.get(first.as_str()) else {
+        return Err((StatusCode::NOT_FOUND, format!("no function serves /{first} here")));
+    };
+    let event = function_url_event(request).await?;
+    let reply = function.invoke_streaming(event).await.map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
+    match reply {
+        Reply::Whole(Ok(v)) => Ok(buffered(&v)),
+        Reply::Whole(Err(e)) => Err((StatusCode::BAD_GATEWAY, format!("the function failed: {e}"))),
+        Reply::Stream(chunks) => streamed(chunks).await,
+    }
+}
+
+/// The request as a Function URL passes it to the function (payload format 2.0).
+async fn function_url_event(request: Request<Body>) -> Result<Value, (StatusCode, String)> {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 1 << 20).await.map_err(|e| (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()))?;
+    let mut headers = serde_json::Map::new();
+    for (name, value) in &parts.headers {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        match headers.get_mut(name.as_str()) {
+            Some(Value::String(existing)) => *existing = format!("{existing},{value}"),
+            _ => {
+                headers.insert(name.as_str().to_owned(), Value::String(value));
+            }
+        }
+    }
+    let now = chrono::Utc::now();
+    let text = String::from_utf8(body.to_vec())
+        .map_err(|_| (StatusCode::BAD_REQUEST, "the local door passes UTF-8 bodies only".to_owned()))?;
+    Ok(json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": parts.uri.path(),
+        "rawQueryString": parts.uri.query().unwrap_or_default(),
+        "headers": headers,
+        "requestContext": {
+            "accountId": "anonymous",
+            "apiId": "local",
+            "domainName": "local.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "local",
+            "http": {
+                "method": parts.method.as_str(),
+                "path": parts.uri.path(),
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": parts.headers.get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or_default(),
+            },
+            "requestId": uuid::Uuid::new_v4().to_string(),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": now.format("%d/%b/%Y:%H:%M:%S %z").to_string(),
+            "timeEpoch": now.timestamp_millis(),
+        },
+        "body": text,
+        "isBase64Encoded": false,
+    }))
+}
+
+/// A buffered function answer (`{statusCode, headers, body}`) as an HTTP response.
+fn buffered(v: &Value) -> Response<Body> {
+    let mut response = Response::builder().status(v["statusCode"].as_u64().unwrap_or(502) as u16);
+    for (name, value) in v["headers"].as_object().into_iter().flatten() {
+        if let (Ok(name), Some(value)) = (HeaderName::try_from(name.as_str()), value.as_str()) {
+            response = response.header(name, value);
+        }
+    }
+    let body = v["body"].as_str().unwrap_or_default().to_owned();
+    response.body(body.into()).unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// A streamed function answer: its prelude (status, headers) up to the eight NUL bytes, then
+/// every chunk passed on as it arrives.
+async fn streamed(mut chunks: tokio::sync::mpsc::Receiver<Bytes>) -> Result<Response<Body>, (StatusCode, String)> {
+    const SEPARATOR: &[u8] = &[0; 8];
+    let mut head = Vec::new();
+    let (prelude, rest) = loop {
+        let Some(chunk) = chunks.recv().await else {
+            return Err((StatusCode::BAD_GATEWAY, "the stream ended before its prelude".into()));
+        };
+        head.extend_from_slice(&chunk);
+        if let Some(at) = head.windows(SEPARATOR.len()).position(|w| w == SEPARATOR) {
+            break (head[..at].to_vec(), Bytes::copy_from_slice(&head[at + SEPARATOR.len()..]));
+        }
+    };
+    let prelude: Value = serde_json::from_slice(&prelude).map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
+    let mut response = Response::builder().status(prelude["statusCode"].as_u64().unwrap_or(200) as u16);
+    for (name, value) in prelude["headers"].as_object().into_iter().flatten() {
+        if let (Ok(name), Some(value)) = (HeaderName::try_from(name.as_str()), value.as_str()) {
+            response = response.header(name, value);
+        }
+    }
+    let body = futures::stream::once(async move { rest })
+        .chain(futures::stream::unfold(chunks, |mut chunks| async move { chunks.recv().await.map(|c| (c, chunks)) }))
+        .filter(|c| std::future::ready(!c.is_empty()))
+        .map(Ok::<_, Infallible>);
+    response.body(Body::from_stream(body)).map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))
+}
