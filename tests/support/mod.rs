@@ -33,6 +33,15 @@ pub fn as_backend(req: Request) -> Request {
     )
 }
 
+/// `req` signed by another IAM role of the account, `role`.
+pub fn as_role(req: Request, role: &str) -> Request {
+    with_authorizer(
+        req,
+        serde_json::json!({"iam": {"accountId": "123456789012", "callerId": "AROAOTHER:s",
+        "userArn": format!("arn:aws:sts::123456789012:assumed-role/{role}/s"), "userId": "AROAOTHER:s"}}),
+    )
+}
+
 /// `req` as API Gateway passes it after its JWT authorizer verified a token whose `sub` is `user`.
 pub fn as_user(req: Request, user: &str) -> Request {
     with_authorizer(

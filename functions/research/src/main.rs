@@ -1,14 +1,15 @@
-//! Lambda entrypoint of `research`: build the agents once, then serve with response streaming.
+//! Lambda entrypoint of `research`: build the agents once, then serve with response streaming
+//! (a run that outlives its first stream keeps the environment from freezing: `stream::run`).
 
-use lambda_http::{Error, Request, run_with_streaming_response, service_fn};
+use lambda_http::{Error, Request};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::http::logging::init();
-    let app = research::App::from_env().await?;
-    run_with_streaming_response(service_fn(|req: Request| {
-        let app = &app;
-        async move { Ok::<_, Error>(research::handle(app, req).await) }
-    }))
+    let app = std::sync::Arc::new(research::App::from_env().await?);
+    shared::http::stream::run(|req: Request| {
+        let app = std::sync::Arc::clone(&app);
+        async move { research::handle(&app, req).await }
+    })
     .await
 }

@@ -67,6 +67,8 @@ pub enum Event {
     Error {
         message: String,
     },
+    /// Its owner stopped the research (an addition to seed 003's events).
+    Cancelled,
 }
 
 impl Event {
@@ -77,6 +79,7 @@ impl Event {
             Self::NodeDetail { .. } => "node_detail",
             Self::Complete { .. } => "complete",
             Self::Error { .. } => "error",
+            Self::Cancelled => "cancelled",
         }
     }
 
@@ -99,6 +102,7 @@ impl Event {
                 json!({"total_nodes": total_nodes, "detailed_nodes": detailed_nodes})
             }
             Self::Error { message } => json!({"error": "research_failed", "message": message}),
+            Self::Cancelled => json!({"cancelled": true, "message": "the research was stopped by its owner"}),
         }
     }
 
