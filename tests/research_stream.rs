@@ -483,7 +483,8 @@ async fn the_status_and_a_long_replay(kind: StoreKind) {
 
     let long = new_session(&app, "iPhone").await;
     let now = app.clock.now();
-    assert!(shared::timeline::sessions::claim_run(&*app.records, &long, now).await.unwrap());
+    let hour = Duration::from_secs(3600);
+    assert!(shared::timeline::sessions::claim_run(&*app.records, &long, hour, now).await.unwrap());
     let progress = shared::timeline::Event::Progress { phase: "detail", message: "m", percent: 0 };
     for seq in 1..200 {
         shared::timeline::sessions::log(&*app.records, &long, seq, &progress, now).await.unwrap();
@@ -496,6 +497,54 @@ async fn the_status_and_a_long_replay(kind: StoreKind) {
     println!("figure: replay of 200 stored events after a reconnect ({kind:?}): {:.1} ms", took.as_secs_f64() * 1000.0);
     assert_eq!(replayed.iter().map(|(id, _, _)| *id).collect::<Vec<_>>(), (1..=200).collect::<Vec<_>>());
     assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+// Issue 40: every stream ends. A reconnect after the end is a 204 (EventSource stops); an id past
+// the last is a 400; a research cancelled before its first stream never runs; cancelling an
+// ended one changes nothing; a run past its deadline with no end (its container died) is ended
+// with `error` by the next reader or status.
+async fn every_stream_ends(kind: StoreKind) {
+    use shared::timeline::sessions;
+    let fake = Arc::new(FakeLlm { nodes: 2, ..FakeLlm::default() });
+    let (app, clock, _g) = app(kind, Some(&fake_llm(Arc::clone(&fake)).await)).await;
+    let done = new_session(&app, "iPhone").await;
+    let all: Vec<(u32, String, Value)> = events_after(&app, &done, None).await.collect().await;
+    let last = all.last().unwrap().0;
+    let reconnect = |after: u32| {
+        let mut req = lambda_http::http::Request::builder()
+            .method("GET")
+            .uri(format!("/api/research/{done}/stream"))
+            .body(Body::Empty)
+            .unwrap();
+        req.headers_mut().insert("last-event-id", after.to_string().parse().unwrap());
+        research::handle(&app, integration::as_backend(req))
+    };
+    assert_eq!(reconnect(last).await.status(), 204, "nothing after the end");
+    let (status, r) = json_of(reconnect(last + 1).await).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_last_event_id")));
+    let (status, r) = json_of(request(&app, "DELETE", &format!("/api/research/{done}"), "").await).await;
+    assert_eq!((status, r["cancelled"].as_bool()), (200, Some(false)), "an ended research is not cancelled");
+
+    let requests = fake.requests.load(Ordering::SeqCst);
+    let early = new_session(&app, "iPhone").await;
+    let (status, _) = json_of(request(&app, "DELETE", &format!("/api/research/{early}"), "").await).await;
+    assert_eq!(status, 202);
+    let got: Vec<(u32, String, Value)> = events_after(&app, &early, None).await.collect().await;
+    assert_eq!(got.iter().map(|(id, n, _)| (*id, n.as_str())).collect::<Vec<_>>(), [(1, "cancelled")]);
+    assert_eq!(fake.requests.load(Ordering::SeqCst), requests, "a research cancelled before it started never ran");
+
+    let dead = new_session(&app, "iPhone").await;
+    let now = app.clock.now();
+    assert!(sessions::claim_run(&*app.records, &dead, Duration::from_secs(60), now).await.unwrap());
+    let progress = shared::timeline::Event::Progress { phase: "skeleton", message: "m", percent: 0 };
+    sessions::log(&*app.records, &dead, 1, &progress, now).await.unwrap();
+    let (_, r) = json_of(request(&app, "GET", &format!("/api/research/{dead}"), "").await).await;
+    assert_eq!(r["status"], "running", "inside its deadline");
+    clock.advance(chrono::Duration::seconds(91));
+    let (_, r) = json_of(request(&app, "GET", &format!("/api/research/{dead}"), "").await).await;
+    assert_eq!(r["status"], "failed", "past its deadline with no end: {r}");
+    let got: Vec<(u32, String, Value)> = events_after(&app, &dead, Some(1)).await.collect().await;
+    assert_eq!(got.iter().map(|(id, n, _)| (*id, n.as_str())).collect::<Vec<_>>(), [(2, "error")]);
 }
 
 // Given unknown or expired sessions and bad input, then JSON errors; a session's stream may be
@@ -545,5 +594,6 @@ on_both_stores!(
     a_client_that_leaves_misses_nothing_when_it_reconnects,
     the_owner_cancels_a_research_and_billing_stops,
     the_status_and_a_long_replay,
+    every_stream_ends,
     sessions_expire_and_bad_input_is_refused,
 );

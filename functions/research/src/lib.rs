@@ -11,7 +11,11 @@
 //! - `GET /api/research/{session_id}` -> `{session_id, topic, language, status, events}`: the
 //!   status (`waiting`, `running`, `complete`, `failed`, `cancelled`) and every event so far.
 //! - `DELETE /api/research/{session_id}` -> 202: the research stops within about a second (its
-//!   model and search calls are dropped) and its streams end with `cancelled`.
+//!   model and search calls are dropped) and its streams end with `cancelled`; one that never
+//!   started never will; 200 `cancelled: false` for one already ended.
+//!
+//! A reconnect after the end is a 204 (`EventSource` stops reconnecting); a run past its deadline
+//! with no ending event (its container died) is ended with `error` by the next reader.
 //!
 //! Every route serves only a SigV4-signed caller (401 without the IAM identity in the request
 //! context); a session is its creator's (another caller's id is a 404).
@@ -45,6 +49,15 @@ const STORE_TIME: Duration = Duration::from_secs(2);
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Kept back from Lambda's deadline: a stream ends this long before it (the client reconnects).
 const STREAM_RESERVE: Duration = Duration::from_secs(2);
+/// A run this long past its deadline without an ending event is dead (its container died, or
+/// its claim's answer was lost): the next reader ends it with `error`.
+const DEAD_AFTER: Duration = Duration::from_secs(30);
+/// How long a quiet stream waits between looks for a dead run.
+const DEAD_CHECK: Duration = Duration::from_secs(5);
+/// Tries at storing one event of a run (the waits between them double from 200 ms).
+const STORE_TRIES: u32 = 5;
+/// The longest a run may take when Lambda gives no deadline (as the function's timeout).
+const RUN_LIMIT: Duration = Duration::from_secs(900);
 
 /// What the research routes need, built once per process.
 pub struct App {
@@ -101,13 +114,18 @@ async fn create(app: &App, req: &Request, owner: &str) -> Result<Response<Respon
 /// The id of the last event the client saw: `Last-Event-ID` (what `EventSource` sends when it
 /// reconnects) or the `lastEventId` query parameter; 0 for none.
 fn last_event_id(req: &Request) -> Result<u32> {
-    let header = req.headers().get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let invalid = |id: &str| {
+        Error::invalid("invalid_last_event_id", format!("Last-Event-ID {id:?} is not an event id of this stream"))
+    };
+    let header = match req.headers().get("last-event-id").map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(v)) => Some(v.to_owned()),
+        Some(Err(_)) => return Err(invalid("(not text)")),
+    };
     let query = req.query_string_parameters_ref().and_then(|q| q.first("lastEventId").map(str::to_owned));
     match header.or(query).as_deref().map(str::trim) {
         None | Some("") => Ok(0),
-        Some(id) => id.parse().map_err(|_| {
-            Error::invalid("invalid_last_event_id", format!("Last-Event-ID {id:?} is not an event id of this stream"))
-        }),
+        Some(id) => id.parse().map_err(|_| invalid(id)),
     }
 }
 
@@ -116,9 +134,29 @@ async fn stream(app: &App, req: &Request, id: &str, owner: &str) -> Result<Respo
     let after = last_event_id(req)?;
     let now = app.clock.now();
     let proposal = sessions::load(&*app.records, id, owner, now).await?;
+    if after > 0 {
+        // A reconnect: after the end there is nothing more (204 stops EventSource reconnecting);
+        // an id past the last stored one is not this stream's.
+        let invalid = |why: String| Err(Error::invalid("invalid_last_event_id", why));
+        match sessions::last(&*app.records, id, now).await? {
+            Some(last) if after > last.seq => {
+                return invalid(format!("event {after} is past this stream's last ({})", last.seq));
+            }
+            Some(last) if last.ends() && after == last.seq => {
+                return Ok(whole(Response::builder().status(204).body(lambda_http::Body::Empty).expect("valid")));
+            }
+            Some(_) => {}
+            None => return invalid(format!("event {after} is not in this stream yet")),
+        }
+    }
     let left = http::time_left(req);
-    if sessions::claim_run(&*app.records, id, now).await? {
-        start(app, proposal, id, left, req.extensions().get::<Ticket>().cloned());
+    if sessions::claim_run(&*app.records, id, left.unwrap_or(RUN_LIMIT), now).await? {
+        if sessions::cancelled(&*app.records, id, now).await? {
+            // Cancelled before it started: it never runs.
+            sessions::log(&*app.records, id, 1, &Event::Cancelled, now).await?;
+        } else {
+            start(app, proposal, id, left, req.extensions().get::<Ticket>().cloned());
+        }
     }
     let until = left.map(|l| tokio::time::Instant::now() + l.saturating_sub(STREAM_RESERVE));
     let reader = Reader {
@@ -128,6 +166,7 @@ async fn stream(app: &App, req: &Request, id: &str, owner: &str) -> Result<Respo
         after,
         until,
         quiet_since: tokio::time::Instant::now(),
+        checked: tokio::time::Instant::now(),
         ended: false,
     };
     let chunks = futures::stream::unfold(reader, |mut reader| async move {
@@ -180,14 +219,20 @@ fn start(app: &App, proposal: Proposal, id: &str, left: Option<Duration>, ticket
             let mut seq = 0;
             while let Some(event) = rx.recv().await {
                 seq += 1;
-                let stored = bounded(
-                    STORE_TIME,
-                    "storing a research event",
-                    sessions::log(&*records, &session, seq, &event, clock.now()),
-                )
-                .await;
-                if let Err(e) = stored {
-                    tracing::error!(session = %session, seq, error = %e, "a research event was not stored; readers miss it");
+                // Readers skip a place never filled: each event is tried until it is stored.
+                let mut wait = Duration::from_millis(200);
+                for attempt in 1..=STORE_TRIES {
+                    let log = sessions::log(&*records, &session, seq, &event, clock.now());
+                    match bounded(STORE_TIME, "storing a research event", log).await {
+                        Ok(()) => break,
+                        Err(e) if attempt == STORE_TRIES => {
+                            tracing::error!(session = %session, seq, error = %e, "a research event was not stored; readers miss it");
+                        }
+                        Err(_) => {
+                            tokio::time::sleep(wait).await;
+                            wait *= 2;
+                        }
+                    }
                 }
             }
         };
@@ -205,26 +250,40 @@ struct Reader {
     after: u32,
     until: Option<tokio::time::Instant>,
     quiet_since: tokio::time::Instant,
+    /// When it last looked for a dead run.
+    checked: tokio::time::Instant,
     ended: bool,
 }
 
 impl Reader {
     async fn next(&mut self) -> Option<Bytes> {
         loop {
-            if self.ended || self.until.is_some_and(|u| tokio::time::Instant::now() >= u) {
+            let left = self.until.map(|u| u.saturating_duration_since(tokio::time::Instant::now()));
+            if self.ended || left.is_some_and(|l| l.is_zero()) {
                 return None;
             }
+            // No store call or wait runs past the stream's end.
+            let (read_time, wait) = left.map_or((STORE_TIME, POLL), |l| (STORE_TIME.min(l), POLL.min(l)));
             let read = sessions::events_after(&*self.records, &self.session, self.after, self.clock.now());
-            match bounded(STORE_TIME, "reading research events", read).await {
+            match bounded(read_time, "reading research events", read).await {
                 Ok(events) if !events.is_empty() => return Some(self.frames(&events)),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(session = %self.session, error = %e, "research events not read; retrying"),
+            }
+            if self.checked.elapsed() >= DEAD_CHECK {
+                self.checked = tokio::time::Instant::now();
+                let end = sessions::end_if_dead(&*self.records, &self.session, DEAD_AFTER, self.clock.now());
+                if let Ok(Some(end)) = bounded(read_time, "ending a dead run", end).await
+                    && end.seq <= self.after
+                {
+                    return None;
+                }
             }
             if self.quiet_since.elapsed() >= KEEPALIVE {
                 self.quiet_since = tokio::time::Instant::now();
                 return Some(Bytes::from_static(b": keepalive\n\n"));
             }
-            tokio::time::sleep(POLL).await;
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -250,12 +309,13 @@ async fn status(app: &App, id: &str, owner: &str) -> Result<Response<ResponseBod
     sessions::check_id(id)?;
     let now = app.clock.now();
     let proposal = sessions::load(&*app.records, id, owner, now).await?;
+    sessions::end_if_dead(&*app.records, id, DEAD_AFTER, now).await?;
     let events = sessions::events_after(&*app.records, id, 0, now).await?;
     let status = match events.last().map(|e| e.name.as_str()) {
         Some("complete") => "complete",
         Some("error") => "failed",
         Some("cancelled") => "cancelled",
-        _ if sessions::started(&*app.records, id, now).await?.is_some() => "running",
+        _ if sessions::deadline(&*app.records, id, now).await?.is_some() => "running",
         _ => "waiting",
     };
     let events: Vec<_> =
@@ -271,6 +331,9 @@ async fn cancel(app: &App, id: &str, owner: &str) -> Result<Response<ResponseBod
     sessions::check_id(id)?;
     let now = app.clock.now();
     sessions::load(&*app.records, id, owner, now).await?;
+    if sessions::last(&*app.records, id, now).await?.is_some_and(|last| last.ends()) {
+        return Ok(whole(http::json(200, &serde_json::json!({"session_id": id, "cancelled": false}))));
+    }
     sessions::cancel(&*app.records, id, now).await?;
     Ok(whole(http::json(202, &serde_json::json!({"session_id": id, "cancelled": true}))))
 }

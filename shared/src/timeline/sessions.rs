@@ -55,21 +55,60 @@ pub async fn load(records: &dyn RecordStore, id: &str, owner: &str, now: DateTim
     }
 }
 
-/// Claims the one run of session `id`; false if it was already started.
-pub async fn claim_run(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> Result<bool> {
+/// Claims the one run of session `id`, which must end within `limit`; false if it was already
+/// started.
+pub async fn claim_run(
+    records: &dyn RecordStore,
+    id: &str,
+    limit: std::time::Duration,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let deadline = now + Duration::from_std(limit).unwrap_or(Duration::hours(TTL_HOURS));
     let record = Record {
         pk: partition(id),
         sk: "STREAM".into(),
         expires_at: expires(now),
-        body: json!({"startedAt": crate::core::time::format(&now)}),
+        body: json!({"startedAt": crate::core::time::format(&now), "deadline": crate::core::time::format(&deadline)}),
     };
     records.put_new(&record, now.timestamp()).await
 }
 
-/// When the run of session `id` started, if it did.
-pub async fn started(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
+/// The deadline of session `id`'s run, if it started.
+pub async fn deadline(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
     let record = records.get(&partition(id), "STREAM", now.timestamp()).await?;
-    Ok(record.and_then(|r| r.body["startedAt"].as_str().and_then(|t| t.parse().ok())))
+    Ok(record.map(|r| r.body["deadline"].as_str().and_then(|t| t.parse().ok()).unwrap_or(now)))
+}
+
+/// The last stored event of session `id`'s run.
+pub async fn last(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> Result<Option<Logged>> {
+    let rows = records.latest(&partition(id), "E#", "E#~", 1, now.timestamp()).await?;
+    Ok(rows.into_iter().next().and_then(logged))
+}
+
+/// Ends a run that is past its deadline by `grace` without an ending event (its container died,
+/// or its claim's answer was lost): stores `error` after its last event, unless an event took
+/// that place. The session's ending event, if it has one now.
+pub async fn end_if_dead(
+    records: &dyn RecordStore,
+    id: &str,
+    grace: std::time::Duration,
+    now: DateTime<Utc>,
+) -> Result<Option<Logged>> {
+    let grace = Duration::from_std(grace).unwrap_or_default();
+    let last = last(records, id, now).await?;
+    if let Some(last) = last.as_ref().filter(|l| l.ends()) {
+        return Ok(Some(last.clone()));
+    }
+    match deadline(records, id, now).await? {
+        Some(deadline) if now > deadline + grace => {}
+        _ => return Ok(None),
+    }
+    let seq = last.map_or(1, |l| l.seq + 1);
+    let event = Event::Error { message: "The research stopped before it finished. Please start a new one.".into() };
+    let record = event_record(id, seq, &event, now);
+    records.put_new(&record, now.timestamp()).await?;
+    tracing::warn!(session = id, seq, "a research run past its deadline was ended");
+    Ok(Some(Logged { seq, name: event.name().into(), data: event.data() }))
 }
 
 /// One stored event of a run.
@@ -97,31 +136,32 @@ fn event_key(seq: u32) -> String {
     format!("E#{seq:06}")
 }
 
-/// Stores `event` as the `seq`th of session `id`'s run.
+fn event_record(id: &str, seq: u32, event: &Event, now: DateTime<Utc>) -> Record {
+    Record {
+        pk: partition(id),
+        sk: event_key(seq),
+        expires_at: expires(now),
+        body: json!({"event": event.name(), "data": event.data()}),
+    }
+}
+
+fn logged(r: Record) -> Option<Logged> {
+    Some(Logged {
+        seq: r.sk.strip_prefix("E#")?.parse().ok()?,
+        name: r.body["event"].as_str()?.to_owned(),
+        data: r.body["data"].clone(),
+    })
+}
+
+/// Stores `event` as the `seq`th of session `id`'s run (again, harmlessly, on a retry).
 pub async fn log(records: &dyn RecordStore, id: &str, seq: u32, event: &Event, now: DateTime<Utc>) -> Result<()> {
-    records
-        .put(&Record {
-            pk: partition(id),
-            sk: event_key(seq),
-            expires_at: expires(now),
-            body: json!({"event": event.name(), "data": event.data()}),
-        })
-        .await
+    records.put(&event_record(id, seq, event, now)).await
 }
 
 /// The stored events of session `id` after the `after`th, in order.
 pub async fn events_after(records: &dyn RecordStore, id: &str, after: u32, now: DateTime<Utc>) -> Result<Vec<Logged>> {
     let rows = records.query(&partition(id), &event_key(after.saturating_add(1)), "E#~", now.timestamp()).await?;
-    let mut logged: Vec<Logged> = rows
-        .into_iter()
-        .filter_map(|r| {
-            Some(Logged {
-                seq: r.sk.strip_prefix("E#")?.parse().ok()?,
-                name: r.body["event"].as_str()?.to_owned(),
-                data: r.body["data"].clone(),
-            })
-        })
-        .collect();
+    let mut logged: Vec<Logged> = rows.into_iter().filter_map(logged).collect();
     logged.sort_by_key(|l| l.seq);
     Ok(logged)
 }
