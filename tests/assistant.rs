@@ -128,6 +128,11 @@ async fn search_web_feeds_three_results_back_to_the_model(kind: StoreKind) {
     assert!(llm.iter().all(|c| c.agent == "assistant" && c.input_tokens == 1000 && c.cost_usd > 0.0), "{llm:?}");
     let tavily: Vec<_> = costs.iter().filter(|c| c.provider == "tavily").collect();
     assert_eq!((tavily.len(), tavily[0].agent.as_str()), (1, "assistant"));
+    // Each search of a reply keeps its sources under its own id, `<request>_<call>`.
+    assert_eq!(tavily[0].request_id, format!("{}_0", llm[0].request_id));
+    let stored = shared::web::sources::list(&*h.rag.records, &tavily[0].request_id, h.rag.clock.now()).await.unwrap();
+    let stored: Vec<String> = stored.unwrap_or_default().into_iter().map(|s| s.url).collect();
+    assert_eq!(stored, urls, "the call's sources are stored under its id");
 }
 
 // Seed 002, "API 调用失败处理": when Tavily fails, the model gets a JSON string {"error": ...}

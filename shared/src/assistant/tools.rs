@@ -94,13 +94,15 @@ impl Toolbox<'_> {
         }
     }
 
-    async fn search_web(&self, web: &web::Tools, arguments: &Value) -> String {
+    /// `search_web` as the reply's `call`th tool call: its cost and sources are kept under the
+    /// request id `<request>_<call>`, so two searches of one reply never overwrite each other.
+    async fn search_web(&self, web: &web::Tools, arguments: &Value, call: usize) -> String {
         let Some(query) = arguments.get("query").and_then(Value::as_str).map(str::trim).filter(|q| !q.is_empty())
         else {
             return error_string("invalid_arguments", "query is required");
         };
         let query: String = query.chars().take(400).collect();
-        match web.search_web(&query, AGENT, self.request_id).await {
+        match web.search_web(&query, AGENT, &format!("{}_{call}", self.request_id)).await {
             Ok(answer) => {
                 let found: Vec<WebResult> = serde_json::from_str(&answer.result).unwrap_or_default();
                 let mut sources = self.sources.lock().expect("not poisoned");
@@ -178,7 +180,8 @@ impl crate::llm::agent::Tools for Toolbox<'_> {
     }
 
     async fn call(&self, name: &str, arguments: Value) -> String {
-        let id = format!("call-{}", self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let call = self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("call-{call}");
         let _ =
             self.events.send(Event::ToolStarted { id: id.clone(), name: name.to_owned(), input: arguments.clone() });
         let in_time = tokio::time::Instant::now() + self.tool_time <= self.deadline;
@@ -186,7 +189,7 @@ impl crate::llm::agent::Tools for Toolbox<'_> {
             None => error_string("unknown_tool", &format!("no tool {name} in this conversation")),
             Some(_) if !in_time => error_string("out_of_time", "no time is left for tools: answer with what you have"),
             Some(Offered::Explore) => self.explore(arguments).await,
-            Some(Offered::Web(web)) => self.search_web(web, &arguments).await,
+            Some(Offered::Web(web)) => self.search_web(web, &arguments, call).await,
             Some(Offered::App(tool)) => {
                 let call = self.used.lock().expect("not poisoned").len();
                 let key = format!("{}-{call}", self.request_id);
