@@ -39,9 +39,13 @@ struct Shared {
     /// The Extensions API: each invocation the function takes is an INVOKE event for its
     /// registered extension (the functions register an internal one, `http::stream::run`).
     registered: Arc<std::sync::atomic::AtomicBool>,
-    invoked: mpsc::UnboundedSender<String>,
-    invokes: Arc<Mutex<mpsc::UnboundedReceiver<String>>>,
+    /// Each invocation taken: its id and deadline (ms since the epoch).
+    invoked: mpsc::UnboundedSender<(String, u64)>,
+    invokes: Arc<Mutex<mpsc::UnboundedReceiver<(String, u64)>>>,
 }
+
+/// The ARN every local invocation names.
+const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:local";
 
 /// The emulated Runtime API and the function process it serves.
 pub struct RuntimeApi {
@@ -135,17 +139,15 @@ async fn next(State(s): State<Shared>) -> impl IntoResponse {
         return (StatusCode::GONE, HeaderMap::new(), String::new());
     };
     let mut headers = HeaderMap::new();
-    let deadline =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() + 60_000;
+    let deadline = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis()
+        as u64
+        + 60_000;
     headers.insert("lambda-runtime-aws-request-id", HeaderValue::from_str(&id).expect("ascii id"));
-    headers.insert("lambda-runtime-deadline-ms", HeaderValue::from(deadline as u64));
-    headers.insert(
-        "lambda-runtime-invoked-function-arn",
-        HeaderValue::from_static("arn:aws:lambda:us-east-1:123456789012:function:local"),
-    );
+    headers.insert("lambda-runtime-deadline-ms", HeaderValue::from(deadline));
+    headers.insert("lambda-runtime-invoked-function-arn", HeaderValue::from_static(FUNCTION_ARN));
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     if s.registered.load(std::sync::atomic::Ordering::SeqCst) {
-        let _ = s.invoked.send(id);
+        let _ = s.invoked.send((id, deadline));
     }
     (StatusCode::OK, headers, event.to_string())
 }
@@ -160,14 +162,12 @@ async fn register(State(s): State<Shared>) -> impl IntoResponse {
 
 /// The next INVOKE event for the extension, once the function took its invocation.
 async fn extension_next(State(s): State<Shared>) -> impl IntoResponse {
-    let Some(id) = s.invokes.lock().await.recv().await else {
+    let Some((id, deadline)) = s.invokes.lock().await.recv().await else {
         return (StatusCode::GONE, String::new());
     };
-    let deadline =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() + 60_000;
     let event = serde_json::json!({
-        "eventType": "INVOKE", "deadlineMs": deadline as u64, "requestId": id,
-        "invokedFunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:local",
+        "eventType": "INVOKE", "deadlineMs": deadline, "requestId": id,
+        "invokedFunctionArn": FUNCTION_ARN,
         "tracing": {"type": "X-Amzn-Trace-Id", "value": ""},
     });
     (StatusCode::OK, event.to_string())

@@ -159,14 +159,20 @@ async fn function_url_event(request: Request<Body>) -> Result<Value, (StatusCode
     }))
 }
 
-/// A buffered function answer (`{statusCode, headers, body}`) as an HTTP response.
-fn buffered(v: &Value) -> Response<Body> {
-    let mut response = Response::builder().status(v["statusCode"].as_u64().unwrap_or(502) as u16);
+/// The status (`statusCode`, else `default`) and headers of a function's answer or prelude.
+fn status_and_headers(v: &Value, default: u16) -> axum::http::response::Builder {
+    let mut response = Response::builder().status(v["statusCode"].as_u64().map_or(default, |s| s as u16));
     for (name, value) in v["headers"].as_object().into_iter().flatten() {
         if let (Ok(name), Some(value)) = (HeaderName::try_from(name.as_str()), value.as_str()) {
             response = response.header(name, value);
         }
     }
+    response
+}
+
+/// A buffered function answer (`{statusCode, headers, body}`) as an HTTP response.
+fn buffered(v: &Value) -> Response<Body> {
+    let response = status_and_headers(v, 502);
     let body = v["body"].as_str().unwrap_or_default().to_owned();
     response.body(body.into()).unwrap_or_else(|_| Response::new(Body::empty()))
 }
@@ -186,12 +192,7 @@ async fn streamed(mut chunks: tokio::sync::mpsc::Receiver<Bytes>) -> Result<Resp
         }
     };
     let prelude: Value = serde_json::from_slice(&prelude).map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
-    let mut response = Response::builder().status(prelude["statusCode"].as_u64().unwrap_or(200) as u16);
-    for (name, value) in prelude["headers"].as_object().into_iter().flatten() {
-        if let (Ok(name), Some(value)) = (HeaderName::try_from(name.as_str()), value.as_str()) {
-            response = response.header(name, value);
-        }
-    }
+    let response = status_and_headers(&prelude, 200);
     let body = futures::stream::once(async move { rest })
         .chain(futures::stream::unfold(chunks, |mut chunks| async move { chunks.recv().await.map(|c| (c, chunks)) }))
         .filter(|c| std::future::ready(!c.is_empty()))

@@ -32,7 +32,7 @@ use shared::core::config::Config;
 use shared::core::records::RecordStore;
 use shared::costs::quota::Quota;
 use shared::http::auth::Users;
-use shared::http::stream::{ResponseBody, Ticket, streamed, whole};
+use shared::http::stream::{ResponseBody, Ticket, no_content, streamed, whole};
 use shared::{Result, compose, http};
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -85,7 +85,7 @@ async fn route(app: Arc<App>, req: &Request, request_id: &str) -> Result<Respons
             app.users.verified(req).await?;
             shared::assistant::history::check_id(id)?;
             http::allow(req, "GET")?;
-            return Ok(whole(Response::builder().status(204).body(lambda_http::Body::Empty).expect("valid")));
+            return Ok(no_content());
         }
         _ => return Err(http::no_route(req)),
     }

@@ -30,7 +30,7 @@ use lambda_http::{Request, RequestExt, Response};
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
 use shared::core::records::{RecordStore, bounded};
-use shared::http::stream::{Ticket, streamed, whole};
+use shared::http::stream::{Ticket, no_content, streamed, whole};
 use shared::timeline::sessions::{self, Logged};
 use shared::timeline::{Event, Proposal, Timeline};
 use shared::{Error, Result, compose, http};
@@ -143,7 +143,7 @@ async fn stream(app: &App, req: &Request, id: &str, owner: &str) -> Result<Respo
                 return invalid(format!("event {after} is past this stream's last ({})", last.seq));
             }
             Some(last) if last.ends() && after == last.seq => {
-                return Ok(whole(Response::builder().status(204).body(lambda_http::Body::Empty).expect("valid")));
+                return Ok(no_content());
             }
             Some(_) => {}
             None => return invalid(format!("event {after} is not in this stream yet")),

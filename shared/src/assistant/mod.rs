@@ -67,11 +67,11 @@ pub struct ChatInput {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Body {
-    message: String,
-    conversation_id: Option<String>,
-    location: Option<Location>,
-    mode: Option<Mode>,
+pub(crate) struct Body {
+    pub(crate) message: String,
+    pub(crate) conversation_id: Option<String>,
+    pub(crate) location: Option<Location>,
+    pub(crate) mode: Option<Mode>,
 }
 
 #[derive(Deserialize)]
@@ -85,18 +85,11 @@ impl ChatInput {
     /// Parses `{message, conversationId?, location?: {lat, lng}, mode?}`; each mistake names its
     /// field.
     pub fn from_json(body: &[u8]) -> Result<Self> {
-        let body: Body = crate::core::json::typed_body(body, "invalid_chat")?;
-        Self::checked(body.message, body.conversation_id, body.location, body.mode)
+        Self::checked(crate::core::json::typed_body(body, "invalid_chat")?)
     }
 
-    /// Each part checked; each mistake names its field.
-    fn checked(
-        message: String,
-        conversation_id: Option<String>,
-        location: Option<Location>,
-        mode: Option<Mode>,
-    ) -> Result<Self> {
-        let body = Body { message, conversation_id, location, mode };
+    /// `body` checked part by part; each mistake names its field.
+    pub(crate) fn checked(body: Body) -> Result<Self> {
         let message = body.message.trim().to_owned();
         if message.is_empty() || message.chars().count() > MAX_MESSAGE_CHARS {
             return Err(Error::invalid("invalid_chat", format!("message must be 1-{MAX_MESSAGE_CHARS} characters")));

@@ -12,7 +12,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ChatInput, Event, Location};
+use super::{Body, ChatInput, Event, Location};
 use crate::assistant::intent::Mode;
 use crate::core::error::{Error, Result};
 
@@ -67,7 +67,13 @@ pub fn input(body: &[u8]) -> Result<ChatInput> {
         .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
         .filter_map(|p| p.get("text").and_then(Value::as_str))
         .collect();
-    let mut input = ChatInput::checked(text.join("\n"), Some(request.id), request.location, request.mode)?;
+    let body = Body {
+        message: text.join("\n"),
+        conversation_id: Some(request.id),
+        location: request.location,
+        mode: request.mode,
+    };
+    let mut input = ChatInput::checked(body)?;
     input.client_named = true;
     Ok(input)
 }

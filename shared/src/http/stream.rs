@@ -95,6 +95,11 @@ pub fn whole(response: Response<Body>) -> Response<ResponseBody> {
     response.map(|body| Full::new(Bytes::copy_from_slice(body.as_ref())).boxed_unsync())
 }
 
+/// An answer with no body (204: nothing to stream).
+pub fn no_content() -> Response<ResponseBody> {
+    whole(Response::builder().status(204).body(Body::Empty).expect("status is valid"))
+}
+
 /// A streamed body of `chunks`.
 pub fn streamed<S>(chunks: S) -> ResponseBody
 where

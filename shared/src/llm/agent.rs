@@ -110,19 +110,17 @@ impl Loop<'_> {
                 .hold(spec.name, llm.provider(), spec.model, &request.ceiling())
                 .await
                 .map_err(AgentError::Budget)?;
-            let sent_request: &ChatRequest = request;
-            let text = self.text;
+            let (sent, text): (&ChatRequest, _) = (request, self.text);
             let attempt = |_| async move {
-                let request = sent_request;
-                let Some(text) = text else { return llm.chat(request).await };
+                let Some(text) = text else { return llm.chat(sent).await };
                 // Once text reached the client, a broken stream is not retried: it would repeat.
-                let sent = std::sync::atomic::AtomicBool::new(false);
+                let told = std::sync::atomic::AtomicBool::new(false);
                 let tell = |piece: &str| {
-                    sent.store(true, std::sync::atomic::Ordering::Relaxed);
+                    told.store(true, std::sync::atomic::Ordering::Relaxed);
                     text(piece)
                 };
-                llm.chat_streaming(request, &tell).await.map_err(|e| {
-                    match sent.load(std::sync::atomic::Ordering::Relaxed) && e.retry_after().is_some() {
+                llm.chat_streaming(sent, &tell).await.map_err(|e| {
+                    match told.load(std::sync::atomic::Ordering::Relaxed) && e.retry_after().is_some() {
                         true => ProviderError::Interrupted(e.to_string()),
                         false => e,
                     }
