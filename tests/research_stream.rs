@@ -154,9 +154,8 @@ async fn app_with(
     vars.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
     let config = integration::config(&vars);
     let clock = Arc::new(ManualClock::new(Utc::now()));
-    let timeline =
-        shared::compose::timeline(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>).unwrap();
-    (research::App { timeline: Arc::new(timeline), records, clock: Arc::clone(&clock) as Arc<dyn Clock> }, clock, guard)
+    let app = research::App::new(&config, records, Arc::clone(&clock) as Arc<dyn Clock>).unwrap();
+    (app, clock, guard)
 }
 
 async fn request(
@@ -585,7 +584,110 @@ async fn sessions_expire_and_bad_input_is_refused(kind: StoreKind) {
     assert_eq!(status, 405);
 }
 
+/// Status and JSON of `req` through the research function.
+async fn send(app: &research::App, req: lambda_http::Request) -> (u16, Value) {
+    json_of(research::handle(app, req).await).await
+}
+
+fn bare(method: &str, path: &str, body: &str) -> lambda_http::Request {
+    lambda_http::http::Request::builder().method(method).uri(path).body(Body::from(body.to_owned())).unwrap()
+}
+
+/// `GET` of a `stream_url` as a browser's EventSource sends it: no header, the token in the query
+/// (as Lambda parses `rawQueryString`).
+fn open_link(stream_url: &str) -> lambda_http::Request {
+    use lambda_http::RequestExt;
+    let url = url::Url::parse(&format!("https://door.example{stream_url}")).unwrap();
+    let query: std::collections::HashMap<String, String> = url.query_pairs().into_owned().collect();
+    bare("GET", url.path(), "").with_query_string_parameters(query)
+}
+
+// Issue 40: a user (their verified token) and the backend (SigV4) each own what they create,
+// and see nothing of another's (404), even a user whose id reads like the backend's principal.
+// A session's stream_url opens its stream with no header, and nothing else: not another
+// session's stream, not its status, not a cancel; it expires after 30 minutes and the status
+// gives a fresh one. A user's research and each stream they open count against their quota,
+// and one whose budget an operator set to 0 is not begun.
+async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: StoreKind) {
+    let (app, clock, _g) = app_with(kind, None, None, &[("USER_QUOTA_PER_MINUTE", "3")]).await;
+    let topic = json!({"topic": "iPhone"}).to_string();
+    let (status, mine) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;
+    assert_eq!(status, 200, "{mine}");
+    let (mine_id, link) = (mine["session_id"].as_str().unwrap(), mine["stream_url"].as_str().unwrap());
+    assert!(link.starts_with(&format!("/api/research/{mine_id}/stream?token=")), "through the HTTP API a path: {link}");
+    let (status, theirs) = send(&app, integration::as_backend(bare("POST", "/api/research", &topic))).await;
+    assert_eq!(status, 200, "{theirs}");
+    let theirs_id = theirs["session_id"].as_str().unwrap();
+
+    // Each sees only their own.
+    let status_of = |id: &str| format!("/api/research/{id}");
+    assert_eq!(send(&app, integration::as_backend(bare("GET", &status_of(mine_id), ""))).await.0, 404);
+    assert_eq!(send(&app, integration::as_user(bare("GET", &status_of(theirs_id), ""), "u-1")).await.0, 404);
+    assert_eq!(send(&app, integration::as_user(bare("DELETE", &status_of(mine_id), ""), "u-2")).await.0, 404);
+    let lookalike = integration::as_user(bare("GET", &status_of(theirs_id), ""), "123456789012:role/activity-backend");
+    assert_eq!(send(&app, lookalike).await.0, 404, "a user named like the backend's principal");
+    let (status, r) = send(&app, integration::as_user(bare("GET", &status_of(mine_id), ""), "u-1")).await;
+    assert_eq!((status, r["status"].as_str()), (200, Some("waiting")), "{r}");
+
+    // The link opens this stream alone, with no header, to the end.
+    let response = research::handle(&app, open_link(link)).await;
+    assert_eq!(response.status(), 200);
+    let names: Vec<String> = response
+        .into_body()
+        .into_data_stream()
+        .eventsource()
+        .map(|e| e.expect("well-formed SSE").event)
+        .collect()
+        .await;
+    assert_eq!(names.last().map(String::as_str), Some("complete"), "{names:?}");
+    let other_session = link.replace(mine_id, theirs_id);
+    let (status, r) = send(&app, open_link(&other_session)).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (401, Some("unauthenticated")), "another session: {r}");
+    let token_only = link.replace("/stream?", "?");
+    assert_eq!(send(&app, open_link(&token_only)).await.0, 401, "the link does not read the status");
+    let mut cancel = open_link(&token_only);
+    *cancel.method_mut() = lambda_http::http::Method::DELETE;
+    assert_eq!(send(&app, cancel).await.0, 401, "nor cancel");
+    assert_eq!(send(&app, open_link(&format!("{link}x"))).await.0, 401, "a changed token");
+
+    // It expires; the status gives a fresh one.
+    clock.advance(chrono::Duration::minutes(31));
+    let (status, r) = send(&app, open_link(link)).await;
+    assert_eq!(status, 401, "expired: {r}");
+    let (status, r) = send(&app, integration::as_user(bare("GET", &status_of(mine_id), ""), "u-1")).await;
+    assert_eq!((status, r["status"].as_str()), (200, Some("complete")), "{r}");
+    let fresh = r["stream_url"].as_str().unwrap();
+    assert_ne!(fresh, link);
+    let mut reopened = open_link(fresh);
+    reopened.headers_mut().insert("last-event-id", "1".parse().unwrap());
+    let replayed = research::handle(&app, reopened).await;
+    assert_eq!(replayed.status(), 200, "the fresh link resumes");
+
+    // Quota (3 a minute): in this minute u-1 opened one stream; two researches more are let in,
+    // a third is refused (the refused links above counted nothing).
+    for _ in 0..2 {
+        let (status, r) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;
+        assert_eq!(status, 200, "{r}");
+    }
+    let (status, r) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "{r}");
+    let (status, _) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-2")).await;
+    assert_eq!(status, 200, "another user's quota is their own");
+
+    // A user an operator stopped (budget 0) begins no research.
+    shared::costs::budget::set_user_cap(&*app.records, "ops", "u-3", br#"{"usdPerDay": 0}"#, clock.now())
+        .await
+        .unwrap();
+    let (status, r) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-3")).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("user_budget_exceeded")), "{r}");
+
+    // Nobody else gets in.
+    assert_eq!(send(&app, bare("POST", "/api/research", &topic)).await.0, 401);
+    assert_eq!(send(&app, bare("GET", &format!("{}/stream", status_of(mine_id)), "")).await.0, 401);
+}
+
 on_both_stores!(
+    each_caller_owns_their_sessions_and_a_link_opens_one_stream,
     mock_mode_streams_the_whole_flow_in_order,
     detail_runs_are_bounded_and_delivered_in_completion_order,
     the_search_tool_gives_five_results_with_their_text,

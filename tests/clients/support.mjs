@@ -2,7 +2,7 @@
 // tokens, a fake OpenAI-compatible model that streams slowly, and `cargo xtask serve` (the real
 // assistant binary under the local Runtime API) pointed at both.
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,8 +54,9 @@ const KNOWN = new Set(['model', 'messages', 'temperature', 'max_tokens', 'tools'
 
 /** A fake OpenAI-compatible model (`POST /chat/completions`): a reply's pieces streamed
  * `delayMs` apart as `chat.completion.chunk`s, then usage and `[DONE]`. `script(request)` gives
- * `{pieces, delayMs}`. Every request is kept, with when each piece was written and whether the
- * client hung up before the end. */
+ * `{pieces, delayMs}`, or for a request that does not stream `{message, delayMs}`: that assistant
+ * message (tool calls or text) as one `chat.completion` after `delayMs`. Every request is kept,
+ * with when each piece was written and whether the client hung up before the end. */
 export async function startModel(script) {
   const calls = [];
   const server = createServer((req, res) => {
@@ -71,13 +72,16 @@ export async function startModel(script) {
       }
       const call = { request, written: [], hungUp: false, finished: false };
       calls.push(call);
-      const { pieces, delayMs } = script(request);
+      const { pieces = [], delayMs, message } = script(request);
       const base = { id: `chatcmpl-${calls.length}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: request.model };
       if (!request.stream) {
+        if (message) await new Promise((r) => setTimeout(r, delayMs ?? 0));
+        const reply = message ?? { role: 'assistant', content: pieces.join('') };
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ id: base.id, object: 'chat.completion', created: base.created, model: request.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: pieces.join('') }, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length } }));
+          choices: [{ index: 0, message: reply, finish_reason: reply.tool_calls ? 'tool_calls' : 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 } }));
+        call.finished = true;
         return;
       }
       res.on('close', () => { if (!call.finished) call.hungUp = true; });
@@ -123,4 +127,45 @@ export async function startDoor(env) {
     });
   });
   return { url, dataDir, close: () => child.kill() };
+}
+
+/** A proxy in front of `target` that cuts the first timeline stream through it (the client sees
+ * its connection drop, as on a phone losing signal) once `cutAfter` events went by. Each stream
+ * connection is kept: its `Last-Event-ID` header, the event ids it carried and in how many
+ * deliveries (a replay, then each event as the research stores it). The Host header
+ * is passed on, so the stream URLs the function gives name this proxy. */
+export async function startCutter(target, { cutAfter }) {
+  const streams = [];
+  const server = createServer((req, res) => {
+    const stream = /\/stream(\?|$)/.test(req.url) && req.method === 'GET';
+    const conn = { lastEventId: req.headers['last-event-id'] ?? null, ids: [], deliveries: 0, status: null, cut: false };
+    if (stream) streams.push(conn);
+    const cutting = stream && streams.length === 1;
+    const up = httpRequest(`${target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+      conn.status = answer.statusCode;
+      res.writeHead(answer.statusCode, answer.headers);
+      let text = '';
+      answer.on('data', (chunk) => {
+        if (conn.cut) return;
+        text += chunk;
+        const before = conn.ids.length;
+        conn.ids = [...text.matchAll(/^id: ?(\d+)$/gm)].map((m) => Number(m[1]));
+        if (conn.ids.length > before) conn.deliveries += 1;
+        const cut = cutting && conn.ids.length >= cutAfter;
+        if (cut) conn.cut = true;
+        // Cut once what was written reached the client: it had every id counted here.
+        res.write(chunk, () => {
+          if (!cut) return;
+          res.socket.destroy();
+          answer.destroy();
+        });
+      });
+      answer.on('end', () => res.end());
+      answer.on('error', () => res.destroy());
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  const url = await listen(server);
+  return { url, streams, close: () => server.close() };
 }

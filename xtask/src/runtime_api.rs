@@ -42,6 +42,10 @@ struct Shared {
     /// Each invocation taken: its id and deadline (ms since the epoch).
     invoked: mpsc::UnboundedSender<(String, u64)>,
     invokes: Arc<Mutex<mpsc::UnboundedReceiver<(String, u64)>>>,
+    /// Each invocation's time (the function's `Timeout`): its deadline is this after it is taken.
+    timeout: Duration,
+    /// Set once the function asks for its first invocation (its init is done).
+    polled: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// The ARN every local invocation names.
@@ -52,18 +56,28 @@ pub struct RuntimeApi {
     pub addr: SocketAddr,
     sender: mpsc::Sender<(String, Value)>,
     pending: Pending,
+    polled: tokio::sync::watch::Receiver<bool>,
 }
 
 impl RuntimeApi {
+    /// A Runtime API whose invocations each have 60 s.
     pub async fn start() -> std::io::Result<Self> {
+        Self::with_timeout(Duration::from_secs(60)).await
+    }
+
+    /// A Runtime API whose invocations each have `timeout` (as a function's `Timeout`).
+    pub async fn with_timeout(timeout: Duration) -> std::io::Result<Self> {
         let (sender, receiver) = mpsc::channel(16);
         let (invoked, invokes) = mpsc::unbounded_channel();
+        let (polled, polled_rx) = tokio::sync::watch::channel(false);
         let shared = Shared {
             queue: Arc::new(Mutex::new(receiver)),
             pending: Arc::default(),
             registered: Arc::default(),
             invoked,
             invokes: Arc::new(Mutex::new(invokes)),
+            timeout,
+            polled: Arc::new(polled),
         };
         let pending = Arc::clone(&shared.pending);
         let app = Router::new()
@@ -80,7 +94,13 @@ impl RuntimeApi {
             let _ = tcp.set_nodelay(true);
         });
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Ok(Self { addr, sender, pending })
+        Ok(Self { addr, sender, pending, polled: polled_rx })
+    }
+
+    /// Whether the function finished its init (asked for an invocation) within `within`.
+    pub async fn ready(&self, within: Duration) -> bool {
+        let mut polled = self.polled.clone();
+        tokio::time::timeout(within, polled.wait_for(|p| *p)).await.is_ok_and(|r| r.is_ok())
     }
 
     /// Starts `binary` as a Lambda function against this Runtime API, with `env` added.
@@ -134,6 +154,7 @@ impl RuntimeApi {
 }
 
 async fn next(State(s): State<Shared>) -> impl IntoResponse {
+    s.polled.send_replace(true);
     let item = s.queue.lock().await.recv().await;
     let Some((id, event)) = item else {
         return (StatusCode::GONE, HeaderMap::new(), String::new());
@@ -141,7 +162,7 @@ async fn next(State(s): State<Shared>) -> impl IntoResponse {
     let mut headers = HeaderMap::new();
     let deadline = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis()
         as u64
-        + 60_000;
+        + s.timeout.as_millis() as u64;
     headers.insert("lambda-runtime-aws-request-id", HeaderValue::from_str(&id).expect("ascii id"));
     headers.insert("lambda-runtime-deadline-ms", HeaderValue::from(deadline));
     headers.insert("lambda-runtime-invoked-function-arn", HeaderValue::from_static(FUNCTION_ARN));

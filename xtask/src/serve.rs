@@ -5,12 +5,18 @@
 //! authorizer: the function verifies the user's JWT itself against `JWT_ISSUER` and
 //! `JWT_AUDIENCE`), and a streamed answer passed back chunk by chunk. The environment (keys,
 //! `LLM_BASE_URL`, `JWT_*`, stores) reaches the functions as it is. Routes: `/chat` (the
-//! assistant). CORS: any origin (`CORS_ORIGINS`, comma-separated, narrows it), as the Function
-//! URL's `Cors` does for `AllowedOrigins` when deployed.
+//! assistant, one instance, 30 s an invocation) and `/api/research...` (the timeline,
+//! [`RESEARCH_INSTANCES`] instances, 900 s, one stream link key for all: `STREAM_TOKEN_KEY` or
+//! one drawn here). Each instance is one process serving one request at a time, as a Lambda
+//! environment does; a request goes to the least busy. CORS: any origin (`CORS_ORIGINS`,
+//! comma-separated, narrows it), as the Function URLs' `Cors` does for `AllowedOrigins`.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -27,27 +33,73 @@ use crate::runtime_api::{Reply, RuntimeApi};
 const ALLOW_HEADERS: &str = "authorization, content-type, accept, last-event-id";
 const EXPOSE_HEADERS: &str = "x-user-budget-left-usd, x-vercel-ai-ui-message-stream, retry-after";
 
+/// Concurrent timeline streams (readers, reconnects) the door serves.
+const RESEARCH_INSTANCES: usize = 4;
+
 struct Door {
     /// First path segment -> the function serving it.
-    functions: HashMap<&'static str, RuntimeApi>,
+    functions: HashMap<&'static str, Function>,
     origins: Option<Vec<String>>,
+}
+
+/// A function's instances: one process each, under its own Runtime API.
+struct Function {
+    instances: Vec<(RuntimeApi, Arc<AtomicUsize>)>,
     _processes: Vec<Child>,
+}
+
+impl Function {
+    /// `count` processes of `binary`, each invocation given `timeout`, with `env` added.
+    async fn start(binary: &Path, count: usize, timeout: Duration, env: &[(&str, String)]) -> crate::Result<Self> {
+        let (mut instances, mut processes) = (Vec::new(), Vec::new());
+        // One after another: each opens the local stores at its init, and is ready once it asks
+        // for its first request.
+        for _ in 0..count {
+            let api = RuntimeApi::with_timeout(timeout).await?;
+            processes.push(api.spawn(binary, env, false)?);
+            if !api.ready(Duration::from_secs(60)).await {
+                return Err(format!("{} did not start within 60 s (its error is above)", binary.display()).into());
+            }
+            instances.push((api, Arc::default()));
+        }
+        Ok(Self { instances, _processes: processes })
+    }
+
+    /// The least busy instance, counted busy until the returned guard is dropped.
+    fn least_busy(&self) -> (&RuntimeApi, Busy) {
+        let (api, busy) = self.instances.iter().min_by_key(|(_, b)| b.load(Ordering::SeqCst)).expect("one instance");
+        busy.fetch_add(1, Ordering::SeqCst);
+        (api, Busy(Arc::clone(busy)))
+    }
+}
+
+/// One request on an instance, until its answer is sent or dropped.
+struct Busy(Arc<AtomicUsize>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Builds the functions, starts them and serves on `127.0.0.1:$PORT` (default 8787; 0 picks a
 /// free port) until stopped. Prints `serving on http://127.0.0.1:<port>` once it answers.
 pub async fn run() -> crate::Result {
     crate::ensure_model()?;
-    let [assistant] = crate::build_functions(["assistant"], false)?;
+    let [assistant, research] = crate::build_functions(["assistant", "research"], false)?;
     if std::env::var_os("JWT_ISSUER").is_none() {
-        eprintln!("JWT_ISSUER is not set: every /chat is refused (401). Set JWT_ISSUER and JWT_AUDIENCE.");
+        eprintln!("JWT_ISSUER is not set: every request is refused (401). Set JWT_ISSUER and JWT_AUDIENCE.");
     }
-    let api = RuntimeApi::start().await?;
-    let process = api.spawn(&assistant, &[], false)?;
+    // One key for every research instance: a link issued by one opens the stream on another.
+    let key = std::env::var("STREAM_TOKEN_KEY")
+        .unwrap_or_else(|_| format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()));
+    let chat = Function::start(&assistant, 1, Duration::from_secs(30), &[]).await?;
+    let research =
+        Function::start(&research, RESEARCH_INSTANCES, Duration::from_secs(900), &[("STREAM_TOKEN_KEY", key)]).await?;
     let origins = std::env::var("CORS_ORIGINS")
         .ok()
         .map(|o| o.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
-    let door = Arc::new(Door { functions: HashMap::from([("chat", api)]), origins, _processes: vec![process] });
+    let door = Arc::new(Door { functions: HashMap::from([("chat", chat), ("api", research)]), origins });
     let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8787);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
@@ -56,8 +108,17 @@ pub async fn run() -> crate::Result {
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    println!("serving on http://{addr}  (POST /chat: the assistant, JSON, SSE or the AI SDK's UI message stream)");
-    axum::serve(listener, app).await?;
+    println!(
+        "serving on http://{addr}  (POST /chat: the assistant, JSON, SSE or the AI SDK's UI message stream; \
+         POST /api/research: the timeline, its stream_url for an EventSource)"
+    );
+    // Stopped (Ctrl-C, or SIGTERM from a test runner): the door and its function processes go.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        served = axum::serve(listener, app) => served?,
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
     Ok(())
 }
 
@@ -105,11 +166,12 @@ async fn forward(door: &Door, request: Request<Body>) -> Result<Response<Body>, 
         return Err((StatusCode::NOT_FOUND, format!("no function serves /{first} here")));
     };
     let event = function_url_event(request).await?;
-    let reply = function.invoke_streaming(event).await.map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
+    let (api, busy) = function.least_busy();
+    let reply = api.invoke_streaming(event).await.map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
     match reply {
         Reply::Whole(Ok(v)) => Ok(buffered(&v)),
         Reply::Whole(Err(e)) => Err((StatusCode::BAD_GATEWAY, format!("the function failed: {e}"))),
-        Reply::Stream(chunks) => streamed(chunks).await,
+        Reply::Stream(chunks) => streamed(chunks, busy).await,
     }
 }
 
@@ -127,6 +189,8 @@ async fn function_url_event(request: Request<Body>) -> Result<Value, (StatusCode
             }
         }
     }
+    // As a Function URL sets it (there `https`): the scheme the client called.
+    headers.insert("x-forwarded-proto".into(), Value::from("http"));
     let now = chrono::Utc::now();
     let text = String::from_utf8(body.to_vec())
         .map_err(|_| (StatusCode::BAD_REQUEST, "the local door passes UTF-8 bodies only".to_owned()))?;
@@ -179,7 +243,11 @@ fn buffered(v: &Value) -> Response<Body> {
 
 /// A streamed function answer: its prelude (status, headers) up to the eight NUL bytes, then
 /// every chunk passed on as it arrives.
-async fn streamed(mut chunks: tokio::sync::mpsc::Receiver<Bytes>) -> Result<Response<Body>, (StatusCode, String)> {
+/// The instance stays `busy` until the body is sent or the client leaves.
+async fn streamed(
+    mut chunks: tokio::sync::mpsc::Receiver<Bytes>,
+    busy: Busy,
+) -> Result<Response<Body>, (StatusCode, String)> {
     const SEPARATOR: &[u8] = &[0; 8];
     let mut head = Vec::new();
     let (prelude, rest) = loop {
@@ -196,6 +264,9 @@ async fn streamed(mut chunks: tokio::sync::mpsc::Receiver<Bytes>) -> Result<Resp
     let body = futures::stream::once(async move { rest })
         .chain(futures::stream::unfold(chunks, |mut chunks| async move { chunks.recv().await.map(|c| (c, chunks)) }))
         .filter(|c| std::future::ready(!c.is_empty()))
-        .map(Ok::<_, Infallible>);
+        .map(move |c| {
+            let _busy = &busy;
+            Ok::<_, Infallible>(c)
+        });
     response.body(Body::from_stream(body)).map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))
 }

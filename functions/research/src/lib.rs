@@ -17,8 +17,12 @@
 //! A reconnect after the end is a 204 (`EventSource` stops reconnecting); a run past its deadline
 //! with no ending event (its container died) is ended with `error` by the next reader.
 //!
-//! Every route serves only a SigV4-signed caller (401 without the IAM identity in the request
-//! context); a session is its creator's (another caller's id is a 404).
+//! Who may call: a user with their JWT (verified here on the Function URL, `AuthType: NONE`, as
+//! API Gateway's JWT authorizer does; their quota and daily budget apply), or the backend with
+//! SigV4 (through the HTTP API's IAM authorizer). Anyone else is a 401 before anything is
+//! spent. A session is its creator's: another caller's id is a 404. `POST` and `GET
+//! /api/research/{id}` also answer a `stream_url` whose `token` (30 minutes, that session only)
+//! opens the stream with no header, for a browser's `EventSource`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +34,11 @@ use lambda_http::{Request, RequestExt, Response};
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
 use shared::core::records::{RecordStore, bounded};
-use shared::http::stream::{Ticket, no_content, streamed, whole};
+use shared::costs::budget;
+use shared::costs::quota::Quota;
+use shared::http::auth::{Caller, Users};
+use shared::http::stream::{Ticket, door_url, no_content, streamed, whole};
+use shared::http::stream_links::StreamLinks;
 use shared::timeline::sessions::{self, Logged};
 use shared::timeline::{Event, Proposal, Timeline};
 use shared::{Error, Result, compose, http};
@@ -64,6 +72,9 @@ pub struct App {
     pub timeline: Arc<Timeline>,
     pub records: Arc<dyn RecordStore>,
     pub clock: Arc<dyn Clock>,
+    pub users: Users,
+    pub quota: Quota,
+    pub links: StreamLinks,
 }
 
 impl App {
@@ -71,9 +82,20 @@ impl App {
     pub async fn from_env() -> Result<Self> {
         let config = Config::from_env()?;
         let records = compose::records(&config).await?;
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let timeline = compose::timeline(&config, Arc::clone(&records), Arc::clone(&clock))?;
-        Ok(Self { timeline: Arc::new(timeline), records, clock })
+        Self::new(&config, records, Arc::new(SystemClock))
+    }
+
+    /// Configured by `config`, over `records` and `clock`.
+    pub fn new(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Self> {
+        let timeline = compose::timeline(config, Arc::clone(&records), Arc::clone(&clock))?;
+        Ok(Self {
+            timeline: Arc::new(timeline),
+            users: Users::from_config(config)?,
+            quota: Quota::from_config(config, Arc::clone(&records), Arc::clone(&clock)),
+            links: StreamLinks::from_config(config),
+            records,
+            clock,
+        })
     }
 }
 
@@ -86,15 +108,12 @@ pub async fn handle(app: &App, req: Request) -> Response<ResponseBody> {
 }
 
 async fn route(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
-    // Every route leads to paid model calls or a session's data: only a SigV4-signed caller
-    // (the Function URL's IAM auth), whatever the deployment in front.
-    let owner = http::auth::backend(req)?;
     let method = req.method().as_str();
     match (method, http::segments(req).as_slice()) {
-        ("POST", ["api", "research"]) => create(app, req, &owner).await,
-        ("GET", ["api", "research", id, "stream"]) => stream(app, req, id, &owner).await,
-        ("GET", ["api", "research", id]) => status(app, id, &owner).await,
-        ("DELETE", ["api", "research", id]) => cancel(app, id, &owner).await,
+        ("POST", ["api", "research"]) => create(app, req).await,
+        ("GET", ["api", "research", id, "stream"]) => stream(app, req, id).await,
+        ("GET", ["api", "research", id]) => status(app, req, id).await,
+        ("DELETE", ["api", "research", id]) => cancel(app, id, &owner(app, req).await?).await,
         (_, ["api", "research"]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "POST" }),
         (_, ["api", "research", _, "stream"]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "GET" }),
         (_, ["api", "research", _]) => Err(Error::MethodNotAllowed { method: method.into(), allowed: "GET, DELETE" }),
@@ -102,12 +121,47 @@ async fn route(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
     }
 }
 
-async fn create(app: &App, req: &Request, owner: &str) -> Result<Response<ResponseBody>> {
+/// Who owns what `req` asks for: `iam:<principal>` for a SigV4-signed caller (the HTTP API's IAM
+/// authorizer), else `user:<id>` for a verified user's JWT; 401 for anyone else. Every route
+/// leads to paid model calls or a session's data.
+async fn owner(app: &App, req: &Request) -> Result<String> {
+    match Caller::of(req) {
+        Caller::Backend { .. } => Ok(format!("iam:{}", http::auth::backend(req)?)),
+        _ => Ok(format!("user:{}", app.users.verified(req).await?)),
+    }
+}
+
+/// The user an owner names, whose quota and daily budget a research spends.
+fn user_of(owner: &str) -> Option<&str> {
+    owner.strip_prefix("user:")
+}
+
+/// The stream URL of session `id` for `owner`, with a fresh link token: absolute when `req`
+/// came through the Function URL, else the path to add to it (the stack's `ResearchUrl`).
+fn stream_url(app: &App, req: &Request, id: &str, owner: &str) -> String {
+    let token = app.links.issue(owner, id, app.clock.now());
+    format!("{}/api/research/{id}/stream?token={token}", door_url(req).unwrap_or_default())
+}
+
+async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
+    let owner = owner(app, req).await?;
     let proposal = Proposal::from_json(http::body(req)?)?;
-    let id = sessions::create(&*app.records, &proposal, owner, app.clock.now()).await?;
+    if let Some(user) = user_of(&owner) {
+        app.quota.take(user).await?;
+        // A research is many paid calls: one whose user has spent today's budget is not begun.
+        if app.quota.budget_left(user).await.is_some_and(|left| left <= 0.0) {
+            return Err(Error::BudgetExceeded {
+                code: "user_budget_exceeded",
+                message: "you have spent your budget for today (UTC); it renews at midnight UTC".into(),
+                retry_after_secs: shared::core::time::seconds_to_midnight(app.clock.now()),
+            });
+        }
+    }
+    let id = sessions::create(&*app.records, &proposal, &owner, app.clock.now()).await?;
     Ok(whole(http::json(
         200,
-        &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language}),
+        &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language,
+                            "stream_url": stream_url(app, req, &id, &owner)}),
     )))
 }
 
@@ -129,11 +183,20 @@ fn last_event_id(req: &Request) -> Result<u32> {
     }
 }
 
-async fn stream(app: &App, req: &Request, id: &str, owner: &str) -> Result<Response<ResponseBody>> {
+async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseBody>> {
     sessions::check_id(id)?;
-    let after = last_event_id(req)?;
     let now = app.clock.now();
-    let proposal = sessions::load(&*app.records, id, owner, now).await?;
+    // A stream link's token (a browser's EventSource sends no header), else the caller's own.
+    let owner = match req.query_string_parameters_ref().and_then(|q| q.first("token")) {
+        Some(token) => app.links.verify(token, id, now)?,
+        None => owner(app, req).await?,
+    };
+    let after = last_event_id(req)?;
+    let proposal = sessions::load(&*app.records, id, &owner, now).await?;
+    // Each open stream holds a function for up to 15 minutes: a user's count against their quota.
+    if let Some(user) = user_of(&owner) {
+        app.quota.take(user).await?;
+    }
     if after > 0 {
         // A reconnect: after the end there is nothing more (204 stops EventSource reconnecting);
         // an id past the last stored one is not this stream's.
@@ -155,7 +218,8 @@ async fn stream(app: &App, req: &Request, id: &str, owner: &str) -> Result<Respo
             // Cancelled before it started: it never runs.
             sessions::log(&*app.records, id, 1, &Event::Cancelled, now).await?;
         } else {
-            start(app, proposal, id, left, req.extensions().get::<Ticket>().cloned());
+            let spender = user_of(&owner).map(str::to_owned);
+            start(app, proposal, id, left, spender, req.extensions().get::<Ticket>().cloned());
         }
     }
     let until = left.map(|l| tokio::time::Instant::now() + l.saturating_sub(STREAM_RESERVE));
@@ -182,9 +246,17 @@ async fn stream(app: &App, req: &Request, id: &str, owner: &str) -> Result<Respo
 }
 
 /// Starts session `id`'s one run on its own task: each event stored in order as it happens,
-/// a cancel request checked every [`CANCEL_POLL`]. `ticket` keeps the environment from being frozen
-/// while the run goes on after its first client left.
-fn start(app: &App, proposal: Proposal, id: &str, left: Option<Duration>, ticket: Option<Ticket>) {
+/// a cancel request checked every [`CANCEL_POLL`], its paid calls held against `spender`'s daily
+/// budget (a user's research). `ticket` keeps the environment from being frozen while the run
+/// goes on after its first client left.
+fn start(
+    app: &App,
+    proposal: Proposal,
+    id: &str,
+    left: Option<Duration>,
+    spender: Option<String>,
+    ticket: Option<Ticket>,
+) {
     let (timeline, records, clock) = (Arc::clone(&app.timeline), Arc::clone(&app.records), Arc::clone(&app.clock));
     let session = id.to_owned();
     let run = async move {
@@ -192,7 +264,13 @@ fn start(app: &App, proposal: Proposal, id: &str, left: Option<Duration>, ticket
         let (tx, mut rx) = mpsc::channel::<Event>(32);
         let run = {
             let (timeline, session, tx) = (Arc::clone(&timeline), session.clone(), tx.clone());
-            async move { timeline.run(&proposal, &session, &tx, left).await }
+            async move {
+                let run = timeline.run(&proposal, &session, &tx, left);
+                match spender {
+                    Some(user) => budget::spending_as(&user, run).await,
+                    None => run.await,
+                }
+            }
         };
         let watch = async {
             loop {
@@ -305,10 +383,11 @@ impl Reader {
     }
 }
 
-async fn status(app: &App, id: &str, owner: &str) -> Result<Response<ResponseBody>> {
+async fn status(app: &App, req: &Request, id: &str) -> Result<Response<ResponseBody>> {
     sessions::check_id(id)?;
+    let owner = owner(app, req).await?;
     let now = app.clock.now();
-    let proposal = sessions::load(&*app.records, id, owner, now).await?;
+    let proposal = sessions::load(&*app.records, id, &owner, now).await?;
     sessions::end_if_dead(&*app.records, id, DEAD_AFTER, now).await?;
     let events = sessions::events_after(&*app.records, id, 0, now).await?;
     let status = match events.last().map(|e| e.name.as_str()) {
@@ -323,7 +402,7 @@ async fn status(app: &App, id: &str, owner: &str) -> Result<Response<ResponseBod
     Ok(whole(http::json(
         200,
         &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language,
-                            "status": status, "events": events}),
+                            "status": status, "events": events, "stream_url": stream_url(app, req, id, &owner)}),
     )))
 }
 

@@ -76,6 +76,9 @@ pub struct Config {
     /// (`JWT_ISSUER`, `JWT_AUDIENCE`): the HTTP edge checks them (`http::jwt::Issuer`).
     pub jwt_issuer: Option<String>,
     pub jwt_audience: Option<String>,
+    /// The key signing the timeline's stream links (`STREAM_TOKEN_KEY`, 32+ characters); unset,
+    /// each process draws its own (links then work only in the process that issued them).
+    pub stream_token_key: Option<Secret>,
     /// Daily spend cap of each agent (`BUDGETS`, `agent=USD,...,*=USD`).
     pub budgets: BudgetCaps,
     /// How long any one record-store operation may take, retries included
@@ -510,6 +513,12 @@ impl Config {
             },
             jwt_issuer: get("JWT_ISSUER"),
             jwt_audience: get("JWT_AUDIENCE"),
+            stream_token_key: match get("STREAM_TOKEN_KEY") {
+                Some(k) if k.len() < 32 => {
+                    return Err(Error::Config("STREAM_TOKEN_KEY: give at least 32 characters of random key".into()));
+                }
+                k => k.map(Secret),
+            },
             research_provider: match get("RESEARCH_PROVIDER").as_deref().unwrap_or("search") {
                 "search" => ResearchProvider::Search,
                 "codex" => ResearchProvider::Codex,

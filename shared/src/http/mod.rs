@@ -6,6 +6,7 @@ pub mod auth;
 pub mod jwt;
 pub mod logging;
 pub mod stream;
+pub mod stream_links;
 
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::{Body, Request, RequestExt, Response};

@@ -23,7 +23,7 @@ use http_body_util::{BodyDataStream, BodyExt, Full, StreamBody};
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
 use lambda_http::http::header::SET_COOKIE;
 use lambda_http::lambda_runtime::{self, FunctionResponse, MetadataPrelude, StreamResponse};
-use lambda_http::request::LambdaRequest;
+use lambda_http::request::{LambdaRequest, RequestContext};
 use lambda_http::{Body, Error, LambdaEvent, Request, RequestExt, Response, service_fn};
 use tokio::sync::watch;
 
@@ -120,6 +120,20 @@ fn via_function_url(event: &LambdaRequest) -> bool {
             .is_some_and(|d| d.contains(".lambda-url.") && d.ends_with(".on.aws")),
         _ => false,
     }
+}
+
+/// The base URL (`https://<id>.lambda-url.<region>.on.aws`) of the Function URL `req` came
+/// through, as the client called it (`X-Forwarded-Proto` and `Host`, set by the door); `None`
+/// for a request through API Gateway.
+pub fn door_url(req: &Request) -> Option<String> {
+    let Some(RequestContext::ApiGatewayV2(context)) = req.request_context_ref() else { return None };
+    let domain = context.domain_name.as_deref()?;
+    if !(domain.contains(".lambda-url.") && domain.ends_with(".on.aws")) {
+        return None;
+    }
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
+    let proto = if header("x-forwarded-proto") == Some("http") { "http" } else { "https" };
+    Some(format!("{proto}://{}", header("host").unwrap_or(domain)))
 }
 
 /// Runs the Lambda runtime with `handler`: streamed to Function URL callers, buffered for API

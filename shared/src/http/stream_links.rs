@@ -1,0 +1,112 @@
+//! Signed stream links, for a client that cannot send headers (a browser's `EventSource`, a
+//! plain `curl`): a short-lived token in the URL, bound to one session and its owner.
+//!
+//! The token is a JWT signed with HS256 under `STREAM_TOKEN_KEY`: `aud` `research-stream`,
+//! `sub` the owner, `sid` the session, `exp` [`LIFETIME`] after it was issued. It opens that
+//! session's stream and nothing else: reading its status or cancelling it takes the owner's own
+//! credentials. Only this process family signs with the key, so no other algorithm is accepted.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::core::config::Config;
+use crate::core::error::{Error, Result};
+
+/// How long a link opens its stream: past a research's longest run (15 minutes), so a client
+/// reconnecting with the same URL is let in to the end; a fresh one comes with the session's status.
+pub const LIFETIME: Duration = Duration::from_secs(30 * 60);
+const AUDIENCE: &str = "research-stream";
+
+#[derive(Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    sid: String,
+    aud: String,
+    exp: i64,
+}
+
+/// Issues and checks stream links with one key. Built once per process.
+pub struct StreamLinks {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+}
+
+impl StreamLinks {
+    /// Links signed with `key`.
+    pub fn new(key: &[u8]) -> Self {
+        Self { encoding: EncodingKey::from_secret(key), decoding: DecodingKey::from_secret(key) }
+    }
+
+    /// Links signed with `STREAM_TOKEN_KEY`, or with a key of this process's own when it is unset
+    /// (a laptop's single process; a deployment always sets it, from a generated secret).
+    pub fn from_config(config: &Config) -> Self {
+        match &config.stream_token_key {
+            Some(key) => Self::new(key.expose().as_bytes()),
+            None => {
+                tracing::warn!("STREAM_TOKEN_KEY is not set: stream links open only in this process");
+                let key = [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()].map(|u| *u.as_bytes()).concat();
+                Self::new(&key)
+            }
+        }
+    }
+
+    /// A token opening session `session`'s stream for `owner` until [`LIFETIME`] after `now`.
+    pub fn issue(&self, owner: &str, session: &str, now: DateTime<Utc>) -> String {
+        let lifetime = i64::try_from(LIFETIME.as_secs()).unwrap_or(i64::MAX);
+        let claims =
+            Claims { sub: owner.into(), sid: session.into(), aud: AUDIENCE.into(), exp: now.timestamp() + lifetime };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .expect("HS256 signing cannot fail")
+    }
+
+    /// The owner `token` speaks for, if it is this key's, for session `session`, and not expired
+    /// at `now`; 401 otherwise.
+    pub fn verify(&self, token: &str, session: &str, now: DateTime<Utc>) -> Result<String> {
+        let refused = |why: &str| Error::Unauthenticated(format!("the stream link is not valid: {why}"));
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(&[AUDIENCE]);
+        validation.set_required_spec_claims(&["exp", "aud", "sub"]);
+        // Checked below against the caller's clock, with no leeway: only this code issues them.
+        validation.validate_exp = false;
+        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
+            .map_err(|_| refused("not signed by this deployment"))?
+            .claims;
+        if claims.exp <= now.timestamp() {
+            return Err(refused("it has expired; GET /api/research/{id} gives a fresh one"));
+        }
+        if claims.sid != session {
+            return Err(refused("it is for another session"));
+        }
+        Ok(claims.sub)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_opens_its_own_session_until_it_expires() {
+        let links = StreamLinks::new(b"0123456789abcdef0123456789abcdef");
+        let now = Utc::now();
+        let token = links.issue("user:u-1", "s-1", now);
+        assert_eq!(links.verify(&token, "s-1", now).unwrap(), "user:u-1");
+        assert_eq!(links.verify(&token, "s-1", now + chrono::Duration::minutes(29)).unwrap(), "user:u-1");
+        let refused = |r: Result<String>| r.unwrap_err().status();
+        assert_eq!(refused(links.verify(&token, "s-2", now)), 401, "another session");
+        assert_eq!(refused(links.verify(&token, "s-1", now + chrono::Duration::minutes(30))), 401, "expired");
+        let other = StreamLinks::new(b"another key of thirty-two bytes!");
+        assert_eq!(refused(other.verify(&token, "s-1", now)), 401, "another deployment's key");
+        let tampered = token.replacen('.', ".x", 1);
+        assert_eq!(refused(links.verify(&tampered, "s-1", now)), 401, "a changed token");
+        assert_eq!(refused(links.verify("", "s-1", now)), 401);
+        // The same claims signed any other way (here: as an unsigned token) are refused.
+        let payload = token.split('.').nth(1).unwrap();
+        // {"alg":"none","typ":"JWT"}, base64url
+        let unsigned = format!("eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.{payload}.");
+        assert_eq!(refused(links.verify(&unsigned, "s-1", now)), 401, "alg none");
+    }
+}
