@@ -597,7 +597,7 @@ fn bare(method: &str, path: &str, body: &str) -> lambda_http::Request {
 /// (as Lambda parses `rawQueryString`).
 fn open_link(stream_url: &str) -> lambda_http::Request {
     use lambda_http::RequestExt;
-    let url = url::Url::parse(&format!("https://door.example{stream_url}")).unwrap();
+    let url = url::Url::parse(&format!("https://door.example/{stream_url}")).unwrap();
     let query: std::collections::HashMap<String, String> = url.query_pairs().into_owned().collect();
     bare("GET", url.path(), "").with_query_string_parameters(query)
 }
@@ -606,15 +606,16 @@ fn open_link(stream_url: &str) -> lambda_http::Request {
 // and see nothing of another's (404), even a user whose id reads like the backend's principal.
 // A session's stream_url opens its stream with no header, and nothing else: not another
 // session's stream, not its status, not a cancel; it expires after 30 minutes and the status
-// gives a fresh one. A user's research and each stream they open count against their quota,
-// and one whose budget an operator set to 0 is not begun.
+// gives a fresh one. A user's researches and status reads count against their quota, a link's
+// opens against the session's own, and a research of a user whose budget an operator set to 0
+// is not begun.
 async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: StoreKind) {
     let (app, clock, _g) = app_with(kind, None, None, &[("USER_QUOTA_PER_MINUTE", "3")]).await;
     let topic = json!({"topic": "iPhone"}).to_string();
     let (status, mine) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;
     assert_eq!(status, 200, "{mine}");
     let (mine_id, link) = (mine["session_id"].as_str().unwrap(), mine["stream_url"].as_str().unwrap());
-    assert!(link.starts_with(&format!("/api/research/{mine_id}/stream?token=")), "through the HTTP API a path: {link}");
+    assert!(link.starts_with(&format!("api/research/{mine_id}/stream?token=")), "through the HTTP API a path: {link}");
     let (status, theirs) = send(&app, integration::as_backend(bare("POST", "/api/research", &topic))).await;
     assert_eq!(status, 200, "{theirs}");
     let theirs_id = theirs["session_id"].as_str().unwrap();
@@ -658,13 +659,22 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
     assert_eq!((status, r["status"].as_str()), (200, Some("complete")), "{r}");
     let fresh = r["stream_url"].as_str().unwrap();
     assert_ne!(fresh, link);
-    let mut reopened = open_link(fresh);
-    reopened.headers_mut().insert("last-event-id", "1".parse().unwrap());
-    let replayed = research::handle(&app, reopened).await;
-    assert_eq!(replayed.status(), 200, "the fresh link resumes");
+    let reopen = || {
+        let mut reopened = open_link(fresh);
+        reopened.headers_mut().insert("last-event-id", "1".parse().unwrap());
+        research::handle(&app, reopened)
+    };
+    assert_eq!(reopen().await.status(), 200, "the fresh link resumes");
 
-    // Quota (3 a minute): in this minute u-1 opened one stream; two researches more are let in,
-    // a third is refused (the refused links above counted nothing).
+    // Opens through a link count against the session's own quota (3 a minute here), whoever
+    // holds it, not against its owner's.
+    assert_eq!(reopen().await.status(), 200);
+    assert_eq!(reopen().await.status(), 200);
+    let (status, r) = json_of(reopen().await).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "{r}");
+
+    // u-1 read its status once this minute: two researches more are let in, a third is refused
+    // (the refused links above counted nothing).
     for _ in 0..2 {
         let (status, r) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;
         assert_eq!(status, 200, "{r}");

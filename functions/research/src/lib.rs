@@ -137,17 +137,21 @@ fn user_of(owner: &str) -> Option<&str> {
 }
 
 /// The stream URL of session `id` for `owner`, with a fresh link token: absolute when `req`
-/// came through the Function URL, else the path to add to it (the stack's `ResearchUrl`).
+/// came through the Function URL, else the path to append to it (the stack's `ResearchUrl`,
+/// which ends with `/`).
 fn stream_url(app: &App, req: &Request, id: &str, owner: &str) -> String {
     let token = app.links.issue(owner, id, app.clock.now());
-    format!("{}/api/research/{id}/stream?token={token}", door_url(req).unwrap_or_default())
+    let path = format!("api/research/{id}/stream?token={token}");
+    match door_url(req) {
+        Some(door) => format!("{door}/{path}"),
+        None => path,
+    }
 }
 
 async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
     let owner = owner(app, req).await?;
     let proposal = Proposal::from_json(http::body(req)?)?;
     if let Some(user) = user_of(&owner) {
-        app.quota.take(user).await?;
         // A research is many paid calls: one whose user has spent today's budget is not begun.
         if app.quota.budget_left(user).await.is_some_and(|left| left <= 0.0) {
             return Err(Error::BudgetExceeded {
@@ -156,6 +160,7 @@ async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
                 retry_after_secs: shared::core::time::seconds_to_midnight(app.clock.now()),
             });
         }
+        app.quota.take(user).await?;
     }
     let id = sessions::create(&*app.records, &proposal, &owner, app.clock.now()).await?;
     Ok(whole(http::json(
@@ -187,16 +192,13 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
     sessions::check_id(id)?;
     let now = app.clock.now();
     // A stream link's token (a browser's EventSource sends no header), else the caller's own.
-    let owner = match req.query_string_parameters_ref().and_then(|q| q.first("token")) {
+    let token = req.query_string_parameters_ref().and_then(|q| q.first("token").map(str::to_owned));
+    let owner = match &token {
         Some(token) => app.links.verify(token, id, now)?,
         None => owner(app, req).await?,
     };
     let after = last_event_id(req)?;
     let proposal = sessions::load(&*app.records, id, &owner, now).await?;
-    // Each open stream holds a function for up to 15 minutes: a user's count against their quota.
-    if let Some(user) = user_of(&owner) {
-        app.quota.take(user).await?;
-    }
     if after > 0 {
         // A reconnect: after the end there is nothing more (204 stops EventSource reconnecting);
         // an id past the last stored one is not this stream's.
@@ -211,6 +213,14 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
             Some(_) => {}
             None => return invalid(format!("event {after} is not in this stream yet")),
         }
+    }
+    // Each open stream holds a function until the research ends: opens through a link count
+    // against the session's own quota (whoever holds the link, and whoever owns the session), a
+    // user's own against theirs. A reconnect counts too, or Last-Event-ID would dodge it.
+    match (&token, user_of(&owner)) {
+        (Some(_), _) => app.quota.take(&format!("session:{id}")).await?,
+        (None, Some(user)) => app.quota.take(user).await?,
+        (None, None) => {}
     }
     let left = http::time_left(req);
     if sessions::claim_run(&*app.records, id, left.unwrap_or(RUN_LIMIT), now).await? {
@@ -386,6 +396,9 @@ impl Reader {
 async fn status(app: &App, req: &Request, id: &str) -> Result<Response<ResponseBody>> {
     sessions::check_id(id)?;
     let owner = owner(app, req).await?;
+    if let Some(user) = user_of(&owner) {
+        app.quota.take(user).await?;
+    }
     let now = app.clock.now();
     let proposal = sessions::load(&*app.records, id, &owner, now).await?;
     sessions::end_if_dead(&*app.records, id, DEAD_AFTER, now).await?;
