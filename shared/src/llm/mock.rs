@@ -129,6 +129,8 @@ fn converse(request: &ChatRequest) -> ChatReply {
         .iter()
         .filter_map(|r| serde_json::from_str::<serde_json::Value>(r).ok())
         .flat_map(|v| {
+            // A tool's result arrives as `{tool, data, ...}` (data, not instructions).
+            let v = v.get("data").cloned().unwrap_or(v);
             let items = v.get("activities").cloned().unwrap_or(v);
             items.as_array().cloned().unwrap_or_default()
         })
