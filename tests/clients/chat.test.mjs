@@ -147,3 +147,26 @@ test('a browser origin may call /chat and read its headers (CORS)', async () => 
   assert.match(preflight.headers.get('access-control-allow-headers'), /authorization/);
   assert.match(preflight.headers.get('access-control-expose-headers'), /x-user-budget-left-usd/);
 });
+
+test('a misconfigured assistant answers every request with a JSON 500 naming the setting, not an init crash', async () => {
+  const broken = await startDoor({
+    JWT_ISSUER: issuer.url,
+    JWT_AUDIENCE: 'web-app',
+    ASSISTANT_TOOLS: '[{"name": "createDraft"}]',
+  });
+  try {
+    for (let i = 0; i < 2; i++) {
+      const response = await fetch(`${broken.url}/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${issuer.token()}` },
+        body: JSON.stringify({ message: 'hi' }),
+      });
+      assert.equal(response.status, 500);
+      const body = await response.json();
+      assert.equal(body.error.code, 'misconfigured');
+      assert.match(body.error.message, /ASSISTANT_TOOLS is invalid/);
+    }
+  } finally {
+    broken.close();
+  }
+});

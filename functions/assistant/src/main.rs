@@ -8,6 +8,9 @@ use lambda_http::{Error, Request};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::http::logging::init();
-    let app = Arc::new(assistant::App::from_env().await?);
+    let app = match assistant::App::from_env().await {
+        Ok(app) => Arc::new(app),
+        Err(e) => return shared::http::serve_misconfigured(e).await,
+    };
     shared::http::stream::run(|req: Request| assistant::handle(Arc::clone(&app), req)).await
 }

@@ -8,7 +8,10 @@ use lambda_http::{Error, Request, run, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::http::logging::init();
-    let app = cost_report::App::from_env().await?;
+    let app = match cost_report::App::from_env().await {
+        Ok(app) => app,
+        Err(e) => return shared::http::serve_misconfigured(e).await,
+    };
     run(service_fn(|req: Request| {
         let app = &app;
         async move { Ok::<_, Infallible>(cost_report::handle(app, req).await) }

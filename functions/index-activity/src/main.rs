@@ -5,6 +5,9 @@ use lambda_http::{Error, Request, run, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::http::logging::init();
-    let app = index_activity::from_env().await?;
+    let app = match index_activity::from_env().await {
+        Ok(app) => app,
+        Err(e) => return shared::http::serve_misconfigured(e).await,
+    };
     run(service_fn(|req: Request| index_activity::serve(&app, req))).await
 }

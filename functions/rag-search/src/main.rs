@@ -7,7 +7,10 @@ use lambda_http::{Error, Request, run, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::http::logging::init();
-    let app = rag_search::App::from_env().await?;
+    let app = match rag_search::App::from_env().await {
+        Ok(app) => app,
+        Err(e) => return shared::http::serve_misconfigured(e).await,
+    };
     run(service_fn(|req: Request| {
         let app = &app;
         async move { Ok::<_, Infallible>(rag_search::handle(app, req).await) }

@@ -6,7 +6,10 @@ use lambda_http::{Error, Request};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::http::logging::init();
-    let app = std::sync::Arc::new(research::App::from_env().await?);
+    let app = match research::App::from_env().await {
+        Ok(app) => std::sync::Arc::new(app),
+        Err(e) => return shared::http::serve_misconfigured(e).await,
+    };
     shared::http::stream::run(|req: Request| {
         let app = std::sync::Arc::clone(&app);
         async move { research::handle(&app, req).await }

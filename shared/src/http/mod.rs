@@ -108,9 +108,41 @@ pub fn error(e: &Error, request_id: &str) -> Response<Body> {
 pub fn public_message(e: &Error, request_id: &str) -> String {
     match e {
         Error::Store(_) => format!("a store we depend on is unavailable or slow; please retry (request {request_id})"),
-        Error::Config(_) => format!("the service is misconfigured; its operator's log says how (request {request_id})"),
+        Error::Config(why) => match setting(why) {
+            Some(name) => format!(
+                "the service is misconfigured: {name} is invalid; its operator's log says how (request {request_id})"
+            ),
+            None => format!("the service is misconfigured; its operator's log says how (request {request_id})"),
+        },
         _ => e.to_string(),
     }
+}
+
+/// The setting a configuration error opens with (`ASSISTANT_TOOLS: ...`, `RECORD_STORE must
+/// be ...`): its name only, never its value.
+fn setting(why: &str) -> Option<&str> {
+    let name = why.split([':', ' ']).next()?;
+    let valid = name.len() > 1
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    valid.then_some(name)
+}
+
+/// Serves a function whose configuration is invalid (`e`, an [`Error::Config`] from building
+/// it): every request answers a JSON 500 `misconfigured` naming the setting, instead of an
+/// init crash (a bare "Internal Server Error" from API Gateway, and an init retried on every
+/// request). Any other error (a store unreachable at init) is returned: Lambda retries the init.
+pub async fn serve_misconfigured(e: Error) -> Result<(), lambda_http::Error> {
+    if !matches!(e, Error::Config(_)) {
+        return Err(e.into());
+    }
+    tracing::error!(error = %e, "the configuration is invalid: every request answers 500 misconfigured until it is fixed");
+    let e = std::sync::Arc::new(e);
+    stream::run(move |req: Request| {
+        let response = stream::whole(error(&e, &request_id(&req)));
+        async move { response }
+    })
+    .await
 }
 
 /// The one error body, `{"error": {"code", "message"}}`, with `status`.
@@ -183,5 +215,25 @@ mod error_tests {
         let bad =
             String::from_utf8_lossy(error(&Error::invalid("x", "field y is wrong"), "r").body().as_ref()).into_owned();
         assert!(bad.contains("field y is wrong"), "a caller's mistake is still explained: {bad}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misconfiguration_names_its_setting_and_never_its_value() {
+        let said = |why: &str| public_message(&Error::Config(why.into()), "r-1");
+        assert_eq!(
+            said(r#"ASSISTANT_TOOLS: tool "x": url "http://secret.example" must be https"#),
+            "the service is misconfigured: ASSISTANT_TOOLS is invalid; its operator's log says how (request r-1)"
+        );
+        assert!(said(r#"RECORD_STORE must be local or dynamodb, not "s3""#).contains(": RECORD_STORE is invalid"));
+        assert!(!said(r#"RECORD_STORE must be local or dynamodb, not "s3""#).contains("s3"));
+        assert_eq!(
+            said("cannot build the JWKS client: tls"),
+            "the service is misconfigured; its operator's log says how (request r-1)"
+        );
     }
 }
