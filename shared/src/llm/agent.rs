@@ -110,21 +110,46 @@ impl Loop<'_> {
                 .hold(spec.name, llm.provider(), spec.model, &request.ceiling())
                 .await
                 .map_err(AgentError::Budget)?;
-            let (sent, text): (&ChatRequest, _) = (request, self.text);
+            let (sent, text, request_id): (&ChatRequest, _, _) = (request, self.text, self.request_id);
             let attempt = |_| async move {
-                let Some(text) = text else { return llm.chat(sent).await };
-                // Once text reached the client, a broken stream is not retried: it would repeat.
-                let told = std::sync::atomic::AtomicBool::new(false);
-                let tell = |piece: &str| {
-                    told.store(true, std::sync::atomic::Ordering::Relaxed);
-                    text(piece)
-                };
-                llm.chat_streaming(sent, &tell).await.map_err(|e| {
-                    match told.load(std::sync::atomic::Ordering::Relaxed) && e.retry_after().is_some() {
-                        true => ProviderError::Interrupted(e.to_string()),
-                        false => e,
+                let answer = match text {
+                    None => llm.chat(sent).await,
+                    Some(text) => {
+                        // Once text reached the client, a broken stream is not retried: it would repeat.
+                        let told = std::sync::atomic::AtomicBool::new(false);
+                        let tell = |piece: &str| {
+                            told.store(true, std::sync::atomic::Ordering::Relaxed);
+                            text(piece)
+                        };
+                        llm.chat_streaming(sent, &tell).await.map_err(|e| {
+                            match told.load(std::sync::atomic::Ordering::Relaxed) && e.retry_after().is_some() {
+                                true => ProviderError::Interrupted(e.to_string()),
+                                false => e,
+                            }
+                        })
                     }
-                })
+                };
+                // An attempt cut short while the model was working may be billed, whether or not
+                // a retry then succeeds: each one is recorded (an attempt dropped at the deadline
+                // is recorded below, as the last).
+                if let Err(e) = &answer
+                    && e.maybe_billed()
+                {
+                    ledger
+                        .charge(&Charge {
+                            request_id,
+                            agent: spec.name,
+                            kind: CallKind::Llm,
+                            provider: llm.provider(),
+                            model: spec.model,
+                            usage: &Usage::default(),
+                            outcome: Outcome::Failed,
+                            saved_usd: 0.0,
+                            upstream_id: None,
+                        })
+                        .await;
+                }
+                answer
             };
             let reply = match spec.deadline {
                 Some(at) => within(self.retry, at, "llm", attempt).await,
@@ -144,10 +169,14 @@ impl Loop<'_> {
             let reply = match reply {
                 Ok(reply) => reply,
                 Err(e) => {
-                    // Cut short while the model was working: it may be billed, so it is recorded.
+                    // Dropped at the deadline while the model was working: it may be billed, so it
+                    // is recorded (an attempt that failed by itself recorded its own).
                     let none = Usage::default();
                     let failed = charge(&none, Outcome::Failed, None);
-                    let cost = if e.maybe_billed() { ledger.charge(&failed).await } else { ledger.bill(&failed) };
+                    let cost = match e {
+                        ProviderError::OutOfTime => ledger.charge(&failed).await,
+                        _ => ledger.bill(&failed),
+                    };
                     ledger.settle(hold, &cost, e.may_have_cost()).await;
                     return Err(e.into());
                 }
@@ -297,6 +326,64 @@ mod tests {
             self.0.fetch_add(1, Ordering::SeqCst);
             "results".into()
         }
+    }
+
+    /// Times out (while working: maybe billed) on its first `failures` requests, then answers.
+    struct Flaky {
+        failures: usize,
+        asked: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl ChatModel for Flaky {
+        fn provider(&self) -> &str {
+            "test"
+        }
+
+        async fn chat(&self, _: &ChatRequest) -> Result<ChatReply, ProviderError> {
+            if self.asked.fetch_add(1, Ordering::SeqCst) < self.failures {
+                return Err(ProviderError::Timeout(std::time::Duration::from_millis(5)));
+            }
+            Ok(ChatReply { content: Some(r#"{"ok": true}"#.into()), ..ChatReply::default() })
+        }
+    }
+
+    // Issue 41: an attempt that timed out while the model was working may be billed even when a
+    // retry then succeeds, so each one is recorded (failed), beside the answer's own record.
+    #[tokio::test]
+    async fn every_maybe_billed_attempt_is_recorded_even_when_a_retry_succeeds() {
+        let dir = std::env::temp_dir().join(format!("agent-{}", uuid::Uuid::new_v4()));
+        let records = Arc::new(LocalRecords::open(&dir).unwrap());
+        let ledger = Ledger::new(
+            records,
+            Arc::new(PriceTable::default()),
+            Arc::new(SystemClock),
+            crate::core::retry::STORE_RETRY,
+        );
+        let spec = AgentSpec {
+            name: "detail",
+            model: "m",
+            instructions: "",
+            output: Some(("answer", serde_json::json!({"type": "object"}))),
+            request_limit: 8,
+            tool_limit: 0,
+            output_retries: 0,
+            deadline: None,
+        };
+        let llm = Flaky { failures: 2, asked: AtomicUsize::new(0) };
+        let retry = RetryPolicy::new(std::time::Duration::from_millis(1));
+        let started = chrono::Utc::now() - chrono::Duration::seconds(1);
+        let answer: Value =
+            run(&llm, &ledger, retry, &spec, "p".into(), &Counted(AtomicUsize::new(0)), |_| Ok(()), "r-1")
+                .await
+                .unwrap();
+        assert_eq!(answer["ok"], true);
+        assert_eq!(llm.asked.load(Ordering::SeqCst), 3, "two timeouts, then the answer");
+        let costs = ledger.between(started, chrono::Utc::now() + chrono::Duration::seconds(1)).await.unwrap();
+        let mut outcomes: Vec<bool> = costs.iter().filter(|c| c.request_id == "r-1").map(|c| c.failed).collect();
+        outcomes.sort();
+        assert_eq!(outcomes, [false, true, true], "two failed attempts and the answer: {costs:?}");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     // Given a model that asks for ten tool calls a reply, then a run makes at most its
