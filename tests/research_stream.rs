@@ -164,8 +164,12 @@ async fn request(
     path: &str,
     body: &str,
 ) -> lambda_http::Response<research::ResponseBody> {
-    let req = lambda_http::http::Request::builder().method(method).uri(path).body(Body::from(body.to_owned())).unwrap();
-    research::handle(app, integration::as_backend(req)).await
+    research::handle(app, integration::as_backend(bare(method, path, body))).await
+}
+
+/// A request with no identity at all (add one with `integration::as_user` or `as_backend`).
+fn bare(method: &str, path: &str, body: &str) -> lambda_http::Request {
+    lambda_http::http::Request::builder().method(method).uri(path).body(Body::from(body.to_owned())).unwrap()
 }
 
 async fn json_of(response: lambda_http::Response<research::ResponseBody>) -> (u16, Value) {
@@ -587,10 +591,6 @@ async fn sessions_expire_and_bad_input_is_refused(kind: StoreKind) {
 /// Status and JSON of `req` through the research function.
 async fn send(app: &research::App, req: lambda_http::Request) -> (u16, Value) {
     json_of(research::handle(app, req).await).await
-}
-
-fn bare(method: &str, path: &str, body: &str) -> lambda_http::Request {
-    lambda_http::http::Request::builder().method(method).uri(path).body(Body::from(body.to_owned())).unwrap()
 }
 
 /// `GET` of a `stream_url` as a browser's EventSource sends it: no header, the token in the query

@@ -5,34 +5,24 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
-import { startDoor, startIssuer, startModel } from './support.mjs';
+import { startBundle, startDoor, usersOf } from './support.mjs';
 
 const PIECES = ['Streams ', 'arrive ', 'piece ', 'by ', 'piece, ', 'as written.'];
+let bundle;
 let issuer;
 let model;
 let door;
 
 before(async () => {
-  issuer = await startIssuer();
-  model = await startModel((request) => {
+  bundle = await startBundle((request) => {
     const last = request.messages.at(-1)?.content ?? '';
     if (last.includes('long story')) return { pieces: Array.from({ length: 40 }, (_, i) => `part ${i}. `), delayMs: 150 };
     return { pieces: PIECES, delayMs: 400 };
   });
-  door = await startDoor({
-    JWT_ISSUER: issuer.url,
-    JWT_AUDIENCE: 'web-app',
-    LLM_BASE_URL: model.url,
-    LLM_API_KEY: 'test-llm-key',
-    LLM_MODEL: 'deepseek/deepseek-chat',
-  });
+  ({ issuer, model, door } = bundle);
 });
 
-after(() => {
-  door?.close();
-  model?.close();
-  issuer?.close();
-});
+after(() => bundle?.close());
 
 const userMessage = (id, text) => ({ id, role: 'user', parts: [{ type: 'text', text }] });
 
@@ -149,11 +139,7 @@ test('a browser origin may call /chat and read its headers (CORS)', async () => 
 });
 
 test('a misconfigured assistant answers every request with a JSON 500 naming the setting, not an init crash', async () => {
-  const broken = await startDoor({
-    JWT_ISSUER: issuer.url,
-    JWT_AUDIENCE: 'web-app',
-    ASSISTANT_TOOLS: '[{"name": "createDraft"}]',
-  });
+  const broken = await startDoor({ ...usersOf(issuer), ASSISTANT_TOOLS: '[{"name": "createDraft"}]' });
   try {
     for (let i = 0; i < 2; i++) {
       const response = await fetch(`${broken.url}/chat`, {

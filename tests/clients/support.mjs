@@ -129,6 +129,23 @@ export async function startDoor(env) {
   return { url, dataDir, close: () => child.kill() };
 }
 
+/** The door's settings for `issuer`'s users (audience `web-app`). */
+export const usersOf = (issuer) => ({ JWT_ISSUER: issuer.url, JWT_AUDIENCE: 'web-app' });
+
+/** A test issuer, a fake model answering by `script` (as `startModel`) and the door pointed at
+ * both; `close` stops all three. */
+export async function startBundle(script) {
+  const issuer = await startIssuer();
+  const model = await startModel(script);
+  const door = await startDoor({
+    ...usersOf(issuer),
+    LLM_BASE_URL: model.url,
+    LLM_API_KEY: 'test-llm-key',
+    LLM_MODEL: 'deepseek/deepseek-chat',
+  });
+  return { issuer, model, door, close: () => { door.close(); model.close(); issuer.close(); } };
+}
+
 /** A proxy in front of `target` that cuts the first timeline stream through it (the client sees
  * its connection drop, as on a phone losing signal) once `cutAfter` events went by. Each stream
  * connection is kept: its `Last-Event-ID` header, the event ids it carried and in how many

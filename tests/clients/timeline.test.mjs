@@ -11,11 +11,12 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventSource } from 'eventsource';
-import { startCutter, startDoor, startIssuer, startModel } from './support.mjs';
+import { startBundle, startCutter } from './support.mjs';
 
 const NODES = 6;
 const ENDINGS = ['complete', 'error', 'cancelled'];
 const NAMES = ['progress', 'skeleton', 'node_detail', ...ENDINGS];
+let bundle;
 let issuer;
 let model;
 let door;
@@ -43,22 +44,11 @@ function timelineModel(request) {
 }
 
 before(async () => {
-  issuer = await startIssuer();
-  model = await startModel(timelineModel);
-  door = await startDoor({
-    JWT_ISSUER: issuer.url,
-    JWT_AUDIENCE: 'web-app',
-    LLM_BASE_URL: model.url,
-    LLM_API_KEY: 'test-llm-key',
-    LLM_MODEL: 'deepseek/deepseek-chat',
-  });
+  bundle = await startBundle(timelineModel);
+  ({ issuer, model, door } = bundle);
 });
 
-after(() => {
-  door?.close();
-  model?.close();
-  issuer?.close();
-});
+after(() => bundle?.close());
 
 /** Starts a research as `sub` through `base`; its answer. */
 async function create(base, sub = 'user-1') {

@@ -153,13 +153,7 @@ async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
     let proposal = Proposal::from_json(http::body(req)?)?;
     if let Some(user) = user_of(&owner) {
         // A research is many paid calls: one whose user has spent today's budget is not begun.
-        if app.quota.budget_left(user).await.is_some_and(|left| left <= 0.0) {
-            return Err(Error::BudgetExceeded {
-                code: "user_budget_exceeded",
-                message: "you have spent your budget for today (UTC); it renews at midnight UTC".into(),
-                retry_after_secs: shared::core::time::seconds_to_midnight(app.clock.now()),
-            });
-        }
+        app.quota.refuse_if_spent(user).await?;
         app.quota.take(user).await?;
     }
     let id = sessions::create(&*app.records, &proposal, &owner, app.clock.now()).await?;

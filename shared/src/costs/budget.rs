@@ -89,6 +89,15 @@ pub async fn user_budget(
     Ok(UserBudget { cap_usd, left_usd: (cap_usd - spent as f64 / 1e6).max(0.0) })
 }
 
+/// 429 `user_budget_exceeded`: a user's budget of `cap_usd` for `now`'s day is spent.
+pub fn user_budget_spent(cap_usd: f64, now: DateTime<Utc>) -> Error {
+    Error::BudgetExceeded {
+        code: "user_budget_exceeded",
+        message: format!("you have spent your budget of ${cap_usd} for today (UTC); it renews at midnight UTC"),
+        retry_after_secs: crate::core::time::seconds_to_midnight(now),
+    }
+}
+
 /// The record of an operator's cap for one user (`PUT /backend/users/{userId}/budget`).
 pub fn user_cap_key(user: &str) -> (String, String) {
     (format!("USERCAP#{}", key_part(user, 12)), "cap".to_owned())
@@ -212,13 +221,7 @@ impl Budgets {
             Ok((_, Some(_))) => Ok(Some((pk, sk))),
             Ok((cap_usd, None)) => {
                 tracing::warn!(cap_usd, "a user's daily budget is spent: paid call refused");
-                Err(Error::BudgetExceeded {
-                    code: "user_budget_exceeded",
-                    message: format!(
-                        "you have spent your budget of ${cap_usd} for today (UTC); it renews at midnight UTC"
-                    ),
-                    retry_after_secs: crate::core::time::seconds_to_midnight(now),
-                })
+                Err(user_budget_spent(cap_usd, now))
             }
             Err(e) => {
                 tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");

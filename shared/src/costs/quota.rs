@@ -64,11 +64,26 @@ impl Quota {
     /// What `user` may still spend today in USD (`None`: no per-user budget, or the store did
     /// not answer in time).
     pub async fn budget_left(&self, user: &str) -> Option<f64> {
+        self.budget(user).await.map(|b| b.left_usd)
+    }
+
+    /// Refuses work for `user` when their budget for today is spent (429 `user_budget_exceeded`),
+    /// before a job of many paid calls begins; a store that does not answer in time lets it
+    /// begin (each paid call is still held against the budget, failing closed).
+    pub async fn refuse_if_spent(&self, user: &str) -> Result<()> {
+        match self.budget(user).await {
+            Some(b) if b.left_usd <= 0.0 => Err(budget::user_budget_spent(b.cap_usd, self.clock.now())),
+            _ => Ok(()),
+        }
+    }
+
+    /// `user`'s budget today (`None`: no per-user budget, or the store did not answer in time).
+    async fn budget(&self, user: &str) -> Option<budget::UserBudget> {
         if self.budget_usd <= 0.0 {
             return None;
         }
         let read = budget::user_budget(&*self.records, self.budget_usd, user, self.clock.now());
-        bounded(self.wait, "the budget store", read).await.ok().map(|b| b.left_usd)
+        bounded(self.wait, "the budget store", read).await.ok()
     }
 
     /// Counts one request of `user`: `Err(QuotaExceeded)` when its minute or its day is spent.

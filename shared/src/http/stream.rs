@@ -109,15 +109,16 @@ where
     StreamBody::new(chunks.map(|c| Ok::<_, Infallible>(http_body::Frame::data(c)))).boxed_unsync()
 }
 
-/// Whether `event` came through a Function URL (`<id>.lambda-url.<region>.on.aws`, set by
-/// Lambda, never by the client).
+/// `domain` (a payload 2.0 request context's, set by Lambda, never by the client) if it is a
+/// Function URL's: `<id>.lambda-url.<region>.on.aws`.
+fn function_url(domain: Option<&str>) -> Option<&str> {
+    domain.filter(|d| d.contains(".lambda-url.") && d.ends_with(".on.aws"))
+}
+
+/// Whether `event` came through a Function URL.
 fn via_function_url(event: &LambdaRequest) -> bool {
     match event {
-        LambdaRequest::ApiGatewayV2(e) => e
-            .request_context
-            .domain_name
-            .as_deref()
-            .is_some_and(|d| d.contains(".lambda-url.") && d.ends_with(".on.aws")),
+        LambdaRequest::ApiGatewayV2(e) => function_url(e.request_context.domain_name.as_deref()).is_some(),
         _ => false,
     }
 }
@@ -127,10 +128,7 @@ fn via_function_url(event: &LambdaRequest) -> bool {
 /// for a request through API Gateway.
 pub fn door_url(req: &Request) -> Option<String> {
     let Some(RequestContext::ApiGatewayV2(context)) = req.request_context_ref() else { return None };
-    let domain = context.domain_name.as_deref()?;
-    if !(domain.contains(".lambda-url.") && domain.ends_with(".on.aws")) {
-        return None;
-    }
+    let domain = function_url(context.domain_name.as_deref())?;
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
     let proto = if header("x-forwarded-proto") == Some("http") { "http" } else { "https" };
     Some(format!("{proto}://{}", header("host").unwrap_or(domain)))

@@ -110,7 +110,20 @@ impl Loop<'_> {
                 .hold(spec.name, llm.provider(), spec.model, &request.ceiling())
                 .await
                 .map_err(AgentError::Budget)?;
-            let (sent, text, request_id): (&ChatRequest, _, _) = (request, self.text, self.request_id);
+            let charge = |usage, outcome, upstream_id| Charge {
+                request_id: self.request_id,
+                agent: spec.name,
+                kind: CallKind::Llm,
+                provider: llm.provider(),
+                model: spec.model,
+                usage,
+                outcome,
+                saved_usd: 0.0,
+                upstream_id,
+            };
+            let none = Usage::default();
+            let failed = &charge(&none, Outcome::Failed, None);
+            let (sent, text): (&ChatRequest, _) = (request, self.text);
             let attempt = |_| async move {
                 let answer = match text {
                     None => llm.chat(sent).await,
@@ -135,19 +148,7 @@ impl Loop<'_> {
                 if let Err(e) = &answer
                     && e.maybe_billed()
                 {
-                    ledger
-                        .charge(&Charge {
-                            request_id,
-                            agent: spec.name,
-                            kind: CallKind::Llm,
-                            provider: llm.provider(),
-                            model: spec.model,
-                            usage: &Usage::default(),
-                            outcome: Outcome::Failed,
-                            saved_usd: 0.0,
-                            upstream_id: None,
-                        })
-                        .await;
+                    ledger.charge(failed).await;
                 }
                 answer
             };
@@ -155,27 +156,14 @@ impl Loop<'_> {
                 Some(at) => within(self.retry, at, "llm", attempt).await,
                 None => with_backoff(self.retry, "llm", attempt).await,
             };
-            let charge = |usage, outcome, upstream_id| Charge {
-                request_id: self.request_id,
-                agent: spec.name,
-                kind: CallKind::Llm,
-                provider: llm.provider(),
-                model: spec.model,
-                usage,
-                outcome,
-                saved_usd: 0.0,
-                upstream_id,
-            };
             let reply = match reply {
                 Ok(reply) => reply,
                 Err(e) => {
                     // Dropped at the deadline while the model was working: it may be billed, so it
                     // is recorded (an attempt that failed by itself recorded its own).
-                    let none = Usage::default();
-                    let failed = charge(&none, Outcome::Failed, None);
                     let cost = match e {
-                        ProviderError::OutOfTime => ledger.charge(&failed).await,
-                        _ => ledger.bill(&failed),
+                        ProviderError::OutOfTime => ledger.charge(failed).await,
+                        _ => ledger.bill(failed),
                     };
                     ledger.settle(hold, &cost, e.may_have_cost()).await;
                     return Err(e.into());
@@ -328,6 +316,33 @@ mod tests {
         }
     }
 
+    /// A ledger over a fresh local store in its own directory (removed by the test).
+    fn ledger() -> (std::path::PathBuf, Ledger) {
+        let dir = std::env::temp_dir().join(format!("agent-{}", uuid::Uuid::new_v4()));
+        let records = Arc::new(LocalRecords::open(&dir).unwrap());
+        let ledger = Ledger::new(
+            records,
+            Arc::new(PriceTable::default()),
+            Arc::new(SystemClock),
+            crate::core::retry::STORE_RETRY,
+        );
+        (dir, ledger)
+    }
+
+    /// A `detail` agent answering a JSON object in at most 8 requests and `tool_limit` tool calls.
+    fn spec(tool_limit: u32) -> AgentSpec<'static> {
+        AgentSpec {
+            name: "detail",
+            model: "m",
+            instructions: "",
+            output: Some(("answer", serde_json::json!({"type": "object"}))),
+            request_limit: 8,
+            tool_limit,
+            output_retries: 0,
+            deadline: None,
+        }
+    }
+
     /// Times out (while working: maybe billed) on its first `failures` requests, then answers.
     struct Flaky {
         failures: usize,
@@ -352,24 +367,8 @@ mod tests {
     // retry then succeeds, so each one is recorded (failed), beside the answer's own record.
     #[tokio::test]
     async fn every_maybe_billed_attempt_is_recorded_even_when_a_retry_succeeds() {
-        let dir = std::env::temp_dir().join(format!("agent-{}", uuid::Uuid::new_v4()));
-        let records = Arc::new(LocalRecords::open(&dir).unwrap());
-        let ledger = Ledger::new(
-            records,
-            Arc::new(PriceTable::default()),
-            Arc::new(SystemClock),
-            crate::core::retry::STORE_RETRY,
-        );
-        let spec = AgentSpec {
-            name: "detail",
-            model: "m",
-            instructions: "",
-            output: Some(("answer", serde_json::json!({"type": "object"}))),
-            request_limit: 8,
-            tool_limit: 0,
-            output_retries: 0,
-            deadline: None,
-        };
+        let (dir, ledger) = ledger();
+        let spec = spec(0);
         let llm = Flaky { failures: 2, asked: AtomicUsize::new(0) };
         let retry = RetryPolicy::new(std::time::Duration::from_millis(1));
         let started = chrono::Utc::now() - chrono::Duration::seconds(1);
@@ -390,26 +389,10 @@ mod tests {
     // tool_limit of them (and at most three of one reply), and still gets its answer.
     #[tokio::test]
     async fn tool_calls_are_capped_per_reply_and_per_run() {
-        let dir = std::env::temp_dir().join(format!("agent-{}", uuid::Uuid::new_v4()));
-        let records = Arc::new(LocalRecords::open(&dir).unwrap());
-        let ledger = Ledger::new(
-            records,
-            Arc::new(PriceTable::default()),
-            Arc::new(SystemClock),
-            crate::core::retry::STORE_RETRY,
-        );
+        let (dir, ledger) = ledger();
         let retry = RetryPolicy::new(std::time::Duration::from_millis(1));
         for (tool_limit, expected) in [(4, 4), (100, 9)] {
-            let spec = AgentSpec {
-                name: "detail",
-                model: "m",
-                instructions: "",
-                output: Some(("answer", serde_json::json!({"type": "object"}))),
-                request_limit: 8,
-                tool_limit,
-                output_retries: 0,
-                deadline: None,
-            };
+            let spec = spec(tool_limit);
             let (llm, tools) = (Greedy(AtomicUsize::new(0)), Counted(AtomicUsize::new(0)));
             let answer: Value = run(&llm, &ledger, retry, &spec, "p".into(), &tools, |_| Ok(()), "r").await.unwrap();
             assert_eq!(answer["ok"], true);
