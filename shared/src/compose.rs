@@ -294,6 +294,7 @@ pub fn assistant(
         retrieval,
         web,
         app: AppTools::new(config.assistant_tools.clone(), config.assistant_tool_timeout)?,
+        approvals: crate::assistant::approvals::Approvals::new(Arc::clone(&records), config.assistant_history_ttl),
         history: History::new(records, config.assistant_history_ttl, config.assistant_history_turns),
         budget: config.assistant_budget,
         tool_time: config.assistant_tool_timeout,

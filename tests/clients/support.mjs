@@ -87,6 +87,16 @@ export async function startModel(script) {
       res.on('close', () => { if (!call.finished) call.hungUp = true; });
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       const send = (chunk) => res.write(`data: ${JSON.stringify({ ...base, ...chunk })}\n\n`);
+      if (message?.tool_calls) {
+        // Tool calls streamed as OpenAI does: each with its index, then the finish reason.
+        const calls = message.tool_calls.map((c, index) => ({ index, ...c }));
+        send({ choices: [{ index: 0, delta: { role: 'assistant', content: null, tool_calls: calls }, finish_reason: null }] });
+        send({ choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] });
+        send({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+        res.end('data: [DONE]\n\n');
+        call.finished = true;
+        return;
+      }
       for (const [i, piece] of pieces.entries()) {
         if (i > 0) await new Promise((r) => setTimeout(r, delayMs));
         if (call.hungUp) return;
@@ -133,8 +143,8 @@ export async function startDoor(env) {
 export const usersOf = (issuer) => ({ JWT_ISSUER: issuer.url, JWT_AUDIENCE: 'web-app' });
 
 /** A test issuer, a fake model answering by `script` (as `startModel`) and the door pointed at
- * both; `close` stops all three. */
-export async function startBundle(script) {
+ * both, with `env` added; `close` stops all three. */
+export async function startBundle(script, env = {}) {
   const issuer = await startIssuer();
   const model = await startModel(script);
   const door = await startDoor({
@@ -142,6 +152,7 @@ export async function startBundle(script) {
     LLM_BASE_URL: model.url,
     LLM_API_KEY: 'test-llm-key',
     LLM_MODEL: 'deepseek/deepseek-chat',
+    ...env,
   });
   return { issuer, model, door, close: () => { door.close(); model.close(); issuer.close(); } };
 }
@@ -185,4 +196,29 @@ export async function startCutter(target, { cutAfter }) {
   });
   const url = await listen(server);
   return { url, streams, close: () => server.close() };
+}
+
+/** A fake app tool endpoint (`POST /ai/tools/<name>`, bearer `app-tool-secret`) as an app should
+ * be: each `Idempotency-Key` is applied once. Keeps every request's key and body. */
+export async function startAppTool() {
+  const requests = [];
+  const applied = new Set();
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => { raw += c; });
+    req.on('end', () => {
+      if (req.headers.authorization !== 'Bearer app-tool-secret') {
+        res.statusCode = 401;
+        res.end('{}');
+        return;
+      }
+      const key = req.headers['idempotency-key'];
+      requests.push({ url: req.url, key, body: JSON.parse(raw) });
+      applied.add(key);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ cancelled: true }));
+    });
+  });
+  const url = await listen(server);
+  return { url, requests, applied, close: () => server.close() };
 }

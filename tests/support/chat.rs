@@ -66,8 +66,9 @@ const REQUEST_KEYS: &[&str] = &[
 
 /// The scripted model.
 pub struct ScriptedModel {
-    /// The tool to call and its arguments (`None`: never calls a tool).
-    pub tool: Option<(String, Value)>,
+    /// The tools it calls after the last user message, in turn, with their arguments (one per
+    /// request while a next one is offered), then it answers from the last result.
+    pub tools: Vec<(String, Value)>,
 }
 
 fn refuse(message: &str, param: Option<&str>) -> ResponseTemplate {
@@ -193,14 +194,16 @@ impl Respond for ScriptedModel {
         }
         let messages = body["messages"].as_array().expect("checked");
         let last_user = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
-        let result = messages[last_user..].iter().rev().find(|m| m["role"] == "tool");
+        let results: Vec<&Value> = messages[last_user..].iter().filter(|m| m["role"] == "tool").collect();
         let offered =
             |name: &str| body["tools"].as_array().into_iter().flatten().any(|t| t["function"]["name"] == name);
-        let (message, finish) = match (&self.tool, result) {
-            (Some((name, arguments)), None) if offered(name) => (
-                json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [
-                    {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
-                ]}),
+        let next = self.tools.get(results.len()).filter(|(name, _)| offered(name));
+        let (message, finish) = match (next, results.last()) {
+            (Some((name, arguments)), _) => (
+                json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [{
+                    "id": format!("call_{}", results.len() + 1), "type": "function",
+                    "function": {"name": name, "arguments": arguments.to_string()}
+                }]}),
                 "tool_calls",
             ),
             (_, Some(result)) => {

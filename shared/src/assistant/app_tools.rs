@@ -32,6 +32,18 @@ pub struct Caller<'a> {
     pub idempotency_key: &'a str,
 }
 
+/// The model's `arguments` as a tool receives them (an object, without who the call is for:
+/// that is the envelope's, never the model's to say), or the error string the model reads.
+pub fn sent_arguments(arguments: Value) -> Result<Value, String> {
+    let Value::Object(mut arguments) = arguments else {
+        return Err(error_string("invalid_arguments", "the arguments must be a JSON object"));
+    };
+    for key in ["userId", "user_id", "conversationId", "conversation_id"] {
+        arguments.remove(key);
+    }
+    Ok(Value::Object(arguments))
+}
+
 impl AppTools {
     /// `tools`, each call ending within `timeout`.
     pub fn new(tools: Vec<AppTool>, timeout: Duration) -> crate::core::error::Result<Self> {
@@ -59,13 +71,10 @@ impl AppTools {
 
     /// Calls `tool` with the model's `arguments` for `caller`; the text the model reads.
     pub async fn call(&self, tool: &AppTool, arguments: Value, caller: &Caller<'_>) -> String {
-        let Value::Object(mut arguments) = arguments else {
-            return error_string("invalid_arguments", "the arguments must be a JSON object");
+        let arguments = match sent_arguments(arguments) {
+            Ok(arguments) => arguments,
+            Err(e) => return e,
         };
-        // Who the call is for is the envelope's, never the model's to say.
-        for key in ["userId", "user_id", "conversationId", "conversation_id"] {
-            arguments.remove(key);
-        }
         let body = json!({"tool": tool.name, "userId": caller.user, "conversationId": caller.conversation, "arguments": arguments})
             .to_string();
         let mut request = self

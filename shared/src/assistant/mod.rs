@@ -11,6 +11,7 @@
 //!    profile rag-search personalises with ([`preferences`]).
 
 pub mod app_tools;
+pub mod approvals;
 pub mod history;
 pub mod intent;
 pub mod preferences;
@@ -28,6 +29,7 @@ use tokio::time::Instant;
 use crate::activities::interests::Stated;
 use crate::activities::retrieval::Retrieval;
 use crate::assistant::app_tools::AppTools;
+use crate::assistant::approvals::{Approvals, PendingApproval};
 use crate::assistant::history::{History, Turn};
 use crate::assistant::intent::{By, Classifier, Mode};
 use crate::assistant::tools::{AGENT, Cited, ToolUse, Toolbox};
@@ -48,13 +50,18 @@ const TOOL_LIMIT: u32 = 4;
 const RESERVE: Duration = Duration::from_secs(7);
 /// Time box of storing the turn.
 const HOOK_TIME: Duration = Duration::from_secs(1);
+/// How much longer than a tool call an approval's run is held against a second run.
+const APPROVAL_MARGIN: Duration = Duration::from_secs(5);
 /// Time box of keeping stated preferences: a read, an embedding, a write.
 const REMEMBER_TIME: Duration = Duration::from_millis(2500);
 
-/// `POST /chat`'s body, validated.
+/// `POST /chat`'s body, validated: a message, or the answer to a pending approval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatInput {
+    /// Empty when the input answers an approval.
     pub message: String,
+    /// The user's answer to the approval the conversation's last reply asked for.
+    pub approval: Option<approvals::Answer>,
     pub conversation_id: Option<String>,
     pub location: Option<(f64, f64)>,
     /// The mode the client chose for this message (a button in the app), over the router's.
@@ -68,7 +75,8 @@ pub struct ChatInput {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Body {
-    pub(crate) message: String,
+    pub(crate) message: Option<String>,
+    pub(crate) approval: Option<approvals::Answer>,
     pub(crate) conversation_id: Option<String>,
     pub(crate) location: Option<Location>,
     pub(crate) mode: Option<Mode>,
@@ -82,17 +90,30 @@ pub(crate) struct Location {
 }
 
 impl ChatInput {
-    /// Parses `{message, conversationId?, location?: {lat, lng}, mode?}`; each mistake names its
-    /// field.
+    /// Parses `{message, conversationId?, location?: {lat, lng}, mode?}`, or `{conversationId,
+    /// approval: {id, approved}}`; each mistake names its field.
     pub fn from_json(body: &[u8]) -> Result<Self> {
         Self::checked(crate::core::json::typed_body(body, "invalid_chat")?)
     }
 
     /// `body` checked part by part; each mistake names its field.
     pub(crate) fn checked(body: Body) -> Result<Self> {
-        let message = body.message.trim().to_owned();
-        if message.is_empty() || message.chars().count() > MAX_MESSAGE_CHARS {
-            return Err(Error::invalid("invalid_chat", format!("message must be 1-{MAX_MESSAGE_CHARS} characters")));
+        let message = body.message.as_deref().unwrap_or_default().trim().to_owned();
+        match &body.approval {
+            None if message.is_empty() || message.chars().count() > MAX_MESSAGE_CHARS => {
+                return Err(Error::invalid(
+                    "invalid_chat",
+                    format!("message must be 1-{MAX_MESSAGE_CHARS} characters"),
+                ));
+            }
+            None => {}
+            Some(_) if body.message.is_some() => {
+                return Err(Error::invalid("invalid_chat", "send a message or an approval, not both"));
+            }
+            Some(_) if body.conversation_id.is_none() => {
+                return Err(Error::invalid("invalid_chat", "an approval needs the conversationId it was asked in"));
+            }
+            Some(answer) => answer.check()?,
         }
         if let Some(id) = &body.conversation_id {
             history::check_id(id)?;
@@ -106,6 +127,7 @@ impl ChatInput {
         };
         Ok(Self {
             message,
+            approval: body.approval,
             conversation_id: body.conversation_id,
             location,
             mode: body.mode,
@@ -130,6 +152,9 @@ pub struct Answer {
     pub mock: bool,
     /// Preferences this message stated, now kept in the user's profile.
     pub remembered: Vec<Stated>,
+    /// A call of the app's that waits for the user's approval (nothing ran): answer it with
+    /// `{conversationId, approval: {id, approved}}`.
+    pub pending_approval: Option<PendingApproval>,
 }
 
 /// What a reply tells the client as it goes, in this order: `Mode`; then, as the model works,
@@ -155,6 +180,13 @@ pub enum Event {
         used: ToolUse,
         output: serde_json::Value,
     },
+    /// A tool call waits for the user's approval (it did not run).
+    Approval(PendingApproval),
+    /// The user declined a call: it did not run.
+    Denied {
+        id: String,
+        used: ToolUse,
+    },
     Text(String),
     Source(Cited),
     Done(Answer),
@@ -172,7 +204,8 @@ impl Event {
             Event::Mode { conversation_id, mode, by } => {
                 ("mode", serde_json::json!({"conversationId": conversation_id, "mode": mode, "by": by}))
             }
-            Event::Tool { used, .. } => ("tool", serde_json::json!(used)),
+            Event::Tool { used, .. } | Event::Denied { used, .. } => ("tool", serde_json::json!(used)),
+            Event::Approval(pending) => ("approval", serde_json::json!(pending)),
             Event::Text(text) => ("delta", serde_json::json!({"text": text})),
             Event::Done(answer) => ("done", serde_json::json!(answer)),
             Event::Error { code, message } => ("error", serde_json::json!({"code": code, "message": message})),
@@ -192,6 +225,7 @@ pub struct Assistant {
     /// `search_web` (with a Tavily key only).
     pub web: Option<Arc<crate::web::tools::Tools>>,
     pub app: AppTools,
+    pub approvals: Approvals,
     pub history: History,
     pub classifier: Classifier,
     /// Who the assistant is (`ASSISTANT_PERSONA`): the first line of every mode's instructions.
@@ -229,12 +263,26 @@ impl Assistant {
             },
             None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
         };
+        // An answer to an approval is taken, once, before anything is spent.
+        let taken = match &input.approval {
+            Some(answer) => {
+                let hold = self.tool_time + APPROVAL_MARGIN;
+                Some(self.approvals.take(user, &conversation, answer, now, hold).await?)
+            }
+            None => None,
+        };
         // Personal context is a help, never a reason to fail.
         let stated = bounded(HOT_PATH, "stated preferences", self.retrieval.stated_preferences(user)).await;
         let stated = stated.unwrap_or_default();
         // 2. Intent.
-        let previous = earlier.last().map(|t| t.mode);
-        let (mode, by) = self.classifier.classify(&input.message, previous, input.mode, request_id).await;
+        let (mode, by) = match &taken {
+            // The mode of the reply that asked: its tools are the ones the call needs.
+            Some(taken) => (taken.mode, By::Approval),
+            None => {
+                let previous = earlier.last().map(|t| t.mode);
+                self.classifier.classify(&input.message, previous, input.mode, request_id).await
+            }
+        };
         tracing::info!(request_id, mode = mode.as_str(), ?by, "assistant mode");
         let _ = events.send(Event::Mode { conversation_id: conversation.clone(), mode, by });
         // 3. Mode: prompt and tools.
@@ -245,6 +293,9 @@ impl Assistant {
             retrieval: &self.retrieval,
             web: self.web.as_deref(),
             app: &self.app,
+            approvals: &self.approvals,
+            pending: Mutex::default(),
+            now,
             user,
             conversation: &conversation,
             location: input.location,
@@ -272,7 +323,31 @@ impl Assistant {
             messages.push(Message::User(turn.user.clone()));
             messages.push(Message::Assistant { content: Some(turn.assistant.clone()), tool_calls: Vec::new() });
         }
-        messages.push(Message::User(input.message.clone()));
+        let said = match &taken {
+            None => {
+                messages.push(Message::User(input.message.clone()));
+                input.message.clone()
+            }
+            // The call the user answered, as the model made it, and what came of it.
+            Some(taken) => {
+                let (result, done) = toolbox.answer_approval(taken).await;
+                let settled = self.approvals.settle(user, &conversation, taken, done, self.clock.now());
+                if let Err(e) = bounded(HOOK_TIME, "settling an approval", settled).await {
+                    tracing::error!(request_id, error = %e, "an approval was not settled (its claim lapses)");
+                }
+                let call = &taken.pending;
+                messages.push(Message::Assistant {
+                    content: None,
+                    tool_calls: vec![llm::ToolCall {
+                        id: call.tool_call_id.clone(),
+                        name: call.tool.clone(),
+                        arguments: call.arguments.to_string(),
+                    }],
+                });
+                messages.push(Message::Tool { call_id: call.tool_call_id.clone(), content: result });
+                format!("[{} {}]", if taken.approved { "approved" } else { "declined" }, call.tool)
+            }
+        };
         let text = |piece: &str| events.send(Event::Text(piece.to_owned())).is_ok();
         let text = input.streamed.then_some(&text as llm::TextSink<'_>);
         let reply = agent::converse(&*self.llm, &self.ledger, self.retry, &spec, messages, &toolbox, request_id, text)
@@ -287,11 +362,12 @@ impl Assistant {
                 }
             })?;
         // 5. Hooks.
-        let turn = Turn { user: input.message.clone(), assistant: reply.clone(), mode, at: self.clock.now() };
+        let turn = Turn { user: said, assistant: reply.clone(), mode, at: self.clock.now() };
         if let Err(e) = bounded(HOOK_TIME, "storing the turn", self.history.append(user, &conversation, &turn)).await {
             tracing::error!(request_id, error = %e, "the turn was not stored");
         }
         let remembered = self.remember(user, &input.message, request_id).await;
+        let pending_approval = toolbox.pending.into_inner().expect("not poisoned");
         let (tool_calls, sources) = (toolbox.used.into_inner(), toolbox.sources.into_inner());
         Ok(Answer {
             conversation_id: conversation,
@@ -302,6 +378,7 @@ impl Assistant {
             sources: sources.expect("not poisoned"),
             mock: self.llm.is_mock(),
             remembered,
+            pending_approval,
         })
     }
 

@@ -13,7 +13,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::activities::request::SearchRequest;
 use crate::activities::retrieval::Retrieval;
 use crate::assistant::Event;
-use crate::assistant::app_tools::{AppTools, Caller};
+use crate::assistant::app_tools::{AppTools, Caller, sent_arguments};
+use crate::assistant::approvals::{self, Approvals, PendingApproval, Taken};
 use crate::assistant::intent::Mode;
 use crate::core::config::AppTool;
 use crate::llm::ToolSpec;
@@ -64,6 +65,11 @@ pub struct Toolbox<'a> {
     /// `search_web`, when a Tavily key is configured.
     pub web: Option<&'a web::Tools>,
     pub app: &'a AppTools,
+    /// Where calls of tools with side effects wait for the user's approval.
+    pub approvals: &'a Approvals,
+    /// The approval this reply asked for (one at most).
+    pub pending: Mutex<Option<PendingApproval>>,
+    pub now: chrono::DateTime<chrono::Utc>,
     pub user: &'a str,
     pub conversation: &'a str,
     pub location: Option<(f64, f64)>,
@@ -142,6 +148,77 @@ impl Toolbox<'_> {
     }
 }
 
+/// What the model reads when a call waits for the user's approval.
+const AWAITING: &str = "Nothing has run yet: the user is asked to approve this exact call in the app. Tell them \
+                        briefly what it will do; it runs only if they approve.";
+
+impl Toolbox<'_> {
+    /// Holds back the model's call `id` of `tool`: keeps it as this reply's pending approval and
+    /// tells the client. What the model reads, or the error string when it cannot wait.
+    async fn ask_approval(&self, tool: &AppTool, id: &str, arguments: Value) -> Result<String, String> {
+        if self.pending.lock().expect("not poisoned").is_some() {
+            return Err(error_string(
+                "approval_pending",
+                "a call already waits for the user's approval: ask them first",
+            ));
+        }
+        let arguments = sent_arguments(arguments)?;
+        let pending = PendingApproval {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            tool_call_id: id.to_owned(),
+            tool: tool.name.clone(),
+            arguments,
+            expires_at: self.now + approvals::TTL,
+        };
+        let asked = self.approvals.ask(self.user, self.conversation, &pending, self.mode);
+        if let Err(e) =
+            crate::core::records::bounded(crate::core::records::HOT_PATH, "keeping an approval", asked).await
+        {
+            tracing::error!(error = %e, "the approval was not kept");
+            return Err(error_string("approval_unavailable", "the user cannot be asked to approve now; nothing ran"));
+        }
+        let _ = self.events.send(Event::Approval(pending.clone()));
+        *self.pending.lock().expect("not poisoned") = Some(pending);
+        Ok(json!({"status": "awaiting_approval", "message": AWAITING}).to_string())
+    }
+
+    /// Runs (or, declined, does not run) the call `taken` holds, as the model called it: the
+    /// model's text-to-read for it, and whether the approval is used up (it ran or was
+    /// declined; a failed call may be approved again).
+    pub async fn answer_approval(&self, taken: &Taken) -> (String, bool) {
+        // The client has the call already (its input, the approval asked): only the outcome is new.
+        let call = &taken.pending;
+        if !taken.approved {
+            let used = ToolUse { name: call.tool.clone(), ok: false };
+            let _ = self.events.send(Event::Denied { id: call.tool_call_id.clone(), used: used.clone() });
+            self.used.lock().expect("not poisoned").push(used);
+            let declined = json!({"status": "declined", "message": "The user declined: nothing ran."});
+            return (as_data(&call.tool, &declined.to_string()), true);
+        }
+        let result = match self.app.in_mode(self.mode.as_str()).find(|t| t.name == call.tool) {
+            None => error_string("unknown_tool", &format!("no tool {} in this conversation any more", call.tool)),
+            Some(tool) => {
+                let key = call.idempotency_key();
+                let caller = Caller { user: self.user, conversation: self.conversation, idempotency_key: &key };
+                self.app.call(tool, call.arguments.clone(), &caller).await
+            }
+        };
+        let ok = self.told(&call.tool_call_id, &call.tool, &result);
+        (as_data(&call.tool, &result), ok)
+    }
+
+    /// Tells the client and the answer that call `id` of `name` ended with `result`; whether
+    /// it succeeded.
+    fn told(&self, id: &str, name: &str, result: &str) -> bool {
+        let output = serde_json::from_str::<Value>(result).unwrap_or_else(|_| Value::String(result.to_owned()));
+        let used = ToolUse { name: name.to_owned(), ok: output.get("error").is_none() };
+        let _ = self.events.send(Event::Tool { id: id.to_owned(), used: used.clone(), output });
+        let ok = used.ok;
+        self.used.lock().expect("not poisoned").push(used);
+        ok
+    }
+}
+
 /// A tool this reply offers.
 enum Offered<'t> {
     Explore,
@@ -201,26 +278,33 @@ impl crate::llm::agent::Tools for Toolbox<'_> {
 
     async fn call(&self, name: &str, arguments: Value) -> String {
         let call = self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let id = format!("call-{call}");
+        // Unique in the conversation: an approved call's result joins its earlier message.
+        let id = format!("call-{}-{call}", self.request_id);
+        let offered = self.offered(name);
+        // What an app's tool will receive is what the client shows (and the user approves).
+        let arguments = match offered {
+            Some(Offered::App(_)) => sent_arguments(arguments.clone()).unwrap_or(arguments),
+            _ => arguments,
+        };
         let _ =
             self.events.send(Event::ToolStarted { id: id.clone(), name: name.to_owned(), input: arguments.clone() });
         let in_time = tokio::time::Instant::now() + self.tool_time <= self.deadline;
-        let result = match self.offered(name) {
+        let result = match offered {
             None => error_string("unknown_tool", &format!("no tool {name} in this conversation")),
             Some(_) if !in_time => error_string("out_of_time", "no time is left for tools: answer with what you have"),
             Some(Offered::Explore) => self.explore(arguments).await,
             Some(Offered::Web(web)) => self.search_web(web, &arguments, call).await,
+            Some(Offered::App(tool)) if tool.approval => match self.ask_approval(tool, &id, arguments).await {
+                Ok(waiting) => return as_data(name, &waiting),
+                Err(refused) => refused,
+            },
             Some(Offered::App(tool)) => {
-                let call = self.used.lock().expect("not poisoned").len();
                 let key = format!("{}-{call}", self.request_id);
                 let caller = Caller { user: self.user, conversation: self.conversation, idempotency_key: &key };
                 self.app.call(tool, arguments, &caller).await
             }
         };
-        let output = serde_json::from_str::<Value>(&result).unwrap_or_else(|_| Value::String(result.clone()));
-        let used = ToolUse { name: name.to_owned(), ok: output.get("error").is_none() };
-        let _ = self.events.send(Event::Tool { id, used: used.clone(), output });
-        self.used.lock().expect("not poisoned").push(used);
+        self.told(&id, name, &result);
         as_data(name, &result)
     }
 }

@@ -5,7 +5,8 @@
 //! ai 7.0.173 and 5.0): server-sent events, each `data:` one JSON chunk, then `data: [DONE]`,
 //! with the header `x-vercel-ai-ui-message-stream: v1`. A reply is `start`, the mode as a
 //! `data-mode` part, text as `text-start` / `text-delta`... / `text-end`, each tool call as
-//! `tool-input-available` then `tool-output-available`, each web source as `source-url`, and
+//! `tool-input-available` then `tool-output-available` (or, for a call that waits for the user,
+//! `tool-approval-request`; declined, `tool-output-denied`), each web source as `source-url`, and
 //! `finish` (its `messageMetadata`: the conversation, mode, whether the reply is the labelled
 //! mock, what was remembered), or an `error` part.
 
@@ -13,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Body, ChatInput, Event, Location};
+use crate::assistant::approvals;
 use crate::assistant::intent::Mode;
 use crate::core::error::{Error, Result};
 
@@ -48,8 +50,10 @@ pub fn is_ui_request(body: &[u8]) -> bool {
     serde_json::from_slice::<Value>(body).is_ok_and(|v| v.get("messages").is_some())
 }
 
-/// The chat input of an AI SDK request: its last message, which must be the user's, as the
-/// message; its `id` as the conversation (the user's own: an unknown id starts one).
+/// The chat input of an AI SDK request: its last message, the user's, as the message, or, when
+/// the last is the assistant's, its one tool part answered with `addToolApprovalResponse`
+/// (state `approval-responded`) as the approval's answer; its `id` as the conversation (the
+/// user's own: an unknown id starts one).
 pub fn input(body: &[u8]) -> Result<ChatInput> {
     let request: Request = crate::core::json::typed_body(body, "invalid_chat")?;
     match request.trigger.as_deref() {
@@ -58,9 +62,21 @@ pub fn input(body: &[u8]) -> Result<ChatInput> {
             return Err(Error::invalid("invalid_chat", format!("trigger {other:?} is not one /chat serves")));
         }
     }
-    let last = request.messages.last().filter(|m| m.role == "user").ok_or_else(|| {
+    let last = request.messages.last().filter(|m| m.role == "user" || m.role == "assistant").ok_or_else(|| {
         Error::invalid("invalid_chat", "messages: the last message must be the user's (role \"user\")")
     })?;
+    if last.role == "assistant" {
+        let body = Body {
+            message: None,
+            approval: Some(approval_response(last)?),
+            conversation_id: Some(request.id),
+            location: request.location,
+            mode: None,
+        };
+        let mut input = ChatInput::checked(body)?;
+        input.client_named = true;
+        return Ok(input);
+    }
     let text: Vec<&str> = last
         .parts
         .iter()
@@ -68,7 +84,8 @@ pub fn input(body: &[u8]) -> Result<ChatInput> {
         .filter_map(|p| p.get("text").and_then(Value::as_str))
         .collect();
     let body = Body {
-        message: text.join("\n"),
+        message: Some(text.join("\n")),
+        approval: None,
         conversation_id: Some(request.id),
         location: request.location,
         mode: request.mode,
@@ -76,6 +93,30 @@ pub fn input(body: &[u8]) -> Result<ChatInput> {
     let mut input = ChatInput::checked(body)?;
     input.client_named = true;
     Ok(input)
+}
+
+/// The one approval answered in `message` (the assistant's): its tool part in state
+/// `approval-responded`, `approval: {id, approved}`.
+fn approval_response(message: &UiMessage) -> Result<approvals::Answer> {
+    let answered: Vec<&Value> =
+        message.parts.iter().filter(|p| p.get("state").and_then(Value::as_str) == Some("approval-responded")).collect();
+    let [part] = answered.as_slice() else {
+        return Err(Error::invalid(
+            "invalid_chat",
+            "messages: the last message must be the user's (role \"user\"), or the assistant's with one approval \
+             answered (a tool part in state approval-responded)",
+        ));
+    };
+    serde_json::from_value::<ApprovalPart>(part["approval"].clone())
+        .map(|a| approvals::Answer { id: a.id, approved: a.approved })
+        .map_err(|e| Error::invalid("invalid_chat", format!("messages: the answered approval: {e}")))
+}
+
+/// A tool part's `approval` once answered (the AI SDK's `approvalRespondedSchema`).
+#[derive(Deserialize)]
+struct ApprovalPart {
+    id: String,
+    approved: bool,
 }
 
 /// Turns a reply's events into UI message stream frames, keeping which text part is open.
@@ -115,6 +156,10 @@ impl Encoder {
             Event::Tool { id, output, .. } => {
                 chunks.push(json!({"type": "tool-output-available", "toolCallId": id, "output": output}));
             }
+            Event::Approval(pending) => chunks.push(json!({
+                "type": "tool-approval-request", "approvalId": pending.id, "toolCallId": pending.tool_call_id,
+            })),
+            Event::Denied { id, .. } => chunks.push(json!({"type": "tool-output-denied", "toolCallId": id})),
             Event::Source(cited) => chunks.push(json!({
                 "type": "source-url", "sourceId": cited.url, "url": cited.url, "title": cited.title,
             })),
@@ -190,6 +235,60 @@ mod tests {
             assert!(e.to_string().contains(says), "{bad}: {e}");
         }
         assert!(!is_ui_request(br#"{"message": "hi"}"#));
+    }
+
+    #[test]
+    fn an_answered_approval_is_read_from_the_assistants_last_message() {
+        let answered = |parts: &str| {
+            format!(
+                r#"{{"id": "c-1", "trigger": "submit-message", "messageId": "m1", "messages": [
+                    {{"id": "m0", "role": "user", "parts": [{{"type": "text", "text": "cancel it"}}]}},
+                    {{"id": "m1", "role": "assistant", "parts": {parts}}}]}}"#
+            )
+        };
+        let body = answered(
+            r#"[{"type": "text", "text": "Shall I?"}, {"type": "tool-cancelActivity", "toolCallId": "call-r-0",
+                 "state": "approval-responded", "input": {"activityId": "a-1"},
+                 "approval": {"id": "ab12", "approved": true, "reason": "yes"}}]"#,
+        );
+        let input = input(body.as_bytes()).unwrap();
+        assert_eq!(input.approval, Some(approvals::Answer { id: "ab12".into(), approved: true }));
+        assert_eq!((input.message.as_str(), input.conversation_id.as_deref()), ("", Some("c-1")));
+        for parts in [
+            r#"[{"type": "tool-x", "toolCallId": "a", "state": "approval-requested", "approval": {"id": "ab12"}}]"#,
+            r#"[{"type": "tool-x", "state": "approval-responded", "approval": {"id": "a", "approved": true}},
+                {"type": "tool-y", "state": "approval-responded", "approval": {"id": "b", "approved": true}}]"#,
+            r#"[{"type": "tool-x", "state": "approval-responded", "approval": {"id": "a"}}]"#,
+        ] {
+            let e = super::input(answered(parts).as_bytes()).unwrap_err();
+            assert_eq!(e.status(), 400, "{parts}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_call_waiting_for_approval_is_an_approval_request_part() {
+        let pending = approvals::PendingApproval {
+            id: "ab12".into(),
+            tool_call_id: "call-r-0".into(),
+            tool: "cancelActivity".into(),
+            arguments: json!({"activityId": "a-1"}),
+            expires_at: "2026-11-26T12:00:00Z".parse().unwrap(),
+        };
+        let mut encoder = Encoder::default();
+        let frames = encoder.frames(&Event::Approval(pending))
+            + &encoder.frames(&Event::Denied {
+                id: "call-r-0".into(),
+                used: ToolUse { name: "cancelActivity".into(), ok: false },
+            });
+        let chunks: Vec<Value> =
+            frames.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+        assert_eq!(
+            chunks[1..],
+            [
+                json!({"type": "tool-approval-request", "approvalId": "ab12", "toolCallId": "call-r-0"}),
+                json!({"type": "tool-output-denied", "toolCallId": "call-r-0"}),
+            ]
+        );
     }
 
     #[test]

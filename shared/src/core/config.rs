@@ -183,6 +183,9 @@ pub struct AppTool {
     /// The modes it is offered in (`CREATE`, `PARTNER`, `MANAGE`, `EXPLORE`, `CHAT`).
     pub modes: Vec<String>,
     pub auth: ToolAuth,
+    /// A side effect (publish, cancel): run only once the user approves the exact call
+    /// (`shared::assistant::approvals`), never on the model's word alone.
+    pub approval: bool,
 }
 
 /// How an app tool's request is authenticated.
@@ -210,6 +213,9 @@ struct AppToolEntry {
     /// `sigv4`: the service signed for (default `execute-api`) and its region.
     service: Option<String>,
     region: Option<String>,
+    /// The call has side effects: it waits for the user's approval (default false).
+    #[serde(default)]
+    approval: bool,
 }
 
 /// The modes an app tool may name.
@@ -263,7 +269,15 @@ fn app_tools(json: &str, get: impl Fn(&str) -> Option<String>) -> Result<Vec<App
             },
             other => return Err(bad(&name, format!("auth must be bearer or sigv4, not {other:?}"))),
         };
-        tools.push(AppTool { name, description: e.description, parameters: e.parameters, url, modes: e.modes, auth });
+        tools.push(AppTool {
+            name,
+            description: e.description,
+            parameters: e.parameters,
+            url,
+            modes: e.modes,
+            auth,
+            approval: e.approval,
+        });
     }
     Ok(tools)
 }

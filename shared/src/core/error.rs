@@ -18,6 +18,10 @@ pub enum Error {
     /// The route or the record does not exist (404).
     #[error("{0}")]
     NotFound(String),
+    /// The request contradicts what is stored (409): an approval already used, still running
+    /// or expired. `code` is stable, `message` says what.
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
     /// The route exists but not for this method (405).
     #[error("method {method} is not allowed here; allowed: {allowed}")]
     MethodNotAllowed { method: String, allowed: &'static str },
@@ -56,6 +60,7 @@ impl Error {
             Self::Unauthenticated(_) => 401,
             Self::Forbidden(_) => 403,
             Self::NotFound(_) => 404,
+            Self::Conflict { .. } => 409,
             Self::MethodNotAllowed { .. } => 405,
             Self::TooLarge { .. } => 413,
             Self::BudgetExceeded { .. } | Self::QuotaExceeded { .. } => 429,
@@ -81,6 +86,7 @@ impl Error {
             Self::Unauthenticated(_) => "unauthenticated",
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
+            Self::Conflict { code, .. } => code,
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::TooLarge { .. } => "payload_too_large",
             Self::BudgetExceeded { code, .. } => code,

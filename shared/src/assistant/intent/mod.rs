@@ -64,6 +64,8 @@ pub enum By {
     Classifier,
     /// The meaning head, over the message's bundled-e5 vector.
     Embedding,
+    /// The reply answers an approval: the mode of the reply that asked.
+    Approval,
 }
 
 /// The words head decides alone from this probability on; below it, the meaning head does.
