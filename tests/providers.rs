@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use integration::{Harness, Setup, StoreKind, TAVILY_KEY, on_both_stores, perplexity};
 use serde_json::{Value, json};
+use shared::core::clock::Clock;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
@@ -255,7 +256,7 @@ async fn a_user_calls_search_web_with_their_token(kind: StoreKind) {
 // Issue 41: one user's money is their own. Twenty calls of one user at once, against a daily cap
 // of three calls' worth (a Tavily credit each, $0.008): three served, the rest 429
 // `user_budget_exceeded` saying when it renews; another user still has all of theirs, and
-// each answer says what is left.
+// each answer says what is left; the cost report lists the day's top spenders.
 async fn one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one(kind: StoreKind) {
     let env = [("USER_BUDGET_USD_PER_DAY", "0.024")];
     let h = Harness::with(kind, Setup { env: &env, ..only_tavily() }).await;
@@ -279,6 +280,14 @@ async fn one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one(kind: 
     assert_eq!(status, 200, "another user's budget is their own: {r}");
     let left: f64 = headers.get("x-user-budget-left-usd").unwrap().to_str().unwrap().parse().unwrap();
     assert!((left - 0.016).abs() < 1e-9, "{left}");
+    // The operators' cost report lists the day's top spenders, most first.
+    let report = cost_report::App { user_budget_usd: 0.024, ..h.cost_report() };
+    let get = lambda_http::http::Request::builder().uri("/cost-report").body(lambda_http::Body::Empty).unwrap();
+    let (status, r) = integration::respond(cost_report::handle(&report, integration::as_backend(get)).await);
+    assert_eq!(status, 200, "{r}");
+    let top = &r["topSpenders"];
+    assert_eq!(top["day"], h.clock.now().format("%Y-%m-%d").to_string());
+    assert_eq!(top["users"], json!([{"user": "u-alice", "usd": 0.024}, {"user": "u-bob", "usd": 0.008}]), "{top}");
 }
 
 // Issue 41: an operator raises one user's daily budget without a deploy, and sets it back.

@@ -3,7 +3,8 @@
 //! - `GET /cost-report?from=&to=&groupBy=agent|day|model&format=json|text|html` (defaults: the
 //!   last 7 days, agent, json). Bad parameters are a 400 JSON error. For operators only: a
 //!   SigV4-signed request (`shared::http::auth`; 401 anonymous, 403 a user's token). The JSON
-//!   has each agent's spend against its daily budget (`budgets`).
+//!   has each agent's spend against its daily budget (`budgets`), and the users who spent most
+//!   on the period's last day (`topSpenders`, with per-user budgets on).
 //! - `POST /costs/usage`: a model call the app made itself (`shared::costs::usage`), recorded
 //!   once per client id and priced from the same table; 201 new, 200 a repeat. Backend only
 //!   (SigV4), like the report.
@@ -26,10 +27,13 @@ use shared::core::metrics;
 use shared::core::records::RecordStore;
 use shared::costs::budget;
 use shared::costs::ledger::Ledger;
-use shared::costs::report::{Format, GroupBy, Params, Report, html, text};
+use shared::costs::report::{Format, GroupBy, Params, Report, TopSpenders, html, text};
 use shared::costs::usage::{self, Reported};
 use shared::http::{self, auth};
 use shared::{Error, Result, compose};
+
+/// How many of a day's top spenders the report lists.
+const TOP_SPENDERS: usize = 10;
 
 /// What the report needs: the ledger, the clock, and for reported usage the record store and
 /// the agents a report may bill (`AGENTS`).
@@ -45,9 +49,15 @@ pub struct App {
 }
 
 impl App {
-    /// The report of `params`' period, each agent's spend set against its daily budget.
+    /// The report of `params`' period, each agent's spend set against its daily budget, and
+    /// the [`TOP_SPENDERS`] users who spent most on its last day.
     async fn report(&self, params: &Params) -> Result<Report> {
-        let report = Report::build(params, &self.ledger.days(params.from, params.to).await?);
+        let mut report = Report::build(params, &self.ledger.days(params.from, params.to).await?);
+        if self.user_budget_usd > 0.0 {
+            let day = params.to.date_naive();
+            let users = budget::top_spenders(&*self.records, day, TOP_SPENDERS, self.clock.now().timestamp()).await?;
+            report.top_spenders = Some(TopSpenders { day: day.format("%Y-%m-%d").to_string(), users });
+        }
         Ok(match self.ledger.budgets() {
             Some(budgets) => report.with_budgets(|agent| budgets.cap(agent)),
             None => report,

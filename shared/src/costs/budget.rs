@@ -161,6 +161,38 @@ fn user_key(user: &str, day: NaiveDate) -> (String, String) {
     (format!("USERSPEND#{}#{}", day.format("%Y-%m-%d"), key_part(user, 12)), "spend".to_owned())
 }
 
+/// The day's board of spenders: one item per user who spent that day (`USERSPENDERS#<day>` /
+/// the user's key), what they had spent at their last paid call.
+fn spender_key(user: &str, day: NaiveDate) -> (String, String) {
+    (format!("USERSPENDERS#{}", day.format("%Y-%m-%d")), key_part(user, 12))
+}
+
+/// How long a day's board is kept.
+const SPENDERS_KEEP_SECS: i64 = 35 * 86_400;
+
+/// One user's spend of a day.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spender {
+    pub user: String,
+    pub usd: f64,
+}
+
+/// The `limit` users who spent most on `day`, most first. Reads the day's board: one item per
+/// user who made a paid call that day, never the cost records.
+pub async fn top_spenders(records: &dyn RecordStore, day: NaiveDate, limit: usize, now: i64) -> Result<Vec<Spender>> {
+    let (pk, _) = spender_key("", day);
+    let mut spenders: Vec<Spender> = records
+        .query(&pk, "0", "~", now)
+        .await?
+        .into_iter()
+        .filter_map(|r| Some(Spender { user: r.body["user"].as_str()?.to_owned(), usd: r.body["usd"].as_f64()? }))
+        .collect();
+    spenders.sort_by(|a, b| b.usd.total_cmp(&a.usd).then_with(|| a.user.cmp(&b.user)));
+    spenders.truncate(limit);
+    Ok(spenders)
+}
+
 /// Spend caps over a record store.
 pub struct Budgets {
     caps: BudgetCaps,
@@ -231,10 +263,30 @@ impl Budgets {
     }
 
     /// Adds `delta` micro-dollars to a counter, or says why it could not (the hold stays).
-    async fn adjust(&self, (pk, sk): &(String, String), delta: i64, now: DateTime<Utc>) {
+    async fn adjust(&self, (pk, sk): &(String, String), delta: i64, now: DateTime<Utc>) -> Option<i64> {
         let expires = now.timestamp() + KEEP_SECS;
-        if let Err(e) = bounded(self.wait, "the budget store", self.records.add(pk, sk, delta, None, expires)).await {
-            tracing::warn!(counter = pk, delta, error = %e, "budget hold not settled; it stays counted");
+        match bounded(self.wait, "the budget store", self.records.add(pk, sk, delta, None, expires)).await {
+            Ok(total) => total,
+            Err(e) => {
+                tracing::warn!(counter = pk, delta, error = %e, "budget hold not settled; it stays counted");
+                None
+            }
+        }
+    }
+
+    /// Keeps `user`'s spend of `now`'s day, `total` micro-dollars, on the day's board of
+    /// spenders ([`top_spenders`]).
+    async fn post_spender(&self, user: &str, total: i64, now: DateTime<Utc>) {
+        let (pk, sk) = spender_key(user, now.date_naive());
+        let user: String = user.chars().take(128).collect();
+        let record = crate::core::records::Record {
+            pk,
+            sk,
+            expires_at: Some(now.timestamp() + SPENDERS_KEEP_SECS),
+            body: serde_json::json!({"user": user, "usd": total as f64 / 1e6}),
+        };
+        if let Err(e) = bounded(self.wait, "the spenders board", self.records.put(&record)).await {
+            tracing::warn!(error = %e, "a user's spend was not posted on the day's board");
         }
     }
 
@@ -350,8 +402,11 @@ impl Budgets {
         });
         if let Some(counter) = &user {
             let delta = micros(cost_usd) - hold.micros;
-            if delta != 0 {
-                self.adjust(counter, delta, now).await;
+            // A paid call also reads back the user's total (an add of 0 when it cost its hold),
+            // for the operators' board of the day's spenders.
+            let total = if delta != 0 || cost_usd > 0.0 { self.adjust(counter, delta, now).await } else { None };
+            if let (Some(total), Some(spender)) = (total, spender().filter(|_| cost_usd > 0.0)) {
+                self.post_spender(&spender, total, now).await;
             }
         }
         let (day, held) = match (hold.counted, hold.micros) {

@@ -223,6 +223,16 @@ pub struct Report {
     pub daily: Vec<Daily>,
     /// Each agent that spent in the period against its budget ([`Report::with_budgets`]).
     pub budgets: Vec<BudgetUse>,
+    /// The signed-in users who spent most on the period's last day ([`TopSpenders`]).
+    pub top_spenders: Option<TopSpenders>,
+}
+
+/// The users who spent most on one UTC day (their own dollar caps, `USER_BUDGET_USD_PER_DAY`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopSpenders {
+    pub day: String,
+    pub users: Vec<crate::costs::budget::Spender>,
 }
 
 /// `research` -> `Research Agent`, `seo-writer` -> `Seo Writer Agent`.
@@ -394,6 +404,7 @@ impl Report {
                 .collect(),
             daily: daily.into_iter().map(|(day, (agents, citations))| Daily { day, agents, citations }).collect(),
             budgets: Vec::new(),
+            top_spenders: None,
         }
     }
 }
