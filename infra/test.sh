@@ -64,6 +64,7 @@ if [ -n "${QDRANT_URL:-}" ]; then
   echo "Qdrant server from QDRANT_URL: $QDRANT_URL"
 elif [ -x "$qdrant_bin" ]; then
   eval "$(infra/qdrant-server.sh "$qdrant_bin")"
+  export QDRANT_BIN="$qdrant_bin"
   echo "Qdrant server $(cat "$(dirname "$qdrant_bin")/qdrant.version" 2>/dev/null) at $QDRANT_URL (pid $QDRANT_PID)"
 else
   echo "no Qdrant server: neither QDRANT_URL nor $qdrant_bin"

@@ -265,6 +265,83 @@ fn qdrant_grpc() -> Option<String> {
     Some(url.trim_start_matches("http://").to_owned())
 }
 
+/// A Qdrant server of its own with an API key and a read-only key (`infra/qdrant-server.sh`
+/// on the binary the test command names, `QDRANT_BIN`): its gRPC URL; killed on drop.
+struct KeyedQdrant {
+    url: String,
+    pid: String,
+}
+
+impl KeyedQdrant {
+    const KEY: &str = "rw-test-key";
+    const READ_ONLY_KEY: &str = "ro-test-key";
+
+    fn start() -> Option<Self> {
+        let Ok(bin) = std::env::var("QDRANT_BIN") else {
+            eprintln!("NOT RUN: the read-only key scenario needs QDRANT_BIN (the test command sets it)");
+            assert!(std::env::var("CI").is_err(), "CI runs the read-only key scenario: QDRANT_BIN must be set");
+            return None;
+        };
+        let out = std::process::Command::new("bash")
+            .args(["../infra/qdrant-server.sh", &bin])
+            .env("QDRANT__SERVICE__API_KEY", Self::KEY)
+            .env("QDRANT__SERVICE__READ_ONLY_API_KEY", Self::READ_ONLY_KEY)
+            .output()
+            .expect("infra/qdrant-server.sh runs");
+        let exports = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "the keyed Qdrant server did not start: {exports}");
+        let value = |name: &str| {
+            exports.split_whitespace().find_map(|w| w.strip_prefix(&format!("{name}="))).unwrap().to_owned()
+        };
+        Some(Self { url: value("QDRANT_URL"), pid: value("QDRANT_PID") })
+    }
+}
+
+impl Drop for KeyedQdrant {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").arg(&self.pid).status();
+    }
+}
+
+// Issue 41, least privilege: the functions that only read the index (rag-search, the assistant)
+// run with Qdrant's read-only key and `QDRANT_READ_ONLY=true`: they search what the writer
+// indexed, and they cannot write: before the collection exists they answer a 503 naming the
+// collection step (they do not create it), and the same key without the flag fails at its first
+// write (the payload indexes), which is why the flag exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_key_searches_and_cannot_write() {
+    let Some(server) = KeyedQdrant::start() else { return };
+    let collection = format!("readonly-{}", uuid::Uuid::new_v4());
+    let with = |key: &'static str, read_only: &'static str| {
+        let (url, collection) = (server.url.clone(), collection.clone());
+        async move {
+            RagHarness::new(&[
+                ("VECTOR_STORE", "qdrant"),
+                ("QDRANT_URL", &url),
+                ("QDRANT_COLLECTION", &collection),
+                ("QDRANT_API_KEY", key),
+                ("QDRANT_READ_ONLY", read_only),
+            ])
+            .await
+        }
+    };
+    let reader = with(KeyedQdrant::READ_ONLY_KEY, "true").await;
+    let (status, r) = reader.search(query()).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")), "{r}");
+    let writer = with(KeyedQdrant::KEY, "false").await;
+    let catalogue =
+        json!([integration::rag::activity("hike", "周末户外徒步", "户外", "周末一起去郊外徒步，呼吸新鲜空气。", 20),]);
+    let (status, r) = writer.index("POST", "/activities", &catalogue.to_string()).await;
+    assert_eq!(status, 200, "{r}");
+    let (ids, r) = reader.search_ids(query()).await;
+    assert_eq!(ids, ["hike"], "the read-only reader searches what was indexed: {r}");
+    let unflagged = with(KeyedQdrant::READ_ONLY_KEY, "false").await;
+    let (status, r) = unflagged.search(query()).await;
+    assert_eq!(status, 503, "a read-only key cannot create the payload indexes: {r}");
+    let (status, _) = reader.index("POST", "/activities", &catalogue.to_string()).await;
+    assert_ne!(status, 200, "nor write a point");
+}
+
 async fn rag_search_on(url: &str) -> RagHarness {
     let collection = format!("faults-{}", uuid::Uuid::new_v4());
     RagHarness::new(&[("VECTOR_STORE", "qdrant"), ("QDRANT_URL", url), ("QDRANT_COLLECTION", &collection)]).await

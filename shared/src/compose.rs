@@ -193,13 +193,16 @@ pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::activities::index:
             dense_space(config),
             config.edge_sharing,
         )),
-        VectorStoreKind::Qdrant { url, api_key } => Arc::new(QdrantIndex::new(
-            url,
-            api_key.as_ref(),
-            &config.qdrant_collection,
-            dense_space(config),
-            config.qdrant_timeout,
-        )?),
+        VectorStoreKind::Qdrant { url, api_key, read_only } => {
+            let index = QdrantIndex::new(
+                url,
+                api_key.as_ref(),
+                &config.qdrant_collection,
+                dense_space(config),
+                config.qdrant_timeout,
+            )?;
+            Arc::new(if *read_only { index.read_only() } else { index })
+        }
     })
 }
 

@@ -84,16 +84,21 @@ test('a cancel the model calls waits for the user\'s approval, runs once when ap
   assert.match(text, /Cancelled as you said/);
 
   // The same answer again (a client that retries), and the answer sent as another user: refused.
-  const answered = {
+  const answered = (toolCallId) => ({
     id: chat.id, trigger: 'submit-message', messageId: 'm-2',
     messages: [{ id: 'm-2', role: 'assistant', parts: [{
-      type: 'tool-cancelActivity', toolCallId: asked.toolCallId, state: 'approval-responded', input: asked.input,
+      type: 'tool-cancelActivity', toolCallId, state: 'approval-responded', input: asked.input,
       approval: { id: asked.approval.id, approved: true },
     }] }],
-  };
-  for (const [who, bearer, status, code] of [['replay', token, 409, 'approval_used'], ['another user', bundle.issuer.token({ sub: 'user-2' }), 404, 'not_found']]) {
+  });
+  const other = bundle.issuer.token({ sub: 'user-2' });
+  for (const [who, bearer, callId, status, code] of [
+    ['replay', token, asked.toolCallId, 409, 'approval_used'],
+    ['another user', other, asked.toolCallId, 404, 'not_found'],
+    ['another card', token, 'call-forged-0', 409, 'approval_mismatch'],
+  ]) {
     const response = await fetch(`${bundle.door.url}/chat`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` }, body: JSON.stringify(answered),
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` }, body: JSON.stringify(answered(callId)),
     });
     assert.equal(response.status, status, who);
     assert.equal((await response.json()).error.code, code, who);

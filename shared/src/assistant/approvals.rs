@@ -24,6 +24,9 @@ use crate::assistant::intent::Mode;
 use crate::core::error::{Error, Result};
 use crate::core::records::{Record, RecordStore};
 
+/// Tries, and the time box of each, of marking an approval's run ended.
+const SETTLE_TRIES: usize = 3;
+const SETTLE_TIME: Duration = Duration::from_secs(1);
 /// How long the user has to answer.
 pub const TTL: Duration = Duration::from_secs(15 * 60);
 
@@ -54,6 +57,10 @@ impl PendingApproval {
 pub struct Answer {
     pub id: String,
     pub approved: bool,
+    /// The tool call the client shows with it (the AI SDK's part), checked against the stored
+    /// one.
+    #[serde(skip)]
+    pub tool_call_id: Option<String>,
 }
 
 impl Answer {
@@ -118,9 +125,12 @@ impl Approvals {
             .await
     }
 
-    /// Takes `answer` of `user` in `conversation` for its one run, claimed for `hold` (the
-    /// longest the tool may take). Refused: unknown here (404), expired, already answered, or
-    /// being run (409).
+    /// Takes `answer` of `user` in `conversation` for its one run, claimed from `now` (the
+    /// moment of the claim) for `hold` (the longest the tool may take). Refused: unknown here
+    /// (404), expired, not the call the client shows, already answered, or being run (409).
+    ///
+    /// The run is claimed before the used-up mark is read: a run that claims after another
+    /// ended always sees its mark (written before that run's claim lapses).
     pub async fn take(
         &self,
         user: &str,
@@ -135,32 +145,40 @@ impl Approvals {
         let record = self.records.get(&pk, &sk(&answer.id, ""), at).await?.ok_or_else(not_here)?;
         let Stored { pending, mode } = serde_json::from_value(record.body)
             .map_err(|e| Error::Store(format!("approval {} cannot be read: {e}", answer.id)))?;
-        if self.records.get(&pk, &sk(&answer.id, "#DONE"), at).await?.is_some() {
-            return Err(Error::Conflict {
-                code: "approval_used",
-                message: format!("approval {} was already answered; it is used once", answer.id),
-            });
+        let conflict =
+            |code: &'static str, why: &str| Error::Conflict { code, message: format!("approval {} {why}", answer.id) };
+        if answer.tool_call_id.as_ref().is_some_and(|shown| *shown != pending.tool_call_id) {
+            return Err(conflict("approval_mismatch", "is for another tool call than the one answered"));
         }
+        let used = || async {
+            let done = self.records.get(&pk, &sk(&answer.id, "#DONE"), at).await?;
+            Ok::<_, Error>(done.is_some())
+        };
         if pending.expires_at <= now {
-            return Err(Error::Conflict {
-                code: "approval_expired",
-                message: format!("approval {} expired at {}; ask again", answer.id, pending.expires_at.to_rfc3339()),
+            return Err(if used().await? {
+                conflict("approval_used", "was already answered; it is used once")
+            } else {
+                conflict("approval_expired", &format!("expired at {}; ask again", pending.expires_at.to_rfc3339()))
             });
         }
-        let hold = i64::try_from(hold.as_secs()).unwrap_or(i64::MAX / 4).max(1);
+        let hold = i64::try_from(hold.as_secs()).unwrap_or(i64::MAX / 4) + 1;
         let claim =
             Record { pk: pk.clone(), sk: sk(&answer.id, "#RUN"), expires_at: Some(at + hold), body: Value::Null };
-        if !self.records.put_new(&claim, at).await? {
-            return Err(Error::Conflict {
-                code: "approval_in_progress",
-                message: format!("approval {} is being run; wait for its answer", answer.id),
-            });
+        let claimed = self.records.put_new(&claim, at).await?;
+        if used().await? {
+            return Err(conflict("approval_used", "was already answered; it is used once"));
+        }
+        if !claimed {
+            return Err(conflict("approval_in_progress", "is being run; wait for its answer"));
         }
         Ok(Taken { pending, mode, approved: answer.approved })
     }
 
     /// Ends `taken`'s run: `done` (it ran, or was declined) uses the approval up; otherwise (the
     /// tool failed) the claim is given back, so the user may approve again, with the same key.
+    /// The mark is tried [`SETTLE_TRIES`] times, each within [`SETTLE_TIME`]; one never stored is
+    /// logged as an error (`approval_not_settled`): its claim lapses, and a later answer would
+    /// run the call again with the same `Idempotency-Key`.
     pub async fn settle(
         &self,
         user: &str,
@@ -168,7 +186,8 @@ impl Approvals {
         taken: &Taken,
         done: bool,
         now: DateTime<Utc>,
-    ) -> Result<()> {
+        request_id: &str,
+    ) {
         let (pk, id, at) = (pk(user, conversation), &taken.pending.id, now.timestamp());
         let record = if done {
             Record {
@@ -180,6 +199,14 @@ impl Approvals {
         } else {
             Record { pk, sk: sk(id, "#RUN"), expires_at: Some(at), body: Value::Null }
         };
-        self.records.put(&record).await
+        let mut last = None;
+        for _ in 0..SETTLE_TRIES {
+            match crate::core::records::bounded(SETTLE_TIME, "settling an approval", self.records.put(&record)).await {
+                Ok(()) => return,
+                Err(e) => last = Some(e),
+            }
+        }
+        let error = last.map(|e| e.to_string()).unwrap_or_default();
+        tracing::error!(request_id, approval = %id, done, %error, code = "approval_not_settled", "an approval was not settled");
     }
 }

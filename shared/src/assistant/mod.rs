@@ -257,17 +257,23 @@ impl Assistant {
         // 1. Context.
         let (conversation, earlier) = match &input.conversation_id {
             Some(id) => match self.history.recent(user, id, now).await {
-                // Conversations are the user's own: a name the client chose starts theirs.
-                Err(Error::NotFound(_)) if input.client_named => (id.clone(), Vec::new()),
+                // Conversations are the user's own: a name the client chose starts theirs; an
+                // approval is looked up under it whether or not its turn was stored.
+                Err(Error::NotFound(_)) if input.client_named || input.approval.is_some() => (id.clone(), Vec::new()),
                 read => (id.clone(), read?),
             },
             None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
         };
         // An answer to an approval is taken, once, before anything is spent.
         let taken = match &input.approval {
+            Some(_) if Instant::now() + self.tool_time > deadline => {
+                return Err(Error::Upstream(format!(
+                    "no time is left to run the approved call; please retry (request {request_id})"
+                )));
+            }
             Some(answer) => {
                 let hold = self.tool_time + APPROVAL_MARGIN;
-                Some(self.approvals.take(user, &conversation, answer, now, hold).await?)
+                Some(self.approvals.take(user, &conversation, answer, self.clock.now(), hold).await?)
             }
             None => None,
         };
@@ -331,10 +337,7 @@ impl Assistant {
             // The call the user answered, as the model made it, and what came of it.
             Some(taken) => {
                 let (result, done) = toolbox.answer_approval(taken).await;
-                let settled = self.approvals.settle(user, &conversation, taken, done, self.clock.now());
-                if let Err(e) = bounded(HOOK_TIME, "settling an approval", settled).await {
-                    tracing::error!(request_id, error = %e, "an approval was not settled (its claim lapses)");
-                }
+                self.approvals.settle(user, &conversation, taken, done, self.clock.now(), request_id).await;
                 let call = &taken.pending;
                 messages.push(Message::Assistant {
                     content: None,
@@ -350,17 +353,33 @@ impl Assistant {
         };
         let text = |piece: &str| events.send(Event::Text(piece.to_owned())).is_ok();
         let text = input.streamed.then_some(&text as llm::TextSink<'_>);
-        let reply = agent::converse(&*self.llm, &self.ledger, self.retry, &spec, messages, &toolbox, request_id, text)
-            .await
-            .map_err(|e| match e {
-                AgentError::Budget(e) => e,
-                e => {
-                    tracing::error!(request_id, error = %e, "assistant model failed");
-                    Error::Upstream(format!(
-                        "the assistant's model is unavailable; please retry (request {request_id})"
-                    ))
-                }
-            })?;
+        let replied =
+            agent::converse(&*self.llm, &self.ledger, self.retry, &spec, messages, &toolbox, request_id, text)
+                .await
+                .map_err(|e| match e {
+                    AgentError::Budget(e) => e,
+                    e => {
+                        tracing::error!(request_id, error = %e, "assistant model failed");
+                        Error::Upstream(format!(
+                            "the assistant's model is unavailable; please retry (request {request_id})"
+                        ))
+                    }
+                });
+        let reply = match (replied, &taken) {
+            (Ok(reply), _) => reply,
+            // The approved call already ran (or was declined): its outcome is answered and kept
+            // even when the model cannot write about it, since the approval is used up.
+            (Err(e), Some(taken)) => {
+                tracing::warn!(request_id, error = %e, "no reply written for an answered approval");
+                let outcome = match toolbox.used.lock().expect("not poisoned").last() {
+                    Some(used) if used.ok && taken.approved => "ran",
+                    _ if !taken.approved => "was declined",
+                    _ => "failed",
+                };
+                format!("[{} {outcome}; the assistant could not write a reply ({})]", taken.pending.tool, e.code())
+            }
+            (Err(e), None) => return Err(e),
+        };
         // 5. Hooks.
         let turn = Turn { user: said, assistant: reply.clone(), mode, at: self.clock.now() };
         if let Err(e) = bounded(HOOK_TIME, "storing the turn", self.history.append(user, &conversation, &turn)).await {

@@ -30,7 +30,6 @@ struct Request {
     messages: Vec<UiMessage>,
     trigger: Option<String>,
     #[serde(default)]
-    #[allow(dead_code)]
     message_id: Option<String>,
     location: Option<Location>,
     mode: Option<Mode>,
@@ -40,6 +39,8 @@ struct Request {
 /// history is the conversation; the list's earlier messages are ignored).
 #[derive(Deserialize)]
 struct UiMessage {
+    #[serde(default)]
+    id: Option<String>,
     role: String,
     #[serde(default)]
     parts: Vec<Value>,
@@ -65,10 +66,15 @@ pub fn input(body: &[u8]) -> Result<ChatInput> {
     let last = request.messages.last().filter(|m| m.role == "user" || m.role == "assistant").ok_or_else(|| {
         Error::invalid("invalid_chat", "messages: the last message must be the user's (role \"user\")")
     })?;
-    if last.role == "assistant" {
+    // An approval answered on an earlier card: the request names that message (`messageId`).
+    let named = request
+        .message_id
+        .as_ref()
+        .and_then(|id| request.messages.iter().find(|m| m.role == "assistant" && m.id.as_ref() == Some(id)));
+    if let Some(answered) = named.or((last.role == "assistant").then_some(last)) {
         let body = Body {
             message: None,
-            approval: Some(approval_response(last)?),
+            approval: Some(approval_response(answered)?),
             conversation_id: Some(request.id),
             location: request.location,
             mode: None,
@@ -107,8 +113,9 @@ fn approval_response(message: &UiMessage) -> Result<approvals::Answer> {
              answered (a tool part in state approval-responded)",
         ));
     };
+    let tool_call_id = part.get("toolCallId").and_then(Value::as_str).map(str::to_owned);
     serde_json::from_value::<ApprovalPart>(part["approval"].clone())
-        .map(|a| approvals::Answer { id: a.id, approved: a.approved })
+        .map(|a| approvals::Answer { id: a.id, approved: a.approved, tool_call_id })
         .map_err(|e| Error::invalid("invalid_chat", format!("messages: the answered approval: {e}")))
 }
 
@@ -252,7 +259,8 @@ mod tests {
                  "approval": {"id": "ab12", "approved": true, "reason": "yes"}}]"#,
         );
         let input = input(body.as_bytes()).unwrap();
-        assert_eq!(input.approval, Some(approvals::Answer { id: "ab12".into(), approved: true }));
+        let shown = Some("call-r-0".to_owned());
+        assert_eq!(input.approval, Some(approvals::Answer { id: "ab12".into(), approved: true, tool_call_id: shown }));
         assert_eq!((input.message.as_str(), input.conversation_id.as_deref()), ("", Some("c-1")));
         for parts in [
             r#"[{"type": "tool-x", "toolCallId": "a", "state": "approval-requested", "approval": {"id": "ab12"}}]"#,

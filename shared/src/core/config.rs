@@ -383,7 +383,9 @@ pub enum VectorStoreKind {
     /// Qdrant Edge in process, under `DATA_DIR/qdrant`.
     Edge,
     /// A Qdrant server over gRPC.
-    Qdrant { url: String, api_key: Option<Secret> },
+    /// `read_only` (`QDRANT_READ_ONLY=true`): the function only reads, with a read-only key; it
+    /// never creates the collection or its payload indexes.
+    Qdrant { url: String, api_key: Option<Secret>, read_only: bool },
 }
 
 /// The research node's source of results.
@@ -588,6 +590,15 @@ impl Config {
                     url: get("QDRANT_URL")
                         .ok_or_else(|| Error::Config("VECTOR_STORE=qdrant needs QDRANT_URL".into()))?,
                     api_key: get("QDRANT_API_KEY").map(Secret),
+                    read_only: match get("QDRANT_READ_ONLY").as_deref().unwrap_or("false") {
+                        "true" => true,
+                        "false" => false,
+                        other => {
+                            return Err(Error::Config(format!(
+                                "QDRANT_READ_ONLY must be true or false, not {other:?}"
+                            )));
+                        }
+                    },
                 },
                 other => return Err(Error::Config(format!("VECTOR_STORE must be edge or qdrant, not {other:?}"))),
             },

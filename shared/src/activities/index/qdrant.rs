@@ -41,6 +41,8 @@ pub struct QdrantIndex {
     collection: String,
     space: DenseSpace,
     ready: OnceCell<()>,
+    /// Reads only (a read-only API key): the collection is checked, never created or indexed.
+    read_only: bool,
 }
 
 fn store_error(what: &str, e: impl std::fmt::Display) -> Error {
@@ -61,7 +63,14 @@ impl QdrantIndex {
             builder = builder.api_key(key.expose().to_owned());
         }
         let client = builder.build().map_err(|e| Error::Config(format!("QDRANT_URL: {e}")))?;
-        Ok(Self { client, collection: collection.to_owned(), space, ready: OnceCell::new() })
+        Ok(Self { client, collection: collection.to_owned(), space, ready: OnceCell::new(), read_only: false })
+    }
+
+    /// The same client for a function that only reads, with a read-only API key: it checks the
+    /// collection and never creates it or its payload indexes (which such a key may not).
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
     }
 
     async fn ready(&self) -> Result<()> {
@@ -89,6 +98,11 @@ impl QdrantIndex {
             if !found.contains(&(self.space.name.clone(), self.space.dimensions)) {
                 return Err(self.space.mismatch(&format!("Qdrant collection {name:?}"), &found));
             }
+        } else if self.read_only {
+            return Err(Error::Store(format!(
+                "vector index (qdrant): collection {name:?} does not exist, and this function only reads \
+                 (QDRANT_READ_ONLY): create it with the deploy's collection step"
+            )));
         } else {
             let mut vectors = VectorsConfigBuilder::default();
             vectors.add_named_vector_params(
@@ -104,6 +118,9 @@ impl QdrantIndex {
                 Err(e) if e.to_string().contains("already exists") => {}
                 Err(e) => return Err(store_error("create_collection", e)),
             }
+        }
+        if self.read_only {
+            return Ok(());
         }
         for (field, kind) in PAYLOAD_INDEXES {
             let kind = match kind {
