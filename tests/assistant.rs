@@ -810,7 +810,31 @@ async fn an_injected_activity_cannot_make_the_model_act(kind: StoreKind) {
     assert_eq!(r["pendingApproval"]["tool"], "cancelActivity", "the user sees what was tried: {r}");
 }
 
+// Issue 41: two messages stating preferences at once both keep theirs (each merge lands only
+// over the revision it read, else reads again); an explicit PUT of the preferences then
+// replaces what was stated.
+async fn stated_preferences_stated_at_once_are_all_kept(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat::default()).await;
+    let retrieval = &h.app.assistant.retrieval;
+    let stated = |text: &str| shared::activities::interests::Stated { text: text.into(), likes: true };
+    let pairs = [("喜欢安静的", "喜欢小团体"), ("喜欢户外", "喜欢音乐"), ("喜欢桌游", "喜欢看书")];
+    for (n, (a, b)) in pairs.iter().enumerate() {
+        let (first, second) = ([stated(a)], [stated(b)]);
+        let (ids, idb) = (format!("r-{n}-a"), format!("r-{n}-b"));
+        let (one, two) = tokio::join!(retrieval.remember(USER, &first, &ids), retrieval.remember(USER, &second, &idb));
+        one.unwrap();
+        two.unwrap();
+    }
+    let kept: Vec<String> = retrieval.stated_preferences(USER).await.unwrap().into_iter().map(|s| s.text).collect();
+    for (a, b) in pairs {
+        assert!(kept.iter().any(|k| k == a) && kept.iter().any(|k| k == b), "{a} and {b} both kept: {kept:?}");
+    }
+    retrieval.set_preferences(USER, &json!({"tags": ["户外"]}), "r-put").await.unwrap();
+    assert_eq!(retrieval.stated_preferences(USER).await.unwrap(), [], "an explicit PUT replaces them");
+}
+
 on_both_stores!(
+    stated_preferences_stated_at_once_are_all_kept,
     a_side_effect_runs_only_once_its_user_approves_that_call,
     a_retried_approval_sends_the_same_idempotency_key,
     an_injected_activity_cannot_make_the_model_act,

@@ -135,7 +135,26 @@ async fn put_new_claims_a_key_once_unless_the_holder_expired(kind: StoreKind) {
     assert!(!s.put_new(&record("claim", "forever", None, json!({})), i64::MAX).await.unwrap());
 }
 
+// Issue 41: a read-modify-write lands only over the revision it read: a write that came
+// between (another merge, a plain put) makes it fail, to be read and merged again; a record
+// written before revisions is at revision 0; `None` writes only where nothing lives.
+async fn put_if_writes_only_over_the_revision_it_read(kind: StoreKind) {
+    let (s, _g) = store(kind).await;
+    assert!(s.put_if(&record("prefs", "u", None, json!({"rev": 1, "v": "a"})), None, 10).await.unwrap());
+    assert!(!s.put_if(&record("prefs", "u", None, json!({"rev": 1, "v": "b"})), None, 10).await.unwrap(), "exists");
+    assert!(s.put_if(&record("prefs", "u", None, json!({"rev": 2, "v": "c"})), Some(1), 10).await.unwrap());
+    assert!(!s.put_if(&record("prefs", "u", None, json!({"rev": 2, "v": "stale"})), Some(1), 10).await.unwrap());
+    assert_eq!(s.get("prefs", "u", 10).await.unwrap().unwrap().body, json!({"rev": 2, "v": "c"}));
+    s.put(&record("old", "u", None, json!({"v": "before revisions"}))).await.unwrap();
+    assert!(!s.put_if(&record("old", "u", None, json!({"rev": 2})), Some(1), 10).await.unwrap());
+    assert!(s.put_if(&record("old", "u", None, json!({"rev": 1, "v": "merged"})), Some(0), 10).await.unwrap());
+    assert_eq!(s.get("old", "u", 10).await.unwrap().unwrap().body, json!({"rev": 1, "v": "merged"}));
+    s.put(&record("gone", "u", Some(5), json!({"rev": 3}))).await.unwrap();
+    assert!(!s.put_if(&record("gone", "u", None, json!({"rev": 4})), Some(3), 10).await.unwrap(), "expired");
+}
+
 on_both_stores!(
+    put_if_writes_only_over_the_revision_it_read,
     put_new_claims_a_key_once_unless_the_holder_expired,
     empty_keys_are_refused_as_dynamodb_refuses_them,
     a_written_record_reads_back_with_its_body_intact,

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::activities::index::{VectorIndex, point_id};
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
-use crate::core::records::{Record, RecordStore};
+use crate::core::records::{REV, Record, RecordStore};
 
 /// Satisfied participations before history replaces preferences.
 pub const MIN_SATISFIED: usize = 3;
@@ -125,8 +125,28 @@ impl Interests {
 
     /// Stores preferences and, when given, their vector.
     pub async fn set_preferences(&self, user: &str, preferences: &Value, vector: Option<&[f32]>) -> Result<()> {
-        let body = json!({"preferences": preferences, "vector": vector, "updatedAt": self.clock.now().to_rfc3339()});
-        self.records.put(&Record { pk: pk(user), sk: PREFERENCES.into(), expires_at: None, body }).await
+        // A revision no merge read before: a `remember` running meanwhile reads again.
+        let rev = self.clock.now().timestamp_micros();
+        self.records.put(&self.preferences_record(user, preferences, vector, rev)).await
+    }
+
+    /// Writes the preferences only if they are still at `rev` (`None`: none stored), as the
+    /// next revision; false when another write came between.
+    pub async fn set_preferences_if(
+        &self,
+        user: &str,
+        preferences: &Value,
+        vector: Option<&[f32]>,
+        rev: Option<i64>,
+    ) -> Result<bool> {
+        let record = self.preferences_record(user, preferences, vector, rev.unwrap_or(0) + 1);
+        self.records.put_if(&record, rev, self.clock.now().timestamp()).await
+    }
+
+    fn preferences_record(&self, user: &str, preferences: &Value, vector: Option<&[f32]>, rev: i64) -> Record {
+        let body = json!({"preferences": preferences, "vector": vector, "updatedAt": self.clock.now().to_rfc3339(),
+                          REV: rev});
+        Record { pk: pk(user), sk: PREFERENCES.into(), expires_at: None, body }
     }
 
     /// The user's vectors: kept history first, else embedded preferences, else none.
@@ -169,9 +189,18 @@ pub const STATED_KEPT: usize = 10;
 impl Interests {
     /// The user's stored preferences (`{tags, vibes, text, stated}`) and their vector, if any.
     pub async fn preferences(&self, user: &str) -> Result<Option<(Value, Option<Vec<f32>>)>> {
+        Ok(self.preferences_rev(user).await?.map(|(p, v, _)| (p, v)))
+    }
+
+    /// [`Interests::preferences`] and their revision, to write back with
+    /// [`Interests::set_preferences_if`].
+    pub async fn preferences_rev(&self, user: &str) -> Result<Option<(Value, Option<Vec<f32>>, i64)>> {
         let now = self.clock.now().timestamp();
         let record = self.records.get(&pk(user), PREFERENCES, now).await?;
-        Ok(record.map(|r| (r.body["preferences"].clone(), serde_json::from_value(r.body["vector"].clone()).ok())))
+        Ok(record.map(|r| {
+            let vector = serde_json::from_value(r.body["vector"].clone()).ok();
+            (r.body["preferences"].clone(), vector, r.body[REV].as_i64().unwrap_or(0))
+        }))
     }
 }
 

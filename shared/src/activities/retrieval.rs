@@ -43,7 +43,7 @@ use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy
 use crate::activities::when::{Wanted, without_time};
 use crate::core::clock::Clock;
 use crate::core::config::Fusion;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::records::{HOT_PATH, bounded};
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
@@ -68,6 +68,8 @@ const RING_POOL: usize = 4;
 const RING_STEPS: usize = 12;
 /// Time a distance search may spend finding its circle; then it ranks the best one found.
 const RING_TIME: Duration = Duration::from_millis(500);
+/// Reads of a user's preferences one `remember` makes while other writes come between.
+const REMEMBER_TRIES: usize = 3;
 /// Candidates each channel contributes to fusion.
 const CHANNEL_DEPTH: usize = 100;
 /// Score multiplier `1 + TIME_BOOST × fit` for a candidate starting when the query asks
@@ -405,7 +407,9 @@ impl Retrieval {
         Ok(profile.map(|(p, _)| crate::activities::interests::stated(&p)).unwrap_or_default())
     }
 
-    /// Keeps what `user` stated (`new`) with their preferences and embeds them again; when the
+    /// Keeps what `user` stated (`new`) merged into their preferences as they are when written
+    /// (never over a write that came between: up to [`REMEMBER_TRIES`] reads) and embeds them
+    /// again; when the
     /// embedder does not answer (or nothing is liked) the stored vector stays as it was.
     pub async fn remember(
         &self,
@@ -414,17 +418,36 @@ impl Retrieval {
         request_id: &str,
     ) -> Result<()> {
         crate::activities::interests::check_user_id(user)?;
-        let (old, old_vector) = self.interests.preferences(user).await?.unzip();
-        let (preferences, text) = crate::activities::interests::with_stated(old, new);
-        let embedded = match text {
-            Some(text) => self.embed(&[text], request_id).await.map(|mut v| v.pop()).unwrap_or_else(|reason| {
-                tracing::warn!(%reason, "stated preferences kept with their previous vector");
-                None
-            }),
-            None => None,
-        };
-        let vector = embedded.or(old_vector.flatten());
-        self.interests.set_preferences(user, &preferences, vector.as_deref()).await
+        // Read, merge, write only if nothing was written meanwhile (another message's
+        // `remember`, a PUT), else read again: two messages stating at once both keep theirs.
+        let mut embedded: Option<(String, Option<Vec<f32>>)> = None;
+        for _ in 0..REMEMBER_TRIES {
+            let stored = self.interests.preferences_rev(user).await?;
+            let rev = stored.as_ref().map(|(_, _, rev)| *rev);
+            let (old, old_vector) = stored.map(|(p, v, _)| (p, v)).unzip();
+            let (preferences, text) = crate::activities::interests::with_stated(old, new);
+            let vector = match text {
+                // The same text as the last try: its vector is already made.
+                Some(text) if embedded.as_ref().is_some_and(|(t, _)| *t == text) => {
+                    embedded.as_ref().and_then(|(_, v)| v.clone())
+                }
+                Some(text) => {
+                    let v =
+                        self.embed(&[text.clone()], request_id).await.map(|mut v| v.pop()).unwrap_or_else(|reason| {
+                            tracing::warn!(%reason, "stated preferences kept with their previous vector");
+                            None
+                        });
+                    embedded = Some((text, v.clone()));
+                    v
+                }
+                None => None,
+            };
+            let vector = vector.or(old_vector.flatten());
+            if self.interests.set_preferences_if(user, &preferences, vector.as_deref(), rev).await? {
+                return Ok(());
+            }
+        }
+        Err(Error::Store(format!("{user}'s preferences kept changing; stated preferences not kept")))
     }
 
     /// The query embedding service (the assistant's meaning head embeds through it too).

@@ -237,6 +237,32 @@ impl RecordStore for DynamoRecords {
         }
     }
 
+    async fn put_if(&self, record: &Record, expected: Option<i64>, now: i64) -> Result<bool> {
+        let Some(expected) = expected else { return self.put_new(record, now).await };
+        let written = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(record)))
+            // A record written before revisions is at revision 0.
+            .condition_expression(if expected == 0 {
+                "(attribute_not_exists(#body.#rev) OR #body.#rev = :rev) AND (attribute_not_exists(expires_at) OR expires_at > :now)"
+            } else {
+                "#body.#rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)"
+            })
+            .expression_attribute_names("#body", "body")
+            .expression_attribute_names("#rev", super::REV)
+            .expression_attribute_values(":rev", AttributeValue::N(expected.to_string()))
+            .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(sdk_error(e)),
+        }
+    }
+
     async fn put_all(&self, records: &[Record]) -> Result<()> {
         for chunk in records.chunks(BATCH) {
             let mut pending: Vec<WriteRequest> = chunk

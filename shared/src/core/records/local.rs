@@ -121,6 +121,22 @@ impl RecordStore for LocalRecords {
         .await
     }
 
+    async fn put_if(&self, record: &Record, expected: Option<i64>, now: i64) -> Result<bool> {
+        let Some(expected) = expected else { return self.put_new(record, now).await };
+        check_keys(&[&record.pk, &record.sk])?;
+        let row = (record.pk.clone(), record.sk.clone(), record.expires_at, record.body.to_string());
+        self.with_conn(move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE records SET expires_at = ?3, body = ?4 WHERE pk = ?1 AND sk = ?2
+                 AND COALESCE(json_extract(body, '$.rev'), 0) = ?5 AND (expires_at IS NULL OR expires_at > ?6)",
+                )?
+                .execute(params![row.0, row.1, row.2, row.3, expected, now])?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
     async fn get(&self, pk: &str, sk: &str, now: i64) -> Result<Option<Record>> {
         check_keys(&[pk, sk])?;
         let (pk, sk) = (pk.to_owned(), sk.to_owned());

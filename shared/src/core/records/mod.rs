@@ -68,6 +68,11 @@ pub trait RecordStore: Send + Sync {
     async fn put(&self, record: &Record) -> Result<()>;
     /// Writes `record` only if no live record has its key (an atomic claim); true if written.
     async fn put_new(&self, record: &Record, now: i64) -> Result<bool>;
+    /// Writes `record` only if the live record at its key is at revision `expected` (its
+    /// body's [`REV`], 0 when it has none; `None`: no live record): optimistic concurrency for a read-modify-write.
+    /// The caller sets the written body's `rev` (usually `expected + 1`). True if written; false
+    /// when another write came between (read again, merge, retry).
+    async fn put_if(&self, record: &Record, expected: Option<i64>, now: i64) -> Result<bool>;
     /// Writes all `records`, or fails: none is silently dropped.
     async fn put_all(&self, records: &[Record]) -> Result<()>;
     /// The live record at `(pk, sk)`, if any.
@@ -83,6 +88,9 @@ pub trait RecordStore: Send + Sync {
     /// quotas count here, so containers and processes share one count.
     async fn add(&self, pk: &str, sk: &str, delta: i64, ceiling: Option<i64>, expires_at: i64) -> Result<Option<i64>>;
 }
+
+/// The body field of a record's revision ([`RecordStore::put_if`]).
+pub const REV: &str = "rev";
 
 /// The body field of a counter ([`RecordStore::add`]).
 pub const TOTAL: &str = "total";

@@ -38,6 +38,10 @@ impl RecordStore for Timed {
         self.bounded("put_new", self.inner.put_new(record, now)).await
     }
 
+    async fn put_if(&self, record: &Record, expected: Option<i64>, now: i64) -> Result<bool> {
+        self.bounded("put_if", self.inner.put_if(record, expected, now)).await
+    }
+
     async fn put_all(&self, records: &[Record]) -> Result<()> {
         self.inner.put_all(records).await
     }
@@ -73,6 +77,9 @@ mod tests {
             std::future::pending().await
         }
         async fn put_new(&self, _: &Record, _: i64) -> Result<bool> {
+            std::future::pending().await
+        }
+        async fn put_if(&self, _: &Record, _: Option<i64>, _: i64) -> Result<bool> {
             std::future::pending().await
         }
         async fn put_all(&self, _: &[Record]) -> Result<()> {
