@@ -108,7 +108,8 @@ async fn tavily_error_classes_are_distinct(kind: StoreKind) {
 }
 
 // Given Perplexity failing, then Tavily answers; after BREAKER_FAILURES failed requests
-// Perplexity is skipped until its cool-down has passed, then tried again.
+// Perplexity is skipped until its cool-down has passed, then tried again; a new container
+// skips it too, from the opening shared in the table.
 async fn a_failing_provider_fails_over_and_is_skipped_during_its_cooldown(kind: StoreKind) {
     let env = [("BREAKER_FAILURES", "2"), ("BREAKER_COOLDOWN_SECS", "60"), ("CACHE_TTL_SECS", "0")];
     let h = Harness::with(kind, Setup { perplexity: true, tavily: true, env: &env, ..Setup::default() }).await;
@@ -120,6 +121,15 @@ async fn a_failing_provider_fails_over_and_is_skipped_during_its_cooldown(kind: 
         assert_eq!(r["mock"], false);
     }
     assert_eq!(h.upstream_calls().await.len(), 8, "two requests of 4 attempts; the third skipped Perplexity");
+    // Issue 43: a new container (its own breaker, the same table) skips Perplexity at once.
+    let records = Some(std::sync::Arc::clone(&h.records));
+    let fresh =
+        Harness::with(kind, Setup { perplexity: true, tavily: true, env: &env, records, ..Setup::default() }).await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(503)).mount(fresh.upstream()).await;
+    tavily_answers(&fresh, 200, tavily_results()).await;
+    let (_, r) = fresh.post("/search", json!({"query": "coffee elsewhere"})).await;
+    assert_eq!(r["provider"], "tavily", "{r}");
+    assert_eq!(fresh.upstream_calls().await.len(), 0, "the opening was shared: no attempt paid again");
     h.clock.advance(chrono::Duration::seconds(61));
     h.post("/search", json!({"query": "coffee again"})).await;
     assert_eq!(h.upstream_calls().await.len(), 12, "after the cool-down Perplexity is tried again");

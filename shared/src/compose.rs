@@ -63,7 +63,12 @@ pub fn tavily(config: &Config) -> Result<Option<Arc<Tavily>>> {
 
 /// The configured search providers in `SEARCH_PROVIDERS` order, each with its breaker.
 /// A provider without a key is left out; with none at all, answers are labelled mock data.
-pub fn providers(config: &Config, tavily: Option<Arc<Tavily>>) -> Result<Vec<Provider>> {
+/// Their breakers share their openings through `records`.
+pub fn providers(
+    config: &Config,
+    tavily: Option<Arc<Tavily>>,
+    records: &Arc<dyn RecordStore>,
+) -> Result<Vec<Provider>> {
     let mut out = Vec::new();
     for name in &config.search_providers {
         let adapter: Option<Arc<dyn SearchProvider>> = match name.as_str() {
@@ -81,7 +86,9 @@ pub fn providers(config: &Config, tavily: Option<Arc<Tavily>>) -> Result<Vec<Pro
             _ => None,
         };
         if let Some(adapter) = adapter {
-            out.push(Provider { adapter, breaker: Breaker::new(config.breaker_failures, config.breaker_cooldown) });
+            let breaker = Breaker::new(config.breaker_failures, config.breaker_cooldown)
+                .shared(Arc::clone(records), adapter.name());
+            out.push(Provider { adapter, breaker });
         }
     }
     if out.is_empty() {
@@ -98,7 +105,7 @@ pub fn search_service(
     tavily: Option<Arc<Tavily>>,
 ) -> Result<SearchService> {
     Ok(SearchService::new(
-        providers(config, tavily)?,
+        providers(config, tavily, &records)?,
         Arc::clone(&records),
         ledger(config, records, Arc::clone(&clock))?,
         clock,

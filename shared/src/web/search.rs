@@ -271,7 +271,7 @@ impl SearchService {
         let count = candidates.len();
         for (i, provider) in candidates.into_iter().enumerate() {
             let name = provider.adapter.name();
-            if !provider.breaker.allows(self.clock.now()) {
+            if !provider.breaker.allows_shared(self.clock.now()).await {
                 tracing::info!(provider = name, "circuit open; skipping provider");
                 failures.push(format!("{name}: skipped (circuit open after repeated failures)"));
                 continue;
@@ -319,7 +319,7 @@ impl SearchService {
             };
             tracing::error!(provider = name, error = %failure, "provider failed; trying the next");
             // A refusal of this request (HTTP 400) is no sign of the provider's health.
-            if against_upstream && provider.breaker.failure(self.clock.now()) {
+            if against_upstream && provider.breaker.failure_shared(self.clock.now()).await {
                 tracing::warn!(provider = name, "circuit opened: provider skipped during its cool-down");
             }
             calls.push(ProviderCall { provider: name, took, answered: false });

@@ -2,12 +2,23 @@
 //! its own retries) the provider is skipped for `cooldown`, so a dead upstream does not cost
 //! every request its whole retry budget. After the cool-down one request tries it again
 //! (half-open): success closes the breaker, failure opens it for another cool-down.
-//! State lives in the process (a warm Lambda container), which is where the waste is.
+//!
+//! The count lives in the process (a warm Lambda container); an opening is also shared through
+//! the record store ([`Breaker::shared`]: `CIRCUIT#<provider>` / `OPEN`, living until the
+//! cool-down ends), so a new container skips a provider another one found dead instead of
+//! paying its retries again. The shared state is read at most every [`SHARED_READ_EVERY`] per
+//! container, within [`crate::core::records::HOT_PATH`]; a store that does not answer leaves
+//! the decision to the local state (the breaker saves time and money, it never blocks).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+
+use crate::core::records::{HOT_PATH, Record, RecordStore, bounded};
+
+/// How long a container trusts its last read of the shared state.
+pub const SHARED_READ_EVERY: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Default)]
 struct State {
@@ -15,16 +26,81 @@ struct State {
     open_until: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug)]
 pub struct Breaker {
     threshold: u32,
     cooldown: Duration,
     state: Mutex<State>,
+    shared: Option<Shared>,
+}
+
+/// The opening shared through the record store, and this container's last read of it.
+struct Shared {
+    records: Arc<dyn RecordStore>,
+    provider: String,
+    /// When it was last read, and until when it said the provider is skipped.
+    read: Mutex<Option<(DateTime<Utc>, Option<DateTime<Utc>>)>>,
 }
 
 impl Breaker {
     pub fn new(threshold: u32, cooldown: Duration) -> Self {
-        Self { threshold: threshold.max(1), cooldown, state: Mutex::default() }
+        Self { threshold: threshold.max(1), cooldown, state: Mutex::default(), shared: None }
+    }
+
+    /// The same breaker, its openings shared with every container through `records`.
+    pub fn shared(mut self, records: Arc<dyn RecordStore>, provider: &str) -> Self {
+        self.shared = Some(Shared { records, provider: provider.to_owned(), read: Mutex::default() });
+        self
+    }
+
+    fn key(provider: &str) -> (String, String) {
+        (format!("CIRCUIT#{provider}"), "OPEN".to_owned())
+    }
+
+    /// Whether a request may try the provider at `now`: the local state allows it and no
+    /// other container opened the circuit for a cool-down still running.
+    pub async fn allows_shared(&self, now: DateTime<Utc>) -> bool {
+        if !self.allows(now) {
+            return false;
+        }
+        let Some(shared) = &self.shared else { return true };
+        let fresh = *shared.read.lock().unwrap_or_else(|e| e.into_inner());
+        let open_until = match fresh {
+            Some((at, until)) if now < at + chrono::Duration::from_std(SHARED_READ_EVERY).unwrap_or_default() => until,
+            _ => {
+                let (pk, sk) = Self::key(&shared.provider);
+                let read = bounded(HOT_PATH, "the shared circuit", shared.records.get(&pk, &sk, now.timestamp())).await;
+                let until = match read {
+                    Ok(record) => record.and_then(|r| r.body["openUntil"].as_str()?.parse::<DateTime<Utc>>().ok()),
+                    Err(e) => {
+                        tracing::warn!(provider = %shared.provider, error = %e, "shared circuit state unread; local state decides");
+                        return true;
+                    }
+                };
+                *shared.read.lock().unwrap_or_else(|e| e.into_inner()) = Some((now, until));
+                until
+            }
+        };
+        open_until.is_none_or(|until| now >= until)
+    }
+
+    /// [`Breaker::failure`], and when the circuit opens, the opening shared with every container.
+    pub async fn failure_shared(&self, now: DateTime<Utc>) -> bool {
+        let opened = self.failure(now);
+        if let (true, Some(shared)) = (opened, &self.shared) {
+            let until = now + chrono::Duration::from_std(self.cooldown).unwrap_or_default();
+            let (pk, sk) = Self::key(&shared.provider);
+            let record = Record {
+                pk,
+                sk,
+                expires_at: Some(until.timestamp() + 1),
+                body: serde_json::json!({"openUntil": until.to_rfc3339(), "openedAt": now.to_rfc3339()}),
+            };
+            if let Err(e) = bounded(HOT_PATH, "the shared circuit", shared.records.put(&record)).await {
+                tracing::warn!(provider = %shared.provider, error = %e, "circuit opened here only (not shared)");
+            }
+            *shared.read.lock().unwrap_or_else(|e| e.into_inner()) = Some((now, Some(until)));
+        }
+        opened
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
