@@ -1,6 +1,8 @@
 //! The docs cannot drift from the code: every variable the code reads is in
 //! `docs/configuration.md` and `.env.example` with the code's default; every HTTP route of
-//! `template.yaml` is in the README's table with who may call it; every relative link in the
+//! `template.yaml` is in the README's table with who may call it; every alarm on the bundle's
+//! metrics watches one the code emits; the deploy guide names every function and output; every
+//! relative link in the
 //! README and `docs/` resolves.
 
 use std::collections::BTreeMap;
@@ -216,4 +218,73 @@ fn every_relative_link_resolves() {
     }
     assert!(pages.len() >= 8, "docs/ has {} pages", pages.len());
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The Rust sources of the functions and the library, as one text.
+fn sources() -> String {
+    let mut text = String::new();
+    let mut dirs = vec![root().join("shared/src"), root().join("functions")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                text.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    text
+}
+
+// Issue 43: every alarm on the bundle's own metrics (namespace ResearchBundle) watches a metric
+// the code emits, split by a dimension value the code uses: an alarm on a renamed metric would
+// stay silent for ever.
+#[test]
+fn every_alarm_watches_a_metric_the_code_emits() {
+    let (template, code) = (read("template.yaml"), sources());
+    let lines: Vec<&str> = template.lines().map(str::trim).collect();
+    let mut watched = 0;
+    let mut problems = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if *line != "Namespace: ResearchBundle" {
+            continue;
+        }
+        let metric = lines[i + 1].strip_prefix("MetricName: ").expect("MetricName follows the namespace");
+        watched += 1;
+        if !code.contains(&format!("\"{metric}\"")) {
+            problems.push(format!("metric {metric}: the code emits no such metric"));
+        }
+        if lines.get(i + 2) == Some(&"Dimensions:") {
+            let (name, value) =
+                (lines[i + 3].trim_start_matches("- Name: "), lines[i + 4].trim_start_matches("Value: "));
+            if !code.contains(&format!("(\"{name}\"")) || !code.contains(&format!("\"{value}\"")) {
+                problems.push(format!("metric {metric}: the code has no dimension {name} = {value}"));
+            }
+        }
+    }
+    assert!(watched >= 5, "template.yaml read as {watched} alarms on the bundle's metrics");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// Issue 43: the deploy guide names every function the template builds and every output the
+// stack gives.
+#[test]
+fn the_deploy_guide_names_every_function_and_output() {
+    let (template, deploy) = (read("template.yaml"), read("docs/deploy.md"));
+    let binaries: Vec<&str> = template.lines().filter_map(|l| l.trim().strip_prefix("Binary: ")).collect();
+    let outputs_at = template.find("\nOutputs:\n").expect("template.yaml has outputs");
+    let outputs: Vec<&str> = template[outputs_at..]
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   ") && l.trim_end().ends_with(':'))
+        .map(|l| l.trim().trim_end_matches(':'))
+        .collect();
+    assert!(binaries.len() >= 7 && outputs.len() >= 6, "read {binaries:?} and {outputs:?}");
+    let missing: Vec<String> = binaries
+        .iter()
+        .map(|b| format!("`{b}`"))
+        .chain(outputs.iter().map(|o| format!("`{o}`")))
+        .filter(|name| !deploy.contains(name.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "docs/deploy.md does not name: {}", missing.join(", "));
 }
