@@ -2,8 +2,7 @@
 //! `docs/configuration.md` and `.env.example` with the code's default; every HTTP route of
 //! `template.yaml` is in the README's table with who may call it; every alarm on the bundle's
 //! metrics watches one the code emits; the deploy guide names every function and output; every
-//! relative link in the
-//! README and `docs/` resolves.
+//! relative link in the README and `docs/` resolves.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
