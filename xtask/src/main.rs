@@ -18,8 +18,12 @@
 //! - `replay FILE...` (or `-` for standard input): writes back the records that log lines hold
 //!   for replay (cost records and sources a store outage kept out) into the store the
 //!   environment configures (`RECORD_STORE`, `TABLE_NAME`, `DATA_DIR`), idempotently.
+//! - `check-config [--template FILE] [Name=Value ...]`: each function's configuration as the
+//!   template gives it under those parameter overrides, read as the function reads it at start
+//!   (non-zero exit when one is misconfigured), before a deploy.
 
 mod bench;
+mod check_config;
 mod demo;
 mod embed_bench;
 mod quality;
@@ -67,8 +71,9 @@ async fn main() -> Result {
         }
         Some("bench") => bench::run(std::env::args().nth(2).as_deref()).await,
         Some("replay") if args.len() > 1 => replay(&args[1..]).await,
+        Some("check-config") => check_config::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <demo|serve|bench|quality|replay FILE...>");
+            eprintln!("usage: cargo xtask <demo|serve|bench|quality|replay FILE...|check-config [Name=Value...]>");
             std::process::exit(2);
         }
     }

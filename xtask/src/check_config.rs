@@ -1,0 +1,261 @@
+//! `cargo xtask check-config [--template FILE] [Name=Value ...]`: finds bad configuration before
+//! a deploy. The template is read as CloudFormation would (its parameters' defaults with the
+//! given overrides, the same syntax as `sam deploy --parameter-overrides`), each function's
+//! environment is worked out (the globals, then its own; `!Ref`, `!If`, `!Sub` and the
+//! conditions evaluated) and read by the same `Config::from_lookup` the function runs at start.
+//! What only the deploy can know (a secret resolved from Secrets Manager, a resource's name or
+//! ARN) stands in as a placeholder. Prints one line per function; exits 1 if any is misconfigured.
+
+use std::collections::BTreeMap;
+
+use serde_yaml::Value;
+use serde_yaml::value::TaggedValue;
+
+/// What stands in for a value only the deploy knows (a secret, a resource's name): long enough
+/// for any minimum, plain enough for any name.
+const DEPLOY_TIME: &str = "resolved-at-deploy-time-0123456789abcdef";
+
+/// The template's parameters and conditions, evaluated.
+struct Stack {
+    parameters: BTreeMap<String, String>,
+    conditions: BTreeMap<String, Value>,
+}
+
+impl Stack {
+    fn read(template: &Value, overrides: &BTreeMap<String, String>) -> crate::Result<Self> {
+        let mut parameters = BTreeMap::new();
+        let mut required = Vec::new();
+        if let Some(map) = template.get("Parameters").and_then(Value::as_mapping) {
+            for (name, spec) in map {
+                let name = name.as_str().unwrap_or_default().to_owned();
+                match spec.get("Default") {
+                    Some(default) => parameters.insert(name, scalar(default)),
+                    None => {
+                        required.push(name.clone());
+                        parameters.insert(name, String::new())
+                    }
+                };
+            }
+        }
+        for (name, value) in overrides {
+            if !parameters.contains_key(name) {
+                return Err(format!("{name}: no such parameter in the template").into());
+            }
+            parameters.insert(name.clone(), value.clone());
+        }
+        required.retain(|name| !overrides.contains_key(name));
+        if !required.is_empty() {
+            return Err(format!("parameters without a default need a value: {}", required.join(", ")).into());
+        }
+        let conditions = template
+            .get("Conditions")
+            .and_then(Value::as_mapping)
+            .map(|m| m.iter().map(|(k, v)| (k.as_str().unwrap_or_default().to_owned(), v.clone())).collect())
+            .unwrap_or_default();
+        Ok(Self { parameters, conditions })
+    }
+
+    /// `value` with its intrinsic functions evaluated; `None` for `AWS::NoValue`.
+    fn eval(&self, value: &Value) -> Option<String> {
+        match value {
+            Value::Tagged(tagged) => self.intrinsic(tagged),
+            other => Some(scalar(other)),
+        }
+    }
+
+    fn intrinsic(&self, tagged: &TaggedValue) -> Option<String> {
+        let args = &tagged.value;
+        match tagged.tag.to_string().as_str() {
+            "!Ref" => match args.as_str().unwrap_or_default() {
+                "AWS::NoValue" => None,
+                name => Some(self.parameters.get(name).cloned().unwrap_or_else(|| DEPLOY_TIME.to_owned())),
+            },
+            "!If" => {
+                let list = args.as_sequence()?;
+                let branch = if self.condition(list.first()?.as_str()?) { list.get(1)? } else { list.get(2)? };
+                self.eval(branch)
+            }
+            "!Sub" => {
+                let text = args.as_str().or_else(|| args.as_sequence()?.first()?.as_str())?;
+                if text.contains("{{resolve:") {
+                    return Some(DEPLOY_TIME.to_owned());
+                }
+                let mut out = text.to_owned();
+                for (name, value) in &self.parameters {
+                    out = out.replace(&format!("${{{name}}}"), value);
+                }
+                Some(out)
+            }
+            _ => Some(DEPLOY_TIME.to_owned()),
+        }
+    }
+
+    fn condition(&self, name: &str) -> bool {
+        self.conditions.get(name).is_some_and(|c| self.truth(c))
+    }
+
+    fn truth(&self, value: &Value) -> bool {
+        let Value::Tagged(tagged) = value else { return false };
+        let args = tagged.value.as_sequence();
+        let arg = |i: usize| args.and_then(|a| a.get(i));
+        match tagged.tag.to_string().as_str() {
+            "!Not" => !arg(0).is_some_and(|v| self.truth(v)),
+            "!Equals" => {
+                let side = |i| arg(i).and_then(|v| self.eval(v)).unwrap_or_default();
+                side(0) == side(1)
+            }
+            "!Or" => args.is_some_and(|a| a.iter().any(|v| self.truth(v))),
+            "!And" => args.is_some_and(|a| a.iter().all(|v| self.truth(v))),
+            "!Condition" => self.condition(tagged.value.as_str().unwrap_or_default()),
+            _ => false,
+        }
+    }
+}
+
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Each function of `template` (its binary's name) and its environment under `overrides`.
+pub fn environments(
+    template: &str,
+    overrides: &BTreeMap<String, String>,
+) -> crate::Result<Vec<(String, BTreeMap<String, String>)>> {
+    let template: Value = serde_yaml::from_str(template)?;
+    let stack = Stack::read(&template, overrides)?;
+    let variables = |function: &Value| -> BTreeMap<String, String> {
+        let map = function.get("Environment").and_then(|e| e.get("Variables")).and_then(Value::as_mapping);
+        map.into_iter().flatten().filter_map(|(k, v)| Some((k.as_str()?.to_owned(), stack.eval(v)?))).collect()
+    };
+    let globals = template.get("Globals").and_then(|g| g.get("Function")).map(variables).unwrap_or_default();
+    let mut out = Vec::new();
+    for (_, resource) in template.get("Resources").and_then(Value::as_mapping).into_iter().flatten() {
+        if resource.get("Type").and_then(Value::as_str) != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap_or("?").to_owned();
+        let mut env = globals.clone();
+        if let Some(properties) = resource.get("Properties") {
+            env.extend(variables(properties));
+        }
+        out.push((binary, env));
+    }
+    Ok(out)
+}
+
+/// `cargo xtask check-config`.
+pub fn run(args: &[String]) -> crate::Result {
+    let mut template = crate::root().join("template.yaml");
+    let mut overrides = BTreeMap::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--template" {
+            template = args.next().ok_or("--template needs a file")?.into();
+        } else {
+            let (name, value) = arg.split_once('=').ok_or_else(|| format!("{arg}: expected Name=Value"))?;
+            overrides.insert(name.to_owned(), value.to_owned());
+        }
+    }
+    let text = std::fs::read_to_string(&template).map_err(|e| format!("{}: {e}", template.display()))?;
+    let mut bad = 0;
+    for (function, env) in environments(&text, &overrides)? {
+        match shared::core::config::Config::from_lookup(|key| env.get(key).cloned()) {
+            Ok(_) => println!("{function}: ok ({} variables)", env.len()),
+            Err(e) => {
+                bad += 1;
+                println!("{function}: misconfigured: {e}");
+            }
+        }
+    }
+    if bad > 0 {
+        return Err(format!("{bad} function(s) misconfigured").into());
+    }
+    println!("every function's configuration reads");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The deploy guide's required answers.
+    fn answers(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+        [
+            ("QdrantUrl", "https://xyz.cloud.qdrant.io:6334"),
+            ("JwtIssuer", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_abc"),
+            ("JwtAudience", "web-app"),
+        ]
+        .iter()
+        .chain(extra)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
+    fn template() -> String {
+        std::fs::read_to_string(crate::root().join("template.yaml")).unwrap()
+    }
+
+    fn misconfigured(overrides: &BTreeMap<String, String>) -> Vec<(String, String)> {
+        environments(&template(), overrides)
+            .unwrap()
+            .into_iter()
+            .filter_map(|(f, env)| {
+                shared::core::config::Config::from_lookup(|k| env.get(k).cloned()).err().map(|e| (f, e.to_string()))
+            })
+            .collect()
+    }
+
+    // Issue 43: the deploy guide's `cargo xtask check-config` line, as written, passes.
+    #[test]
+    fn the_deploy_guides_check_passes_as_written() {
+        let guide = std::fs::read_to_string(crate::root().join("docs/deploy.md")).unwrap();
+        let line = guide.lines().find_map(|l| l.strip_prefix("cargo xtask check-config ")).expect("the guide runs it");
+        let args: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        run(&args).expect("the guide's check passes");
+        assert_eq!(
+            misconfigured(&args.iter().filter_map(|a| a.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect()),
+            []
+        );
+    }
+
+    // Issue 43: the template's defaults with the deploy guide's answers read for every function,
+    // each with the environment the template gives it.
+    #[test]
+    fn the_template_with_the_guides_answers_reads_for_every_function() {
+        let envs = environments(&template(), &answers(&[])).unwrap();
+        let names: Vec<&str> = envs.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            names,
+            ["search", "cost-report", "research", "index-activity", "rag-search", "assistant", "backfill"]
+        );
+        assert_eq!(misconfigured(&answers(&[])), []);
+        let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
+        assert_eq!(rag.get("QDRANT_URL").map(String::as_str), Some("https://xyz.cloud.qdrant.io:6334"));
+        assert_eq!(rag.get("QDRANT_READ_ONLY").map(String::as_str), Some("false"), "no read-only key given");
+        assert!(!rag.contains_key("QDRANT_API_KEY"), "no key secret: AWS::NoValue");
+        let with_key = environments(&template(), &answers(&[("QdrantReadOnlyApiKeySecret", "ro")])).unwrap();
+        let rag = &with_key.iter().find(|(f, _)| f == "rag-search").unwrap().1;
+        assert_eq!(rag.get("QDRANT_READ_ONLY").map(String::as_str), Some("true"));
+        assert_eq!(rag.get("QDRANT_API_KEY").map(String::as_str), Some(DEPLOY_TIME), "resolved at deploy");
+    }
+
+    // Issue 43: a bad parameter is found before the deploy, naming the variable; a missing
+    // required one and an unknown one are refused.
+    #[test]
+    fn bad_parameters_are_found_before_a_deploy() {
+        let bad = misconfigured(&answers(&[("AssistantTools", r#"[{"name": "createDraft"}]"#)]));
+        assert!(bad.iter().any(|(f, e)| f == "assistant" && e.contains("ASSISTANT_TOOLS")), "{bad:?}");
+        let bad = misconfigured(&answers(&[("Budgets", "research=lots")]));
+        assert_eq!(bad.len(), 7, "every function reads BUDGETS: {bad:?}");
+        assert!(bad.iter().all(|(_, e)| e.contains("BUDGETS")), "{bad:?}");
+        let missing = environments(&template(), &BTreeMap::new()).err().unwrap().to_string();
+        assert!(missing.contains("QdrantUrl") && missing.contains("JwtIssuer"), "{missing}");
+        let unknown = environments(&template(), &answers(&[("QdrantURL", "x")])).err().unwrap().to_string();
+        assert!(unknown.contains("QdrantURL"), "{unknown}");
+    }
+}
