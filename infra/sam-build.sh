@@ -12,6 +12,16 @@ rustup target list --installed | grep -qx aarch64-unknown-linux-gnu || rustup ta
 bash infra/model-layer.sh
 export CC_aarch64_unknown_linux_gnu="$PWD/infra/zigcc-arm64.sh"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${RESEARCH_BUNDLE_CACHE:-$HOME/.cache/research-bundle}/sam-target}"
+# Build for the architectures the stack deploys: without overrides of its own, the build takes
+# the parameters `sam deploy --guided` saved (samconfig.toml), `Embedder` among them.
+args=("$@")
+if [[ " $* " != *" --parameter-overrides "* ]] && [ -f samconfig.toml ]; then
+  saved=$(python3 -c 'import tomllib; c = tomllib.load(open("samconfig.toml", "rb")); v = c.get("default", {}).get("deploy", {}).get("parameters", {}).get("parameter_overrides", ""); print(" ".join(v) if isinstance(v, list) else v)')
+  if [ -n "$saved" ]; then
+    echo "sam-build: the parameters saved in samconfig.toml: $(grep -o 'Embedder=[^ ]*' <<<"$saved" || echo 'Embedder=auto (not saved)')"
+    args+=(--parameter-overrides "$saved")
+  fi
+fi
 started=$(date +%s)
-sam build --beta-features "$@"
+sam build --beta-features "${args[@]}"
 echo "sam build: $(( $(date +%s) - started )) s"

@@ -128,6 +128,18 @@ pub fn environments(
 ) -> crate::Result<Vec<(String, BTreeMap<String, String>)>> {
     let template: Value = serde_yaml::from_str(template)?;
     let stack = Stack::read(&template, overrides)?;
+    // The template's own rules, as CloudFormation checks them before it changes anything.
+    for (name, rule) in template.get("Rules").and_then(Value::as_mapping).into_iter().flatten() {
+        if rule.get("RuleCondition").is_some_and(|c| !stack.truth(c)) {
+            continue;
+        }
+        for assertion in rule.get("Assertions").and_then(Value::as_sequence).into_iter().flatten() {
+            if !assertion.get("Assert").is_some_and(|a| stack.truth(a)) {
+                let why = assertion.get("AssertDescription").map(scalar).unwrap_or_default();
+                return Err(format!("rule {}: {why}", name.as_str().unwrap_or_default()).into());
+            }
+        }
+    }
     let variables = |function: &Value| -> BTreeMap<String, String> {
         let map = function.get("Environment").and_then(|e| e.get("Variables")).and_then(Value::as_mapping);
         map.into_iter().flatten().filter_map(|(k, v)| Some((k.as_str()?.to_owned(), stack.eval(v)?))).collect()
@@ -257,5 +269,10 @@ mod tests {
         assert!(missing.contains("QdrantUrl") && missing.contains("JwtIssuer"), "{missing}");
         let unknown = environments(&template(), &answers(&[("QdrantURL", "x")])).err().unwrap().to_string();
         assert!(unknown.contains("QdrantURL"), "{unknown}");
+        let rule = environments(&template(), &answers(&[("Embedder", "api")])).err().unwrap().to_string();
+        assert!(rule.contains("Embedder=api needs EmbeddingApiKey"), "{rule}");
+        let envs = environments(&template(), &answers(&[("Embedder", "api"), ("EmbeddingApiKey", "k")])).unwrap();
+        let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
+        assert_eq!(rag.get("EMBEDDING_PROVIDER").map(String::as_str), Some("openai"));
     }
 }
