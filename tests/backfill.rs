@@ -28,11 +28,13 @@ fn app(dir: &std::path::Path, embedding: Option<&EmbeddingServer>) -> App {
         vars.push(("EMBEDDING_BASE_URL", server.uri()));
     }
     let config = integration::config(&vars);
-    let records = Arc::new(shared::core::records::LocalRecords::open(dir).unwrap());
+    let records: Arc<dyn shared::core::records::RecordStore> =
+        Arc::new(shared::core::records::LocalRecords::open(dir).unwrap());
     let index = shared::compose::vector_index(&config).unwrap();
-    let clock = Arc::new(shared::core::clock::ManualClock::new(integration::rag::now()));
-    let indexer = shared::compose::indexer(&config, index, records, clock).unwrap();
-    App { indexer, rate: 6000, objects: None }
+    let clock: Arc<dyn shared::core::clock::Clock> =
+        Arc::new(shared::core::clock::ManualClock::new(integration::rag::now()));
+    let indexer = shared::compose::indexer(&config, index, Arc::clone(&records), Arc::clone(&clock)).unwrap();
+    App { indexer, records, clock, rate: 6000, objects: None }
 }
 
 /// A JSON Lines file of `n` activities (the ones whose index is in `marked` say 故障 in their
@@ -89,6 +91,31 @@ async fn imports_embed_in_batches_and_force_reembeds_all() {
     assert_eq!((s.total, s.processed), (10, 10), "{s:?}");
     assert_eq!(server.inputs(), 20);
     assert_eq!(app.indexer.index().count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 10);
+}
+
+// Issue 43: a forced re-embedding that runs out of time keeps its place and stops; the next
+// forced run resumes there and finishes (each point embedded once over both runs); the one
+// after starts from the beginning again. So a collection of any size is re-embedded in runs of
+// 15 minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_reembedding_resumes_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = EmbeddingServer::start(DIMS, Duration::from_millis(250)).await;
+    let app = app(dir.path(), Some(&server));
+    let s = run(&app, &job(Some(source(dir.path(), 12, &[])), false, false, 2)).await;
+    assert_eq!((s.processed, s.complete), (12, true), "{s:?}");
+    let before = server.inputs();
+    let force = job(None, false, true, 2);
+    let until = Some(tokio::time::Instant::now() + Duration::from_millis(900));
+    let place = shared::activities::backfill::Place { records: &*app.records, until, clock: &*app.clock };
+    let first = shared::activities::backfill::run(&app.indexer, &force, app.rate, None, &place, |_| {}).await.unwrap();
+    assert!(!first.complete && !first.resumed && first.processed > 0 && first.processed < 12, "{first:?}");
+    let second = run(&app, &force).await;
+    assert!(second.complete && second.resumed, "{second:?}");
+    assert_eq!(first.processed + second.processed, 12, "each point once: {first:?} {second:?}");
+    assert_eq!(server.inputs() - before, 12);
+    let third = run(&app, &force).await;
+    assert_eq!((third.resumed, third.processed, third.complete), (false, 12, true), "from the start: {third:?}");
 }
 
 // Given points indexed pending and a sweep whose batch with 故障 keeps failing, then that
@@ -211,10 +238,14 @@ async fn writes_during_a_forced_backfill_survive_it(index: Vec<(&'static str, St
     let mut config = h.config.clone();
     config.index_embed_timeout = Duration::from_secs(20);
     let clock: Arc<dyn shared::core::clock::Clock> = h.clock.clone();
-    let indexer =
-        shared::compose::indexer(&config, shared::compose::vector_index(&config).unwrap(), h.records.clone(), clock)
-            .unwrap();
-    let app = App { indexer, rate: 6000, objects: None };
+    let indexer = shared::compose::indexer(
+        &config,
+        shared::compose::vector_index(&config).unwrap(),
+        h.records.clone(),
+        Arc::clone(&clock),
+    )
+    .unwrap();
+    let app = App { indexer, records: h.records.clone(), clock, rate: 6000, objects: None };
     let sweep = tokio::spawn(async move { backfill::cli(&app, &job(None, false, true, 100)).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
 

@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde_json::Value;
 use shared::activities::backfill::{self, Job, Summary};
 use shared::activities::indexing::Indexer;
-use shared::core::clock::SystemClock;
+use shared::core::clock::{Clock, SystemClock};
 use shared::core::config::Config;
+use shared::core::records::RecordStore;
 use shared::{Error, Result, compose};
 
 /// An embedder call of the job may take this long (retries and `Retry-After` included).
@@ -19,6 +20,9 @@ pub const BATCH_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub struct App {
     pub indexer: Indexer,
+    /// Where a forced sweep keeps its place between runs.
+    pub records: Arc<dyn RecordStore>,
+    pub clock: Arc<dyn Clock>,
     /// Embedder calls per minute (`BACKFILL_RATE`).
     pub rate: u32,
     /// Reads `s3://` sources; `None` builds a client from the AWS environment when one is given.
@@ -29,16 +33,29 @@ pub struct App {
 pub async fn from_env() -> Result<App> {
     let config = Config::from_env()?;
     let records = compose::records(&config).await?;
-    let indexer = compose::indexer(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))?
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let indexer = compose::indexer(&config, compose::vector_index(&config)?, Arc::clone(&records), Arc::clone(&clock))?
         .embedding_at_least(BATCH_TIMEOUT);
-    Ok(App { indexer, rate: config.backfill_rate, objects: None })
+    Ok(App { indexer, records, clock, rate: config.backfill_rate, objects: None })
 }
 
 /// One invocation: a schedule event or a direct payload.
-pub async fn handle(app: &App, event: &Value) -> Result<Summary> {
+/// `left`: the time the invocation has; the job stops [`DEADLINE_MARGIN`] before it (a forced
+/// sweep resumes there on the next run).
+pub async fn handle(app: &App, event: &Value, left: Option<Duration>) -> Result<Summary> {
     let job = Job::from_event(event)?;
     tracing::info!(?job, "backfill started");
-    backfill::run(&app.indexer, &job, app.rate, app.objects.as_ref(), |_| {}).await
+    let until = left.map(|left| tokio::time::Instant::now() + left.saturating_sub(DEADLINE_MARGIN));
+    backfill::run(&app.indexer, &job, app.rate, app.objects.as_ref(), &app.place(until), |_| {}).await
+}
+
+/// Kept back from the invocation's deadline: one batch (its embedder call) and the summary.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(60);
+
+impl App {
+    fn place(&self, until: Option<tokio::time::Instant>) -> backfill::Place<'_> {
+        backfill::Place { records: &*self.records, until, clock: &*self.clock }
+    }
 }
 
 /// The CLI's job from its arguments.
@@ -70,7 +87,7 @@ fn usage(problem: &str) -> Error {
 /// Runs `job` from a terminal or a script: a progress bar on a terminal, the summary as JSON.
 pub async fn cli(app: &App, job: &Job) -> Result<Summary> {
     let bar = std::io::stderr().is_terminal();
-    let summary = backfill::run(&app.indexer, job, app.rate, app.objects.as_ref(), |s| {
+    let summary = backfill::run(&app.indexer, job, app.rate, app.objects.as_ref(), &app.place(None), |s| {
         if bar {
             let done = s.processed + s.skipped + s.errors;
             let width = 30;

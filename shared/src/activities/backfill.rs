@@ -9,7 +9,11 @@
 //!    honoured by the embedder's retries.
 //!
 //! A failed batch is counted and left pending, and the job goes on; running it again finishes
-//! what is left. Progress (total, processed, skipped, errors) is logged after every batch and
+//! what is left. A forced sweep keeps its place in the record store after every page
+//! (`BACKFILL#force` / `CURSOR`) and stops before its time is up (`until`, the invocation's
+//! deadline less a margin): the next forced run resumes there (`resumed`), until one finishes
+//! the collection (`complete`) and clears the place, so any collection size is re-embedded in
+//! runs of 15 minutes. Progress (total, processed, skipped, errors) is logged after every batch and
 //! reported to `progress` (the CLI draws a bar with it); the summary closes the run.
 
 use std::time::Duration;
@@ -21,6 +25,7 @@ use crate::activities::activity::Activity;
 use crate::activities::index::PAYLOAD_INDEXES;
 use crate::activities::indexing::{Embedding, Indexer};
 use crate::core::error::{Error, Result};
+use crate::core::records::{Record, RecordStore};
 
 pub const DEFAULT_BATCH: usize = 100;
 pub const MAX_BATCH: usize = 1000;
@@ -91,6 +96,45 @@ pub struct Summary {
     pub processed: usize,
     pub skipped: usize,
     pub errors: usize,
+    /// A forced sweep went on from where an earlier run stopped.
+    pub resumed: bool,
+    /// The sweep reached the end (false: it stopped at `until`; run it again to go on).
+    pub complete: bool,
+}
+
+/// Where a forced sweep keeps its place between runs, and when this run must stop.
+pub struct Place<'a> {
+    pub records: &'a dyn RecordStore,
+    /// Stop (between pages) at this instant; `None` runs to the end.
+    pub until: Option<tokio::time::Instant>,
+    pub clock: &'a dyn crate::core::clock::Clock,
+}
+
+/// How long a forced sweep's place is kept for the next run.
+const PLACE_KEPT_SECS: i64 = 7 * 86_400;
+
+impl Place<'_> {
+    const PK: &'static str = "BACKFILL#force";
+    const SK: &'static str = "CURSOR";
+
+    /// Where the last forced run stopped, if it did not finish.
+    async fn read(&self) -> Result<Option<uuid::Uuid>> {
+        let now = self.clock.now().timestamp();
+        let record = self.records.get(Self::PK, Self::SK, now).await?;
+        Ok(record.and_then(|r| r.body["next"].as_str()?.parse().ok()))
+    }
+
+    /// Keeps `next` (the first point not yet swept), or, at the end, clears the place.
+    async fn keep(&self, next: Option<uuid::Uuid>) -> Result<()> {
+        let now = self.clock.now();
+        let record = Record {
+            pk: Self::PK.into(),
+            sk: Self::SK.into(),
+            expires_at: Some(if next.is_some() { now.timestamp() + PLACE_KEPT_SECS } else { now.timestamp() }),
+            body: serde_json::json!({"next": next.map(|n| n.to_string()), "at": now.to_rfc3339()}),
+        };
+        self.records.put(&record).await
+    }
 }
 
 /// Reads S3 objects for `s3://` sources.
@@ -155,9 +199,10 @@ pub async fn run(
     job: &Job,
     rate_per_minute: u32,
     objects: Option<&Objects>,
+    place: &Place<'_>,
     mut progress: impl FnMut(&Summary),
 ) -> Result<Summary> {
-    let mut summary = Summary { dry_run: job.dry_run, ..Summary::default() };
+    let mut summary = Summary { dry_run: job.dry_run, complete: true, ..Summary::default() };
     let index = indexer.index();
     let existed = index.exists().await?;
     if !existed {
@@ -217,8 +262,17 @@ pub async fn run(
     let mut offset = None;
     if job.force {
         seen.clear();
+        if !job.dry_run {
+            offset = place.read().await?;
+            summary.resumed = offset.is_some();
+        }
     }
     loop {
+        if place.until.is_some_and(|until| tokio::time::Instant::now() >= until) {
+            tracing::warn!(?offset, "out of time: the next forced run resumes here");
+            summary.complete = false;
+            break;
+        }
         // A dry run on a directory that does not exist yet has nothing to sweep (and creates nothing).
         if !existed && job.dry_run {
             break;
@@ -244,6 +298,9 @@ pub async fn run(
         log(&summary);
         progress(&summary);
         if !pending_only || job.dry_run {
+            if job.force && !job.dry_run {
+                place.keep(next).await?;
+            }
             match next {
                 Some(n) => offset = Some(n),
                 None => break,
