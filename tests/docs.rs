@@ -287,3 +287,39 @@ fn the_deploy_guide_names_every_function_and_output() {
         .collect();
     assert!(missing.is_empty(), "docs/deploy.md does not name: {}", missing.join(", "));
 }
+
+// Issue 41: the functions' table rights are exactly what the record store's DynamoDB adapter
+// calls (no Scan, no DeleteItem): an adapter that starts calling another operation fails here,
+// not with AccessDenied in production.
+#[test]
+fn the_table_rights_are_what_the_record_store_calls() {
+    let (adapter, template) = (read("shared/src/core/records/dynamodb.rs"), read("template.yaml"));
+    // Item operations and queries; the table's set-up (`create_table`, `update_time_to_live`, for
+    // DynamoDB Local in tests) is no function's business.
+    let mut called: Vec<String> = Vec::new();
+    for (at, _) in adapter.match_indices("()\n").chain(adapter.match_indices("()\r\n")) {
+        let start = adapter[..at].rfind('.').unwrap_or(at) + 1;
+        let call = &adapter[start..at];
+        if call.chars().all(|c| c.is_ascii_lowercase() || c == '_') && (call.ends_with("_item") || call == "query") {
+            let action: String = call.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).collect();
+            if !called.contains(&action) {
+                called.push(action);
+            }
+        }
+    }
+    called.sort();
+    assert!(called.len() >= 5, "read the adapter's calls as {called:?}");
+    let granted: Vec<&str> = template
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Action: [dynamodb:"))
+        .filter(|l| l.contains("PutItem"))
+        .collect();
+    assert_eq!(granted.len(), 4, "search, research, rag-search, assistant: {granted:?}");
+    for line in granted {
+        let mut actions: Vec<String> =
+            line.trim_end_matches(']').split(", ").map(|a| a.trim_start_matches("dynamodb:").to_owned()).collect();
+        actions.sort();
+        assert_eq!(actions, called, "the table rights and the adapter's calls differ");
+    }
+    assert!(!template.contains("DynamoDBCrudPolicy") && !template.contains("DynamoDBReadPolicy"), "no Scan anywhere");
+}
