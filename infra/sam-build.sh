@@ -15,12 +15,18 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${RESEARCH_BUNDLE_CACHE:-$HOME/.cac
 # Build for the architectures the stack deploys: without overrides of its own, the build takes
 # the parameters `sam deploy --guided` saved (samconfig.toml), `Embedder` among them.
 args=("$@")
-if [[ " $* " != *" --parameter-overrides "* ]] && [ -f samconfig.toml ]; then
+if [[ " $* " != *" --parameter-overrides"* ]] && [ -f samconfig.toml ]; then
   saved=$(python3 -c 'import tomllib; c = tomllib.load(open("samconfig.toml", "rb")); v = c.get("default", {}).get("deploy", {}).get("parameters", {}).get("parameter_overrides", ""); print(" ".join(v) if isinstance(v, list) else v)')
-  if [ -n "$saved" ]; then
-    echo "sam-build: the parameters saved in samconfig.toml: $(grep -o 'Embedder=[^ ]*' <<<"$saved" || echo 'Embedder=auto (not saved)')"
-    args+=(--parameter-overrides "$saved")
+  embedder=$(grep -oE 'Embedder=\\?"?[a-z]+' <<<"$saved" | grep -oE '[a-z]+$' || true)
+  if [ "$embedder" != bundled ] && [ "$embedder" != api ]; then
+    # The key decides `auto`, and it is NoEcho, never saved: this build would guess the
+    # architecture the deploy then picks from the stack's key.
+    echo "sam-build: samconfig.toml saves Embedder=${embedder:-(none)}; set it to bundled or api once" \
+      "(sam deploy --guided), or build with --parameter-overrides Embedder=bundled|api" >&2
+    exit 1
   fi
+  echo "sam-build: the parameters saved in samconfig.toml (Embedder=$embedder)"
+  args+=(--parameter-overrides "$saved")
 fi
 started=$(date +%s)
 sam build --beta-features "${args[@]}"
