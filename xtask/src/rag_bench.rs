@@ -26,7 +26,7 @@ use shared::activities::index::{DenseSpace, HardFilter, Near, Point, VectorIndex
 use shared::activities::indexing::payload;
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::{Ranking, Reasons, Retrieval};
-use shared::core::clock::{Clock, ManualClock};
+use shared::core::clock::{Clock, ManualClock, SystemClock};
 use shared::core::config::{Config, EdgeSharing, Fusion};
 use shared::core::records::LocalRecords;
 use shared::core::retry::RetryPolicy;
@@ -550,7 +550,7 @@ pub async fn backfill() -> crate::Result {
                 &config,
                 shared::compose::vector_index(&config)?,
                 records,
-                Arc::new(shared::core::clock::SystemClock),
+                Arc::new(SystemClock),
             )?)
         };
         let import = shared::activities::backfill::Job {
@@ -559,10 +559,13 @@ pub async fn backfill() -> crate::Result {
             batch_size: 100,
             source: Some(source.display().to_string()),
         };
-        shared::activities::backfill::run(&build(false)?, &import, 6000, None, |_| {}).await?;
+        // Neither run is forced: the place is never read or kept.
+        let records = LocalRecords::open(dir.path())?;
+        let place = shared::activities::backfill::Place { records: &records, until: None, clock: &SystemClock };
+        shared::activities::backfill::run(&build(false)?, &import, 6000, None, &place, |_| {}).await?;
         let sweep = shared::activities::backfill::Job { dry_run: false, force: false, batch_size: batch, source: None };
         let started = Instant::now();
-        let summary = shared::activities::backfill::run(&build(true)?, &sweep, rate, None, |_| {}).await?;
+        let summary = shared::activities::backfill::run(&build(true)?, &sweep, rate, None, &place, |_| {}).await?;
         let took = started.elapsed();
         println!(
             "{label}: {} embedded, {} errors in {:.2} s = {:.0} activities/s",
