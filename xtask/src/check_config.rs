@@ -276,3 +276,42 @@ mod tests {
         assert_eq!(rag.get("EMBEDDING_PROVIDER").map(String::as_str), Some("openai"));
     }
 }
+
+#[cfg(test)]
+mod drift {
+    use super::*;
+
+    // Issue 43: docs/configuration.md names, for each variable, the functions that read it; every
+    // variable the template sets on one function (beyond the globals every function gets) is
+    // listed with that function (or "all").
+    #[test]
+    fn configuration_md_names_the_functions_the_template_configures() {
+        let root = crate::root();
+        let template = std::fs::read_to_string(root.join("template.yaml")).unwrap();
+        let docs = std::fs::read_to_string(root.join("docs/configuration.md")).unwrap();
+        let answers: BTreeMap<String, String> =
+            [("QdrantUrl", "https://q.example.com:6334"), ("JwtIssuer", "https://i.example.com"), ("JwtAudience", "a")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let envs = environments(&template, &answers).unwrap();
+        let global: Vec<&String> =
+            envs[0].1.keys().filter(|k| envs.iter().all(|(_, env)| env.contains_key(*k))).collect();
+        let mut problems = Vec::new();
+        for (function, env) in &envs {
+            for var in env.keys().filter(|k| !global.contains(k)) {
+                let row = docs.lines().find(|l| l.starts_with(&format!("| `{var}` |")));
+                let Some(row) = row else {
+                    problems.push(format!("{var} (set on {function}): no row in docs/configuration.md"));
+                    continue;
+                };
+                let readers = row.split(" | ").nth(2).unwrap_or_default();
+                let named = readers.split([',', ' ']).any(|w| w == function);
+                if !named && !readers.contains("all") {
+                    problems.push(format!("{var}: the template sets it on {function}; the docs say {readers:?}"));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+}
