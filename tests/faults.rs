@@ -476,3 +476,43 @@ esac
     assert_eq!(read("types").lines().collect::<Vec<_>>(), ["Event", "Event"]);
     assert_eq!(read("deleted").lines().collect::<Vec<_>>(), ["h-1", "h-2"], "only what was sent is deleted");
 }
+
+// Issue 43: every log line of a request carries its request id and its caller (the on-call
+// engineer's filter), from the span each function's entrypoint opens: a signed backend by its
+// principal, a user by the hash of their id (never the id), anything else as anonymous.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_log_line_of_a_request_names_its_id_and_caller() {
+    use lambda_http::RequestExt;
+    integration::logs::capture();
+    let with_id = |req: lambda_http::Request, id: &str| {
+        let mut context = lambda_http::Context::default();
+        context.request_id = id.to_owned();
+        req.with_lambda_context(context)
+    };
+    let cases = [
+        (integration::as_backend(integration::request("POST", "/search", "{}")), "span-test-backend"),
+        (integration::as_user(integration::request("POST", "/rag/search", "{}"), "u-span"), "span-test-user"),
+        (integration::request("GET", "/tools", ""), "span-test-anonymous"),
+    ];
+    for (req, id) in cases {
+        let req = with_id(req, id);
+        let span = shared::http::span(&req);
+        lambda_http::tracing::Instrument::instrument(
+            async { lambda_http::tracing::warn!(code = "span_test", "a line inside the request") },
+            span,
+        )
+        .await;
+    }
+    let caller = |id: &str| {
+        let lines = integration::logs::lines(id);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let line: Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(line["span"]["request_id"], id, "{line}");
+        line["span"]["caller"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(caller("span-test-backend"), "backend:123456789012:role/activity-backend");
+    let user = caller("span-test-user");
+    assert_eq!(user, format!("user:{}", shared::core::records::key_part("u-span", 12)));
+    assert!(!user.contains("u-span"), "the user's id itself is not logged");
+    assert_eq!(caller("span-test-anonymous"), "anonymous");
+}

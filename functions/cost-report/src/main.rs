@@ -14,7 +14,8 @@ async fn main() -> Result<(), Error> {
     };
     run(service_fn(|req: Request| {
         let app = &app;
-        async move { Ok::<_, Infallible>(cost_report::handle(app, req).await) }
+        let span = shared::http::span(&req);
+        tracing::Instrument::instrument(async move { Ok::<_, Infallible>(cost_report::handle(app, req).await) }, span)
     }))
     .await
 }

@@ -9,5 +9,9 @@ async fn main() -> Result<(), Error> {
         Ok(app) => app,
         Err(e) => return shared::http::serve_misconfigured(e).await,
     };
-    run(service_fn(|req: Request| index_activity::serve(&app, req))).await
+    run(service_fn(|req: Request| {
+        let span = shared::http::span(&req);
+        tracing::Instrument::instrument(index_activity::serve(&app, req), span)
+    }))
+    .await
 }

@@ -13,7 +13,8 @@ async fn main() -> Result<(), Error> {
     };
     run(service_fn(|req: Request| {
         let app = &app;
-        async move { Ok::<_, Infallible>(search::handle(app, req).await) }
+        let span = shared::http::span(&req);
+        tracing::Instrument::instrument(async move { Ok::<_, Infallible>(search::handle(app, req).await) }, span)
     }))
     .await
 }

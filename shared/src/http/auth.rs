@@ -67,7 +67,7 @@ pub fn backend(req: &Request) -> Result<String> {
     }
 }
 
-fn principal(arn: &str) -> String {
+pub(crate) fn principal(arn: &str) -> String {
     let mut parts = arn.splitn(6, ':');
     let (account, resource) = (parts.nth(4).unwrap_or_default(), parts.next().unwrap_or_default());
     match resource.strip_prefix("assumed-role/").and_then(|r| r.split('/').next()) {

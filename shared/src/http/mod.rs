@@ -183,6 +183,23 @@ pub fn time_left(req: &Request) -> Option<std::time::Duration> {
 }
 
 /// The Lambda request id when running in Lambda, otherwise a fresh UUID.
+/// The span every log line of `req` carries: its request id and its caller as the front door
+/// verified it (`backend:<principal>`, `user:<hash of sub>` (the hash the budget logs use), or
+/// `anonymous`, which a Function URL's requests are until the function verifies the token).
+pub fn span(req: &Request) -> tracing::Span {
+    let caller = match auth::Caller::of(req) {
+        auth::Caller::Backend { arn } => format!("backend:{}", auth::principal(&arn)),
+        auth::Caller::User { claims } => {
+            format!(
+                "user:{}",
+                claims.get("sub").map_or_else(|| "unknown".to_owned(), |s| crate::core::records::key_part(s, 12))
+            )
+        }
+        auth::Caller::Anonymous => "anonymous".to_owned(),
+    };
+    tracing::info_span!("request", request_id = %request_id(req), caller = %caller)
+}
+
 pub fn request_id(req: &Request) -> String {
     req.lambda_context_ref()
         .map(|c| c.request_id.clone())

@@ -150,7 +150,9 @@ where
         let streamed = via_function_url(&event.payload);
         let mut request: Request = event.payload.into();
         request.extensions_mut().insert(ticket.clone());
-        let response = handler(request.with_lambda_context(event.context));
+        let request = request.with_lambda_context(event.context);
+        let span = super::span(&request);
+        let response = tracing::Instrument::instrument(handler(request), span);
         async move {
             let response = response.await;
             let (parts, body) = response.into_parts();
