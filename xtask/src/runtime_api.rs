@@ -157,7 +157,9 @@ async fn next(State(s): State<Shared>) -> impl IntoResponse {
     s.polled.send_replace(true);
     let item = s.queue.lock().await.recv().await;
     let Some((id, event)) = item else {
-        return (StatusCode::GONE, HeaderMap::new(), String::new());
+        // Shutting down: no invocation will come. Lambda's Runtime API never answers then either,
+        // and lambda_runtime takes an answer without a request id for a panic.
+        return std::future::pending().await;
     };
     let mut headers = HeaderMap::new();
     let deadline = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis()
