@@ -77,8 +77,8 @@ fn config_vars() -> BTreeMap<String, Option<String>> {
     vars
 }
 
-/// Every variable read with `std::env::var` outside `config.rs` (logging, metrics, binaries).
-fn other_vars() -> Vec<String> {
+/// The Rust source files of the library and of the functions.
+fn rust_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut dirs = vec![root().join("shared/src")];
     dirs.extend(std::fs::read_dir(root().join("functions")).unwrap().map(|d| d.unwrap().path().join("src")));
@@ -92,8 +92,13 @@ fn other_vars() -> Vec<String> {
             }
         }
     }
+    files
+}
+
+/// Every variable read with `std::env::var` outside `config.rs` (logging, metrics, binaries).
+fn other_vars() -> Vec<String> {
     let mut names = Vec::new();
-    for file in files {
+    for file in rust_files() {
         let text = std::fs::read_to_string(&file).unwrap();
         for call in ["env::var", "env::var_os"] {
             names.extend(calls(&text, call).into_iter().map(|(name, _)| name));
@@ -221,19 +226,7 @@ fn every_relative_link_resolves() {
 
 /// The Rust sources of the functions and the library, as one text.
 fn sources() -> String {
-    let mut text = String::new();
-    let mut dirs = vec![root().join("shared/src"), root().join("functions")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                text.push_str(&std::fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
-    text
+    rust_files().iter().map(|path| std::fs::read_to_string(path).unwrap()).collect()
 }
 
 // Issue 43: every alarm on the bundle's own metrics (namespace ResearchBundle) watches a metric

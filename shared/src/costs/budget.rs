@@ -164,7 +164,11 @@ fn user_key(user: &str, day: NaiveDate) -> (String, String) {
 /// The day's board of spenders: one item per user who spent that day (`USERSPENDERS#<day>` /
 /// the user's key), what they had spent at their last paid call.
 fn spender_key(user: &str, day: NaiveDate) -> (String, String) {
-    (format!("USERSPENDERS#{}", day.format("%Y-%m-%d")), key_part(user, 12))
+    (spenders_pk(day), key_part(user, 12))
+}
+
+fn spenders_pk(day: NaiveDate) -> String {
+    format!("USERSPENDERS#{}", day.format("%Y-%m-%d"))
 }
 
 /// How long a day's board is kept.
@@ -181,9 +185,8 @@ pub struct Spender {
 /// The `limit` users who spent most on `day`, most first. Reads the day's board: one item per
 /// user who made a paid call that day, never the cost records.
 pub async fn top_spenders(records: &dyn RecordStore, day: NaiveDate, limit: usize, now: i64) -> Result<Vec<Spender>> {
-    let (pk, _) = spender_key("", day);
     let mut spenders: Vec<Spender> = records
-        .query(&pk, "0", "~", now)
+        .query(&spenders_pk(day), "0", "~", now)
         .await?
         .into_iter()
         .filter_map(|r| Some(Spender { user: r.body["user"].as_str()?.to_owned(), usd: r.body["usd"].as_f64()? }))

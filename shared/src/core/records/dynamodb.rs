@@ -52,6 +52,34 @@ impl DynamoRecords {
         Self { client, table: table.into() }
     }
 
+    /// Writes `record` only where `condition` holds (with its attribute `names` and `values`);
+    /// true if written, false when the condition refused it.
+    async fn put_where(
+        &self,
+        record: &Record,
+        condition: &str,
+        names: &[(&str, &str)],
+        values: &[(&str, AttributeValue)],
+    ) -> Result<bool> {
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(record)))
+            .condition_expression(condition);
+        for (name, attribute) in names {
+            put = put.expression_attribute_names(*name, *attribute);
+        }
+        for (name, value) in values {
+            put = put.expression_attribute_values(*name, value.clone());
+        }
+        match put.send().await {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(sdk_error(e)),
+        }
+    }
+
     /// Builds a client from the standard AWS environment (region, credentials,
     /// `AWS_ENDPOINT_URL_DYNAMODB`), each operation bounded by `timeout` (see [`bounded`]).
     pub async fn from_env(table: impl Into<String>, timeout: Duration) -> Self {
@@ -221,46 +249,21 @@ impl RecordStore for DynamoRecords {
     }
 
     async fn put_new(&self, record: &Record, now: i64) -> Result<bool> {
-        let written = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(to_item(record)))
-            .condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
-            .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
-            .send()
-            .await;
-        match written {
-            Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
-            Err(e) => Err(sdk_error(e)),
-        }
+        let now = AttributeValue::N(now.to_string());
+        self.put_where(record, "attribute_not_exists(pk) OR expires_at <= :now", &[], &[(":now", now)]).await
     }
 
     async fn put_if(&self, record: &Record, expected: Option<i64>, now: i64) -> Result<bool> {
         let Some(expected) = expected else { return self.put_new(record, now).await };
-        let written = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(to_item(record)))
-            // A record written before revisions is at revision 0.
-            .condition_expression(if expected == 0 {
-                "(attribute_not_exists(#body.#rev) OR #body.#rev = :rev) AND (attribute_not_exists(expires_at) OR expires_at > :now)"
-            } else {
-                "#body.#rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)"
-            })
-            .expression_attribute_names("#body", "body")
-            .expression_attribute_names("#rev", super::REV)
-            .expression_attribute_values(":rev", AttributeValue::N(expected.to_string()))
-            .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
-            .send()
-            .await;
-        match written {
-            Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
-            Err(e) => Err(sdk_error(e)),
-        }
+        // A record written before revisions is at revision 0.
+        let condition = if expected == 0 {
+            "(attribute_not_exists(#body.#rev) OR #body.#rev = :rev) AND (attribute_not_exists(expires_at) OR expires_at > :now)"
+        } else {
+            "#body.#rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)"
+        };
+        let names = [("#body", "body"), ("#rev", super::REV)];
+        let values = [(":rev", AttributeValue::N(expected.to_string())), (":now", AttributeValue::N(now.to_string()))];
+        self.put_where(record, condition, &names, &values).await
     }
 
     async fn put_all(&self, records: &[Record]) -> Result<()> {

@@ -86,8 +86,8 @@ impl Breaker {
     /// [`Breaker::failure`], and when the circuit opens, the opening shared with every container.
     pub async fn failure_shared(&self, now: DateTime<Utc>) -> bool {
         let opened = self.failure(now);
-        if let (true, Some(shared)) = (opened, &self.shared) {
-            let until = now + chrono::Duration::from_std(self.cooldown).unwrap_or_default();
+        let until = self.state().open_until;
+        if let (true, Some(shared), Some(until)) = (opened, &self.shared, until) {
             let (pk, sk) = Self::key(&shared.provider);
             let record = Record {
                 pk,
