@@ -751,18 +751,19 @@ async fn a_side_effect_runs_only_once_its_user_approves_that_call(kind: StoreKin
 // two answers at once run it once (the other is told it is running); once it succeeded, it is
 // used up.
 async fn a_retried_approval_sends_the_same_idempotency_key(kind: StoreKind) {
-    let (app, tools, seen) = cancel_app(json!(["MANAGE"]), Some(Duration::from_millis(4000))).await;
+    let (app, tools, seen) = cancel_app(json!(["MANAGE"]), Some(Duration::from_millis(9000))).await;
     let env = [
         ("ASSISTANT_TOOLS", tools.as_str()),
         ("APP_TOOL_TOKEN", "app-tool-secret"),
-        ("ASSISTANT_TOOL_TIMEOUT_MS", "2000"),
+        ("ASSISTANT_TOOL_TIMEOUT_MS", "5000"),
     ];
     let model = calls("cancelActivity", json!({"activityId": "a-1"}));
     let h = ChatHarness::new(kind, Chat { model, env: &env, ..Chat::default() }).await;
     let (_, r) = h.chat(USER, json!({"message": "取消我的活动 a-1", "mode": "MANAGE"})).await;
     let (conversation, id) = (r["conversationId"].clone(), r["pendingApproval"]["id"].as_str().unwrap().to_owned());
     let answer = json!({"conversationId": conversation, "approval": {"id": id, "approved": true}});
-    // The second answer arrives while the first one's call is at the app (2 s before it gives up).
+    // The second answer arrives while the first one's call is at the app (5 s before it gives up,
+    // room for a loaded machine).
     let (first, second) = tokio::join!(h.chat(USER, answer.clone()), async {
         while seen.counts().0 == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
