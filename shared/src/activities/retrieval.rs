@@ -433,10 +433,12 @@ impl Retrieval {
                 }
                 Some(text) => {
                     let v =
-                        self.embed(&[text.clone()], request_id).await.map(|mut v| v.pop()).unwrap_or_else(|reason| {
-                            tracing::warn!(%reason, "stated preferences kept with their previous vector");
-                            None
-                        });
+                        self.embed(std::slice::from_ref(&text), request_id).await.map(|mut v| v.pop()).unwrap_or_else(
+                            |reason| {
+                                tracing::warn!(%reason, "stated preferences kept with their previous vector");
+                                None
+                            },
+                        );
                     embedded = Some((text, v.clone()));
                     v
                 }
