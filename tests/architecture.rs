@@ -17,7 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("pipeline", &["core", "web"]),
     ("timeline", &["core", "costs", "llm", "web"]),
     ("assistant", &["core", "costs", "llm", "web", "activities"]),
-    ("compose", &["core", "costs", "llm", "web", "activities", "pipeline", "timeline", "assistant"]),
+    ("compose", &["core", "http", "costs", "llm", "web", "activities", "pipeline", "timeline", "assistant"]),
 ];
 
 fn src() -> PathBuf {

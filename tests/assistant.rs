@@ -449,7 +449,7 @@ async fn a_sigv4_app_tool_is_signed(kind: StoreKind) {
         ChatHarness::new(kind, Chat { model: calls("getMyActivities", json!({})), env: &env, ..Chat::default() }).await;
     let credentials = Credentials::new("AKIDTEST", "test-secret-access-key", Some("test-session".into()), None, "test");
     let tools = shared::assistant::app_tools::AppTools::new(
-        h.rag.config.assistant_tools.clone(),
+        h.rag.config.assistant.tools.clone(),
         std::time::Duration::from_secs(2),
     )
     .unwrap()
@@ -676,6 +676,9 @@ async fn a_side_effect_runs_only_once_its_user_approves_that_call(kind: StoreKin
     let env = [("ASSISTANT_TOOLS", tools.as_str()), ("APP_TOOL_TOKEN", "app-tool-secret")];
     let model = calls("cancelActivity", json!({"activityId": "a-1", "userId": "u-mallory"}));
     let h = ChatHarness::new(kind, Chat { model, env: &env, ..Chat::default() }).await;
+    // Approvals last minutes: on the harness's day (2026-11-22) DynamoDB Local's TTL could
+    // delete them mid-test, so the test runs today.
+    h.rag.clock.advance(chrono::Utc::now() - h.rag.clock.now());
     let ask = json!({"message": "帮我取消周六的飞盘活动", "mode": "MANAGE"});
     let (status, r) = h.chat(USER, ask.clone()).await;
     assert_eq!(status, 200, "{r}");
@@ -759,6 +762,9 @@ async fn a_retried_approval_sends_the_same_idempotency_key(kind: StoreKind) {
     ];
     let model = calls("cancelActivity", json!({"activityId": "a-1"}));
     let h = ChatHarness::new(kind, Chat { model, env: &env, ..Chat::default() }).await;
+    // The harness's day (2026-11-22) would put the run's claim (seconds long) in the real past,
+    // where DynamoDB Local's TTL may delete it while the first answer runs: answer today.
+    h.rag.clock.advance(chrono::Utc::now() - h.rag.clock.now());
     let (_, r) = h.chat(USER, json!({"message": "取消我的活动 a-1", "mode": "MANAGE"})).await;
     let (conversation, id) = (r["conversationId"].clone(), r["pendingApproval"]["id"].as_str().unwrap().to_owned());
     let answer = json!({"conversationId": conversation, "approval": {"id": id, "approved": true}});

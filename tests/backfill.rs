@@ -236,7 +236,7 @@ async fn writes_during_a_forced_backfill_survive_it(index: Vec<(&'static str, St
     assert_eq!(status, 202, "written pending (the embedder is slower than the write's time box): {r}");
 
     let mut config = h.config.clone();
-    config.index_embed_timeout = Duration::from_secs(20);
+    config.activities.index_embed_timeout = Duration::from_secs(20);
     let clock: Arc<dyn shared::core::clock::Clock> = h.clock.clone();
     let indexer = shared::compose::indexer(
         &config,

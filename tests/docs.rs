@@ -36,14 +36,14 @@ fn literal(s: &str) -> Option<String> {
     Some(s.strip_prefix('"')?.split('"').next()?.to_owned())
 }
 
-/// Every `<call>("NAME"` in `src` where `call` is a whole word: each name and the rest of `src`
-/// after its closing quote.
+/// Every `<call>("NAME"` in `src` where `call` is a whole word (a line break may follow the
+/// parenthesis): each name and the rest of `src` after its closing quote.
 fn calls<'a>(src: &'a str, call: &str) -> Vec<(String, &'a str)> {
-    let needle = format!("{call}(\"");
+    let needle = format!("{call}(");
     let mut out = Vec::new();
     for (at, _) in src.match_indices(&needle) {
         let word_start = src[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
-        let rest = &src[at + needle.len()..];
+        let Some(rest) = src[at + needle.len()..].trim_start().strip_prefix('"') else { continue };
         let Some(end) = rest.find('"') else { continue };
         if word_start && is_name(&rest[..end]) {
             out.push((rest[..end].to_owned(), &rest[end + 1..]));
@@ -52,18 +52,40 @@ fn calls<'a>(src: &'a str, call: &str) -> Vec<(String, &'a str)> {
     out
 }
 
-/// Every variable `shared/src/core/config.rs` reads, with its default where the code states it
-/// as a literal (`number("X", 30)`, `base_url("X", "https://…")`, `get("X")…unwrap_or("v")`).
+/// Every variable the settings read (`shared/src/core/config.rs` and each capability's
+/// `settings.rs`), with its default where the code states it as a literal (`number("X", 30)`,
+/// `base_url("X", "https://…")`, `choice("X", "v", …)`, `get("X")…unwrap_or("v")`).
 fn config_vars() -> BTreeMap<String, Option<String>> {
-    let text = read("shared/src/core/config.rs");
-    let src = text.split("#[cfg(test)]").next().unwrap();
+    let text: String = rust_files()
+        .into_iter()
+        .filter(|f| f.ends_with("core/config.rs") || f.file_name().is_some_and(|n| n == "settings.rs"))
+        .map(|f| std::fs::read_to_string(f).unwrap().split("#[cfg(test)]").next().unwrap().to_owned())
+        .collect();
+    let src = text.as_str();
     let mut vars = BTreeMap::new();
-    for (name, rest) in calls(src, "number") {
-        let n: String = rest.trim_start_matches(", ").chars().take_while(|c| c.is_ascii_digit() || *c == '_').collect();
-        vars.insert(name, Some(n.replace('_', "")).filter(|n| !n.is_empty()));
+    for call in ["number", "millis", "secs", "usd"] {
+        for (name, rest) in calls(src, call) {
+            let n: String = rest
+                .trim_start_matches(", ")
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '_' || *c == '.')
+                .collect();
+            vars.insert(name, Some(n.replace('_', "")).filter(|n| !n.is_empty()));
+        }
     }
-    for (name, rest) in calls(src, "base_url") {
-        vars.insert(name, literal(rest.trim_start_matches(", ")));
+    for call in ["base_url", "choice", "agents"] {
+        for (name, rest) in calls(src, call) {
+            vars.insert(name, literal(rest.trim_start_matches(", ")));
+        }
+    }
+    // Any other variable named in a settings file (`A_B`, read through a helper of its own):
+    // listed, so that it is checked to be documented, its default not parsed.
+    for (at, _) in src.match_indices('"') {
+        let name: String = src[at + 1..].chars().take_while(|c| *c != '"').collect();
+        let whole = name.contains('_') && !name.ends_with('_'); // not a prefix (`APP_TOOL_`)
+        if is_name(&name) && whole && src[at + 1 + name.len()..].starts_with('"') {
+            vars.entry(name).or_insert(None);
+        }
     }
     for (name, rest) in calls(src, "get") {
         let rest = rest.trim_start_matches(')').trim_start_matches(".as_deref()").trim_start();
@@ -95,7 +117,7 @@ fn rust_files() -> Vec<PathBuf> {
     files
 }
 
-/// Every variable read with `std::env::var` outside `config.rs` (logging, metrics, binaries).
+/// Every variable read with `std::env::var` outside the settings (logging, metrics, binaries).
 fn other_vars() -> Vec<String> {
     let mut names = Vec::new();
     for file in rust_files() {
@@ -127,7 +149,7 @@ fn example_block(example: &str, name: &str) -> Option<String> {
 fn every_variable_the_code_reads_is_documented_with_its_default() {
     let (configuration, example) = (read("docs/configuration.md"), read(".env.example"));
     let vars = config_vars();
-    assert!(vars.len() > 50, "config.rs read as {} variables: the parser lost them", vars.len());
+    assert!(vars.len() > 50, "the settings read as {} variables: the parser lost them", vars.len());
     let mut problems = Vec::new();
     let everything =
         vars.iter().map(|(n, d)| (n.clone(), d.clone())).chain(other_vars().into_iter().map(|n| (n, None)));

@@ -29,7 +29,7 @@ fn one_of_each() -> Vec<Value> {
 /// Fails loudly without the model the harness will use (its default path, from the cache).
 fn model_present() {
     let config = integration::config(&integration::model_location());
-    let path = config.embedding_model_path;
+    let path = config.activities.embedding_model_path;
     assert!(path.exists(), "MISSING: the bundled model at {}; run `bash infra/fetch-model.sh`", path.display());
 }
 
@@ -122,7 +122,7 @@ fn a_cancelled_embedding_stops_between_layers() {
     use std::sync::atomic::{AtomicBool, Ordering};
     model_present();
     let config = integration::config(&integration::model_location());
-    let model = e5::E5Model::load(&config.embedding_model_path).unwrap();
+    let model = e5::E5Model::load(&config.activities.embedding_model_path).unwrap();
     let text = "周末在城市公园里举办的户外音乐节，适合和朋友一起参加，有乐队演出和市集。".repeat(8);
     let texts: Vec<&str> = (0..12).map(|_| text.as_str()).collect();
     let started = std::time::Instant::now();

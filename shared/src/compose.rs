@@ -1,11 +1,11 @@
-//! The composition root: reads the environment once and builds the adapters a function needs.
-//! Only what a function asks for is built (cold start): the DynamoDB client only with
-//! `RECORD_STORE=dynamodb`, the Perplexity client only with a key.
+//! The composition root: reads the environment once ([`Config`]) and builds the adapters a
+//! function needs. Only what a function asks for is built (cold start): the DynamoDB client only
+//! with `RECORD_STORE=dynamodb`, the Perplexity client only with a key.
 
 use std::sync::Arc;
 
 use crate::core::clock::Clock;
-use crate::core::config::{Config, RecordStoreKind};
+use crate::core::config::{Env, RecordStoreKind};
 use crate::core::error::{Error, Result};
 use crate::core::records::{DynamoRecords, LocalRecords, RecordStore, Timed};
 use crate::core::retry::{RetryPolicy, STORE_RETRY};
@@ -21,20 +21,66 @@ use crate::web::providers::tavily::Tavily;
 use crate::web::providers::{Breaker, SearchProvider};
 use crate::web::search::{Provider, SearchService};
 
+/// Every setting a function reads, each part read and checked by the capability that owns it.
+/// A function built without a feature neither has nor reads that feature's part.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub core: crate::core::config::Settings,
+    pub http: crate::http::settings::Settings,
+    pub costs: crate::costs::settings::Settings,
+    pub web: crate::web::settings::Settings,
+    pub llm: crate::llm::settings::Settings,
+    pub pipeline: crate::pipeline::settings::Settings,
+    pub timeline: crate::timeline::settings::Settings,
+    #[cfg(feature = "vector-index")]
+    pub activities: crate::activities::settings::Settings,
+    #[cfg(feature = "assistant")]
+    pub assistant: crate::assistant::settings::Settings,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self> {
+        Self::read(&Env::process())
+    }
+
+    /// Reads the variables `lookup` gives (a test passes a map). Empty values count as unset.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        Self::read(&Env::from_lookup(lookup))
+    }
+
+    /// Every part from `env`; the first mistake found names its variable.
+    pub fn read(env: &Env) -> Result<Self> {
+        Ok(Self {
+            core: crate::core::config::Settings::read(env)?,
+            http: crate::http::settings::Settings::read(env)?,
+            costs: crate::costs::settings::Settings::read(env)?,
+            web: crate::web::settings::Settings::read(env)?,
+            llm: crate::llm::settings::Settings::read(env)?,
+            pipeline: crate::pipeline::settings::Settings::read(env)?,
+            timeline: crate::timeline::settings::Settings::read(env)?,
+            #[cfg(feature = "vector-index")]
+            activities: crate::activities::settings::Settings::read(env)?,
+            #[cfg(feature = "assistant")]
+            assistant: crate::assistant::settings::Settings::read(env)?,
+        })
+    }
+}
+
 /// The record store `config` selects, every operation bounded by `STORE_TIMEOUT_MS`.
 pub async fn records(config: &Config) -> Result<Arc<dyn RecordStore>> {
-    let store: Arc<dyn RecordStore> = match &config.record_store {
-        RecordStoreKind::Local => Arc::new(LocalRecords::open(&config.data_dir)?),
+    let store: Arc<dyn RecordStore> = match &config.core.record_store {
+        RecordStoreKind::Local => Arc::new(LocalRecords::open(&config.core.data_dir)?),
         RecordStoreKind::DynamoDb { table } => {
-            Arc::new(DynamoRecords::from_env(table.clone(), config.store_timeout).await)
+            Arc::new(DynamoRecords::from_env(table.clone(), config.core.store_timeout).await)
         }
     };
-    Ok(Arc::new(Timed::new(store, config.store_timeout)))
+    Ok(Arc::new(Timed::new(store, config.core.store_timeout)))
 }
 
 /// The price table: the defaults, with `PRICE_TABLE_PATH` laid over them.
 pub fn prices(config: &Config) -> Result<PriceTable> {
-    match &config.price_table_path {
+    match &config.costs.price_table_path {
         Some(path) => PriceTable::with_overrides(path).map_err(Error::Config),
         None => Ok(PriceTable::default()),
     }
@@ -43,20 +89,20 @@ pub fn prices(config: &Config) -> Result<PriceTable> {
 /// The one cost ledger over `records`, holding paid calls against the daily `BUDGETS`.
 pub fn ledger(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Ledger> {
     let budgets = Budgets::new(
-        config.budgets.clone(),
+        config.costs.budgets.clone(),
         Arc::clone(&records),
         Arc::clone(&clock),
-        config.budget_store_timeout,
-        config.budget_outage_allowance_usd,
+        config.costs.budget_store_timeout,
+        config.costs.outage_allowance_usd,
     )
-    .with_user_cap(config.user_budget_usd_per_day);
+    .with_user_cap(config.costs.user_budget_usd_per_day);
     Ok(Ledger::new(records, Arc::new(prices(config)?), clock, STORE_RETRY).with_budgets(Arc::new(budgets)))
 }
 
 /// The Tavily adapter, if a key is configured (it also backs the `search_web` tool).
 pub fn tavily(config: &Config) -> Result<Option<Arc<Tavily>>> {
-    let Some(key) = &config.tavily_api_key else { return Ok(None) };
-    let client = Tavily::new(&config.tavily_base_url, key.clone(), config.upstream_timeout)
+    let Some(key) = &config.web.tavily_api_key else { return Ok(None) };
+    let client = Tavily::new(&config.web.tavily_base_url, key.clone(), config.core.upstream_timeout)
         .map_err(|e| Error::Config(e.to_string()))?;
     Ok(Some(Arc::new(client)))
 }
@@ -70,11 +116,11 @@ pub fn providers(
     records: &Arc<dyn RecordStore>,
 ) -> Result<Vec<Provider>> {
     let mut out = Vec::new();
-    for name in &config.search_providers {
+    for name in &config.web.providers {
         let adapter: Option<Arc<dyn SearchProvider>> = match name.as_str() {
-            "perplexity" => match &config.perplexity_api_key {
+            "perplexity" => match &config.web.perplexity_api_key {
                 Some(key) => Some(Arc::new(
-                    Perplexity::new(&config.perplexity_base_url, key.clone(), config.upstream_timeout)
+                    Perplexity::new(&config.web.perplexity_base_url, key.clone(), config.core.upstream_timeout)
                         .map_err(|e| Error::Config(e.to_string()))?,
                 )),
                 None => {
@@ -86,7 +132,7 @@ pub fn providers(
             _ => None,
         };
         if let Some(adapter) = adapter {
-            let breaker = Breaker::new(config.breaker_failures, config.breaker_cooldown)
+            let breaker = Breaker::new(config.web.breaker_failures, config.web.breaker_cooldown)
                 .shared(Arc::clone(records), adapter.name());
             out.push(Provider { adapter, breaker });
         }
@@ -109,17 +155,17 @@ pub fn search_service(
         Arc::clone(&records),
         ledger(config, records, Arc::clone(&clock))?,
         clock,
-        config.cache_ttl,
-        RetryPolicy::new(config.retry_base),
-        config.search_budget,
+        config.web.cache_ttl,
+        RetryPolicy::new(config.core.retry_base),
+        config.web.search_budget,
     ))
 }
 
 /// The chat model: OpenAI-compatible with `LLM_API_KEY`, else the labelled mock.
 pub fn llm(config: &Config) -> Result<Arc<dyn ChatModel>> {
-    match &config.llm_api_key {
+    match &config.llm.api_key {
         Some(key) => Ok(Arc::new(
-            OpenAiCompatible::new(&config.llm_base_url, key.clone(), &config.llm_provider, config.llm_timeout)
+            OpenAiCompatible::new(&config.llm.base_url, key.clone(), &config.llm.provider, config.llm.timeout)
                 .map_err(|e| Error::Config(e.to_string()))?,
         )),
         None => {
@@ -135,10 +181,10 @@ pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn C
     Ok(Timeline::new(
         llm(config)?,
         search,
-        (config.llm_milestone_model.clone(), config.llm_detail_model.clone()),
-        config.detail_concurrency,
-        RetryPolicy::new(config.retry_base),
-        config.timeline_budget,
+        (config.timeline.milestone_model.clone(), config.timeline.detail_model.clone()),
+        config.timeline.detail_concurrency,
+        RetryPolicy::new(config.core.retry_base),
+        config.timeline.budget,
     ))
 }
 
@@ -148,23 +194,23 @@ pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn C
 pub fn embedder(config: &Config) -> Result<crate::activities::embedder::Configured> {
     use crate::activities::embedder::Embedder;
     use crate::activities::embedder::openai::OpenAiEmbedder;
-    use crate::core::config::EmbedderKind;
-    let embedder: Arc<dyn Embedder> = match config.embedder {
-        EmbedderKind::Local => {
-            Arc::new(crate::activities::embedder::e5::LocalEmbedder::new(config.embedding_model_path.clone()))
-        }
+    use crate::activities::settings::EmbedderKind;
+    let embedder: Arc<dyn Embedder> = match config.activities.embedder {
+        EmbedderKind::Local => Arc::new(crate::activities::embedder::e5::LocalEmbedder::new(
+            config.activities.embedding_model_path.clone(),
+        )),
         EmbedderKind::OpenAi => {
-            let Some(key) = &config.embedding_api_key else {
+            let Some(key) = &config.activities.embedding_api_key else {
                 return Ok(Err("no embedder configured (EMBEDDING_PROVIDER=openai, EMBEDDING_API_KEY unset)".into()));
             };
             Arc::new(
                 OpenAiEmbedder::new(
-                    &config.embedding_base_url,
+                    &config.activities.embedding_base_url,
                     key.clone(),
-                    &config.embedding_provider,
-                    &config.embedding_model,
-                    config.embedding_dimensions,
-                    config.upstream_timeout,
+                    &config.activities.embedding_provider,
+                    &config.activities.embedding_model,
+                    config.activities.embedding_dimensions,
+                    config.core.upstream_timeout,
                 )
                 .map_err(|e| Error::Config(e.to_string()))?,
             )
@@ -177,12 +223,14 @@ pub fn embedder(config: &Config) -> Result<crate::activities::embedder::Configur
 #[cfg(feature = "vector-index")]
 pub fn dense_space(config: &Config) -> crate::activities::index::DenseSpace {
     use crate::activities::embedder::{e5, vector_name};
-    use crate::core::config::EmbedderKind;
-    let (provider, model, dimensions) = match config.embedder {
+    use crate::activities::settings::EmbedderKind;
+    let (provider, model, dimensions) = match config.activities.embedder {
         EmbedderKind::Local => ("local", e5::MODEL, e5::DIMENSIONS),
-        EmbedderKind::OpenAi => {
-            (config.embedding_provider.as_str(), config.embedding_model.as_str(), config.embedding_dimensions)
-        }
+        EmbedderKind::OpenAi => (
+            config.activities.embedding_provider.as_str(),
+            config.activities.embedding_model.as_str(),
+            config.activities.embedding_dimensions,
+        ),
     };
     crate::activities::index::DenseSpace { name: vector_name(provider, model, dimensions), dimensions }
 }
@@ -192,21 +240,21 @@ pub fn dense_space(config: &Config) -> crate::activities::index::DenseSpace {
 pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::activities::index::VectorIndex>> {
     use crate::activities::index::edge::EdgeIndex;
     use crate::activities::index::qdrant::QdrantIndex;
-    use crate::core::config::VectorStoreKind;
-    Ok(match &config.vector_store {
+    use crate::activities::settings::VectorStoreKind;
+    Ok(match &config.activities.vector_store {
         VectorStoreKind::Edge => Arc::new(EdgeIndex::new(
-            &config.data_dir,
-            &config.qdrant_collection,
+            &config.core.data_dir,
+            &config.activities.qdrant_collection,
             dense_space(config),
-            config.edge_sharing,
+            config.activities.edge_sharing,
         )),
         VectorStoreKind::Qdrant { url, api_key, read_only } => {
             let index = QdrantIndex::new(
                 url,
                 api_key.as_ref(),
-                &config.qdrant_collection,
+                &config.activities.qdrant_collection,
                 dense_space(config),
-                config.qdrant_timeout,
+                config.activities.qdrant_timeout,
             )?;
             Arc::new(if *read_only { index.read_only() } else { index })
         }
@@ -223,7 +271,7 @@ fn embedding(
     Ok(crate::activities::embedder::EmbeddingService::new(
         embedder(config)?,
         ledger,
-        RetryPolicy::new(config.retry_base),
+        RetryPolicy::new(config.core.retry_base),
         timeout,
     ))
 }
@@ -236,8 +284,9 @@ pub fn indexer(
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
 ) -> Result<crate::activities::indexing::Indexer> {
-    let embedding = embedding(config, ledger(config, records, Arc::clone(&clock))?, config.index_embed_timeout)?;
-    Ok(crate::activities::indexing::Indexer::new(index, embedding, config.activity_timezone, clock))
+    let embedding =
+        embedding(config, ledger(config, records, Arc::clone(&clock))?, config.activities.index_embed_timeout)?;
+    Ok(crate::activities::indexing::Indexer::new(index, embedding, config.activities.timezone, clock))
 }
 
 /// Activity retrieval over `index`, `records` and `clock`.
@@ -249,25 +298,25 @@ pub fn retrieval(
     clock: Arc<dyn Clock>,
 ) -> Result<crate::activities::retrieval::Retrieval> {
     use crate::activities::retrieval::{LEDGER_WRITE_TIME, Ranking, Reasons, Retrieval};
-    use crate::core::config::MatchReason;
+    use crate::activities::settings::MatchReason;
     let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?.writing_within(LEDGER_WRITE_TIME);
-    let embedding = embedding(config, ledger.clone(), config.rag_embed_timeout)?;
-    let reasons = match config.rag_match_reason {
+    let embedding = embedding(config, ledger.clone(), config.activities.search_embed_timeout)?;
+    let reasons = match config.activities.match_reason {
         MatchReason::Off => Reasons::Off,
         MatchReason::Template => Reasons::Template,
         MatchReason::Llm => Reasons::Llm {
             llm: llm(config)?,
-            model: config.llm_rag_model.clone(),
-            timeout: config.rag_reason_timeout,
+            model: config.activities.reason_model.clone(),
+            timeout: config.activities.reason_timeout,
             ledger,
-            retry: RetryPolicy::new(config.retry_base),
+            retry: RetryPolicy::new(config.core.retry_base),
         },
     };
     let ranking = Ranking {
-        min_similarity: config.rag_min_similarity,
-        fusion: config.rag_fusion,
-        lexical_weight: config.rag_lexical_weight,
-        zone: config.activity_timezone,
+        min_similarity: config.activities.min_similarity,
+        fusion: config.activities.fusion,
+        lexical_weight: config.activities.lexical_weight,
+        zone: config.activities.timezone,
     };
     let interests = crate::activities::interests::Interests::new(records, Arc::clone(&clock));
     Ok(Retrieval::new(index, embedding, interests, reasons, ranking, clock))
@@ -290,24 +339,24 @@ pub fn assistant(
             ledger.clone(),
             Arc::clone(&records),
             Arc::clone(&clock),
-            config.cache_ttl,
-            config.assistant_tool_timeout,
+            config.web.cache_ttl,
+            config.assistant.tool_timeout,
         ))
     });
     Ok(Assistant {
         llm: llm(config)?,
-        model: config.llm_assistant_model.clone(),
+        model: config.assistant.model.clone(),
         ledger,
-        retry: RetryPolicy::new(config.retry_base),
+        retry: RetryPolicy::new(config.core.retry_base),
         classifier: Classifier::new(retrieval.embedding().clone()),
-        persona: config.assistant_persona.clone(),
+        persona: config.assistant.persona.clone(),
         retrieval,
         web,
-        app: AppTools::new(config.assistant_tools.clone(), config.assistant_tool_timeout)?,
-        approvals: crate::assistant::approvals::Approvals::new(Arc::clone(&records), config.assistant_history_ttl),
-        history: History::new(records, config.assistant_history_ttl, config.assistant_history_turns),
-        budget: config.assistant_budget,
-        tool_time: config.assistant_tool_timeout,
+        app: AppTools::new(config.assistant.tools.clone(), config.assistant.tool_timeout)?,
+        approvals: crate::assistant::approvals::Approvals::new(Arc::clone(&records), config.assistant.history_ttl),
+        history: History::new(records, config.assistant.history_ttl, config.assistant.history_turns),
+        budget: config.assistant.budget,
+        tool_time: config.assistant.tool_timeout,
         clock,
     })
 }
@@ -354,7 +403,7 @@ pub fn owed(record: &crate::core::records::Record) -> bool {
 mod tests {
     use serde_json::json;
 
-    use super::owed;
+    use super::{Config, owed};
     use crate::core::records::Record;
     use crate::web::citations::Source;
 
@@ -376,5 +425,34 @@ mod tests {
         cited["firstCited"] = json!("2026-11-24T00:00:00.000000Z#r#00000");
         assert!(owed(&record("ARTICLE#0123456789abcdef#a-1", cited)), "an article's source");
         assert!(!owed(&record("ARTICLE#0123456789abcdef#a-1", json!({"total": 3}))), "not a source");
+    }
+
+    #[test]
+    fn no_secret_shows_in_the_whole_configuration() {
+        let secrets = [
+            ("PERPLEXITY_API_KEY", "pplx-very-secret"),
+            ("TAVILY_API_KEY", "tvly-very-secret"),
+            ("LLM_API_KEY", "llm-very-secret"),
+            ("STREAM_TOKEN_KEY", "stream-very-secret-0123456789abcdef"),
+        ];
+        let config = Config::from_lookup(|k| secrets.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()));
+        let shown = format!("{:?}", config.unwrap());
+        assert!(!shown.contains("very-secret"), "{shown}");
+    }
+
+    #[test]
+    fn a_bad_value_names_its_variable_whichever_capability_reads_it() {
+        for (key, bad) in [
+            ("STORE_TIMEOUT_MS", "soon"),
+            ("USER_CLAIM", "a claim"),
+            ("BUDGETS", "research"),
+            ("SEARCH_PROVIDERS", "bing"),
+            ("LLM_TIMEOUT_MS", "-1"),
+            ("RESEARCH_PROVIDER", "bing"),
+            ("TIMELINE_BUDGET_SECS", "1.5"),
+        ] {
+            let e = Config::from_lookup(|k| (k == key).then(|| bad.to_owned())).unwrap_err();
+            assert!(e.to_string().contains(key) && e.code() == "misconfigured", "{key}: {e}");
+        }
     }
 }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shared::core::clock::SystemClock;
-use shared::core::config::BudgetCaps;
 use shared::core::records::{DynamoRecords, LocalRecords, RecordStore};
 use shared::costs::budget::Budgets;
+use shared::costs::settings::BudgetCaps;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

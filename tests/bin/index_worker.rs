@@ -26,7 +26,7 @@ async fn main() {
         ("EMBEDDING_DIMENSIONS", "9"),
         ("EMBEDDING_PROVIDER", "openai"),
     ]);
-    let records = Arc::new(LocalRecords::open(&config.data_dir).expect("records"));
+    let records = Arc::new(LocalRecords::open(&config.core.data_dir).expect("records"));
     let index = shared::compose::vector_index(&config).expect("index");
     let indexer = shared::compose::indexer(&config, index, records, Arc::new(SystemClock)).expect("indexer");
     let start = chrono::Utc::now() + chrono::Duration::days(2);

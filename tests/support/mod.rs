@@ -18,8 +18,8 @@ use chrono::Utc;
 use lambda_http::{Body, Request};
 use search::SearchFunction;
 use serde_json::Value;
+use shared::compose::Config;
 use shared::core::clock::{Clock, ManualClock};
-use shared::core::config::Config;
 use shared::core::records::{DynamoRecords, LocalRecords, RecordStore};
 use wiremock::MockServer;
 
@@ -253,7 +253,7 @@ impl Harness {
             ledger: self.app.search.ledger().clone(),
             clock: self.clock.clone(),
             records: self.records.clone(),
-            agents: shared::core::config::DEFAULT_AGENTS.map(String::from).to_vec(),
+            agents: shared::costs::settings::DEFAULT_AGENTS.map(String::from).to_vec(),
             user_budget_usd: 0.5,
             operators: Vec::new(),
         }

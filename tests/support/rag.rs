@@ -9,8 +9,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use shared::activities::indexing::Indexer;
+use shared::compose::Config;
 use shared::core::clock::{Clock, ManualClock};
-use shared::core::config::Config;
 use shared::core::records::{LocalRecords, RecordStore};
 
 use crate::embedding::EmbeddingServer;

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use serde_json::json;
+use shared::compose::Config;
 use shared::core::clock::SystemClock;
-use shared::core::config::Config;
 use shared::core::records::{DynamoRecords, LocalRecords, RecordStore};
 use shared::core::retry::STORE_RETRY;
 use shared::costs::ledger::{CallKind, CostRecord, CostSource, Ledger};

@@ -2,7 +2,8 @@
 //! a deploy. The template is read as CloudFormation would (its parameters' defaults with the
 //! given overrides, the same syntax as `sam deploy --parameter-overrides`), each function's
 //! environment is worked out (the globals, then its own; `!Ref`, `!If`, `!Sub` and the
-//! conditions evaluated) and read by the same `Config::from_lookup` the function runs at start.
+//! conditions evaluated) and read by the same `compose::Config` the function reads at start (each
+//! capability's settings checking its own variables).
 //! What only the deploy can know (a secret resolved from Secrets Manager, a resource's name or
 //! ARN) stands in as a placeholder. Prints one line per function; exits 1 if any is misconfigured.
 
@@ -176,7 +177,7 @@ pub fn run(args: &[String]) -> crate::Result {
     let text = std::fs::read_to_string(&template).map_err(|e| format!("{}: {e}", template.display()))?;
     let mut bad = 0;
     for (function, env) in environments(&text, &overrides)? {
-        match shared::core::config::Config::from_lookup(|key| env.get(key).cloned()) {
+        match shared::compose::Config::from_lookup(|key| env.get(key).cloned()) {
             Ok(_) => println!("{function}: ok ({} variables)", env.len()),
             Err(e) => {
                 bad += 1;
@@ -217,7 +218,7 @@ mod tests {
             .unwrap()
             .into_iter()
             .filter_map(|(f, env)| {
-                shared::core::config::Config::from_lookup(|k| env.get(k).cloned()).err().map(|e| (f, e.to_string()))
+                shared::compose::Config::from_lookup(|k| env.get(k).cloned()).err().map(|e| (f, e.to_string()))
             })
             .collect()
     }

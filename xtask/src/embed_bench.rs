@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use e5::E5Model;
-use shared::core::config::Config;
+use shared::compose::Config;
 
 use crate::Result;
 
@@ -47,7 +47,7 @@ fn evict(path: &Path) -> Result {
 pub fn run() -> Result {
     crate::ensure_model()?;
     let config = Config::from_env()?;
-    let path = config.embedding_model_path.clone();
+    let path = config.activities.embedding_model_path.clone();
     println!("== bundled embedder: {} ({} MB)", path.display(), std::fs::metadata(&path)?.len() / 1_000_000);
     println!("peak memory before the model: {:.0} MB", memory("VmHWM:"));
 

@@ -83,7 +83,7 @@ async fn main() -> Result {
 /// record store.
 async fn replay(files: &[String]) -> Result {
     use std::io::BufRead;
-    let config = shared::core::config::Config::from_env()?;
+    let config = shared::compose::Config::from_env()?;
     let store = shared::compose::records(&config).await?;
     let (mut found, mut written) = (0, 0);
     for file in files {

@@ -26,8 +26,9 @@ use shared::activities::index::{DenseSpace, HardFilter, Near, Point, VectorIndex
 use shared::activities::indexing::payload;
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::{Ranking, Reasons, Retrieval};
+use shared::activities::settings::{EdgeSharing, Fusion};
+use shared::compose::Config;
 use shared::core::clock::{Clock, ManualClock, SystemClock};
-use shared::core::config::{Config, EdgeSharing, Fusion};
 use shared::core::records::LocalRecords;
 use shared::core::retry::RetryPolicy;
 use shared::core::upstream::{ProviderError, Usage};
@@ -271,7 +272,7 @@ fn retrieval(
     let ranking = Ranking {
         min_similarity: Some(0.5),
         fusion: Fusion::Rrf,
-        lexical_weight: shared::core::config::DEFAULT_LEXICAL_WEIGHT,
+        lexical_weight: shared::activities::settings::DEFAULT_LEXICAL_WEIGHT,
         zone: chrono_tz::Asia::Shanghai,
     };
     let interests = shared::activities::interests::Interests::new(records, clock.clone());
@@ -472,7 +473,7 @@ async fn server_and_edge(url: &str, dims: usize, now: DateTime<Utc>) -> crate::R
     if let Ok(key) = std::env::var("QDRANT_API_KEY") {
         client = client.api_key(key);
     }
-    client.build()?.delete_collection(&config.qdrant_collection).await?;
+    client.build()?.delete_collection(&config.activities.qdrant_collection).await?;
     Ok(())
 }
 

@@ -27,8 +27,8 @@ use lambda_http::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use lambda_http::{Request, Response};
 use shared::assistant::ui_stream::{self, Encoder};
 use shared::assistant::{Answer, Assistant, ChatInput, Event};
+use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
-use shared::core::config::Config;
 use shared::core::records::RecordStore;
 use shared::costs::quota::Quota;
 use shared::http::auth::Users;
@@ -47,9 +47,9 @@ pub struct App {
 impl App {
     /// Built from `config` over `records` and `clock`.
     pub fn new(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Self> {
-        let quota = Quota::from_config(config, Arc::clone(&records), Arc::clone(&clock));
+        let quota = Quota::from_settings(&config.costs, Arc::clone(&records), Arc::clone(&clock));
         let assistant = compose::assistant(config, records, clock)?;
-        Ok(Self { assistant, users: Users::from_config(config)?, quota })
+        Ok(Self { assistant, users: Users::from_settings(&config.http)?, quota })
     }
 
     /// Built from the environment.
@@ -141,11 +141,11 @@ async fn route(app: Arc<App>, req: &Request, request_id: &str) -> Result<Respons
         let request_id = request_id.clone();
         async move {
             let mut frame = frame?;
-            if let Some(mut rx) = rx {
-                if let Some(event) = rx.recv().await {
-                    let text = frame(&event);
-                    return Some((Bytes::from(text), (Some(rx), reply, Some(frame))));
-                }
+            if let Some(mut rx) = rx
+                && let Some(event) = rx.recv().await
+            {
+                let text = frame(&event);
+                return Some((Bytes::from(text), (Some(rx), reply, Some(frame))));
             }
             let last = last_event(reply?.await.map(|(answer, _)| answer), &request_id);
             Some((Bytes::from(frame(&last)), (None, None, None)))

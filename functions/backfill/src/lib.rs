@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 use shared::activities::backfill::{self, Job, Summary};
 use shared::activities::indexing::Indexer;
+use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
-use shared::core::config::Config;
 use shared::core::records::RecordStore;
 use shared::{Error, Result, compose};
 
@@ -36,7 +36,7 @@ pub async fn from_env() -> Result<App> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let indexer = compose::indexer(&config, compose::vector_index(&config)?, Arc::clone(&records), Arc::clone(&clock))?
         .embedding_at_least(BATCH_TIMEOUT);
-    Ok(App { indexer, records, clock, rate: config.backfill_rate, objects: None })
+    Ok(App { indexer, records, clock, rate: config.activities.backfill_rate, objects: None })
 }
 
 /// One invocation: a schedule event or a direct payload.

@@ -21,8 +21,8 @@ use chrono::{Duration, NaiveTime, TimeZone, Utc};
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
+use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
-use shared::core::config::Config;
 use shared::core::metrics;
 use shared::core::records::RecordStore;
 use shared::costs::budget;
@@ -74,9 +74,9 @@ impl App {
             ledger,
             clock,
             records,
-            agents: config.agents,
-            user_budget_usd: config.user_budget_usd_per_day,
-            operators: config.operators,
+            agents: config.costs.agents,
+            user_budget_usd: config.costs.user_budget_usd_per_day,
+            operators: config.costs.operators,
         })
     }
 }

@@ -22,8 +22,8 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{Value, json};
 use shared::activities::activity::Activity;
 use shared::activities::indexing::{Indexer, Report};
+use shared::compose::Config;
 use shared::core::clock::SystemClock;
-use shared::core::config::Config;
 use shared::http::{self, auth};
 use shared::{Error, Result, compose};
 

@@ -27,8 +27,8 @@ use lambda_http::{Body, Request, Response};
 use shared::activities::interests::check_user_id;
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::Retrieval;
+use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
-use shared::core::config::Config;
 use shared::core::records::RecordStore;
 use shared::costs::quota::Quota;
 use shared::http::auth::{self, Users};
@@ -45,8 +45,8 @@ pub struct App {
 impl App {
     /// Built from `config`'s user claim and quotas over `retrieval`, counting in `records`.
     pub fn new(config: &Config, retrieval: Retrieval, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
-        let quota = Quota::from_config(config, records, clock);
-        Self { retrieval, users: Users::new(config.user_claim.clone()), quota }
+        let quota = Quota::from_settings(&config.costs, records, clock);
+        Self { retrieval, users: Users::new(config.http.user_claim.clone()), quota }
     }
 
     /// The function's services as the environment configures them.

@@ -31,8 +31,8 @@ use bytes::Bytes;
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use lambda_http::http::response::Builder;
 use lambda_http::{Request, RequestExt, Response};
+use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
-use shared::core::config::Config;
 use shared::core::records::{RecordStore, bounded};
 use shared::costs::budget;
 use shared::costs::quota::Quota;
@@ -90,9 +90,9 @@ impl App {
         let timeline = compose::timeline(config, Arc::clone(&records), Arc::clone(&clock))?;
         Ok(Self {
             timeline: Arc::new(timeline),
-            users: Users::from_config(config)?,
-            quota: Quota::from_config(config, Arc::clone(&records), Arc::clone(&clock)),
-            links: StreamLinks::from_config(config),
+            users: Users::from_settings(&config.http)?,
+            quota: Quota::from_settings(&config.costs, Arc::clone(&records), Arc::clone(&clock)),
+            links: StreamLinks::from_settings(&config.http),
             records,
             clock,
         })

@@ -24,8 +24,8 @@
 use std::sync::Arc;
 
 use lambda_http::{Body, Request, Response};
+use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
-use shared::core::config::Config;
 use shared::core::records::{RecordStore, replay};
 use shared::core::retry::RetryPolicy;
 use shared::costs::quota::Quota;
@@ -60,22 +60,26 @@ impl SearchFunction {
             Arc::new(compose::search_service(config, Arc::clone(&records), Arc::clone(&clock), tavily.clone())?);
         let tools = search.tools(tavily);
         let codex = CodexCli {
-            command: config.codex_command.clone(),
-            args: config.codex_args.clone(),
-            separator: config.codex_prompt_separator.clone(),
-            timeout: config.codex_timeout,
-            retry: RetryPolicy { retries: 3, base: config.codex_retry_base, max_wait: config.codex_retry_base },
-            bound: config.research_node_timeout,
+            command: config.pipeline.codex_command.clone(),
+            args: config.pipeline.codex_args.clone(),
+            separator: config.pipeline.codex_prompt_separator.clone(),
+            timeout: config.pipeline.codex_timeout,
+            retry: RetryPolicy {
+                retries: 3,
+                base: config.pipeline.codex_retry_base,
+                max_wait: config.pipeline.codex_retry_base,
+            },
+            bound: config.pipeline.research_node_timeout,
         };
-        let quota = Quota::from_config(config, Arc::clone(&records), Arc::clone(&clock));
-        let research = ResearchNode::new(Arc::clone(&search), codex, config.research_provider, records, clock);
+        let quota = Quota::from_settings(&config.costs, Arc::clone(&records), Arc::clone(&clock));
+        let research = ResearchNode::new(Arc::clone(&search), codex, config.pipeline.research_provider, records, clock);
         Ok(Self {
             search,
             tools,
             research,
-            agents: config.agents.clone(),
-            premium_agents: config.premium_agents.clone(),
-            users: auth::Users::new(config.user_claim.clone()),
+            agents: config.costs.agents.clone(),
+            premium_agents: config.web.premium_agents.clone(),
+            users: auth::Users::new(config.http.user_claim.clone()),
             quota,
         })
     }

@@ -22,5 +22,7 @@ pub mod reasons;
 pub mod request;
 #[cfg(feature = "vector-index")]
 pub mod retrieval;
+#[cfg(feature = "vector-index")]
+pub mod settings;
 pub mod vibes;
 pub mod when;

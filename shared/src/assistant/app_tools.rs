@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use aws_credential_types::provider::SharedCredentialsProvider;
 use serde_json::{Value, json};
 
-use crate::core::config::{AppTool, ToolAuth};
+use crate::assistant::settings::{AppTool, ToolAuth};
 use crate::web::tools::error_string;
 
 /// The most of a tool's answer handed to the model.

@@ -15,6 +15,7 @@ pub mod approvals;
 pub mod history;
 pub mod intent;
 pub mod preferences;
+pub mod settings;
 pub mod tools;
 pub mod ui_stream;
 

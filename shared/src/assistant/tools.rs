@@ -16,7 +16,7 @@ use crate::assistant::Event;
 use crate::assistant::app_tools::{AppTools, Caller, sent_arguments};
 use crate::assistant::approvals::{self, Approvals, PendingApproval, Taken};
 use crate::assistant::intent::Mode;
-use crate::core::config::AppTool;
+use crate::assistant::settings::AppTool;
 use crate::llm::ToolSpec;
 use crate::web::providers::tavily::WebResult;
 use crate::web::tools::{self as web, EXPLORE_NEARBY, SEARCH_WEB, error_string};

@@ -22,10 +22,10 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::core::clock::Clock;
-use crate::core::config::BudgetCaps;
 use crate::core::error::{Error, Result};
 use crate::core::metrics;
 use crate::core::records::{RecordStore, TOTAL, bounded, key_part};
+use crate::costs::settings::BudgetCaps;
 
 /// Micro-dollars: counters are integers, so concurrent adds never round.
 fn micros(usd: f64) -> i64 {

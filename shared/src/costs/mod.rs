@@ -11,4 +11,5 @@ pub mod quota;
 pub mod record;
 pub mod report;
 pub mod rollup;
+pub mod settings;
 pub mod usage;

@@ -17,6 +17,7 @@ use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
 use crate::core::records::{RecordStore, bounded, key_part};
 use crate::costs::budget;
+use crate::costs::settings::Settings;
 
 /// How long a quota check waits for the store before refusing the request, unless the
 /// configuration says (`BUDGET_STORE_TIMEOUT_MS`).
@@ -40,17 +41,13 @@ impl Quota {
         Self { per_minute, per_day, records, clock, budget_usd: 0.0, wait: WAIT }
     }
 
-    /// The limits `config` sets (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`,
+    /// The limits `settings` set (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`,
     /// `USER_BUDGET_USD_PER_DAY`), counted in `records`.
-    pub fn from_config(
-        config: &crate::core::config::Config,
-        records: Arc<dyn RecordStore>,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
+    pub fn from_settings(settings: &Settings, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
         Self {
-            budget_usd: config.user_budget_usd_per_day,
-            wait: config.budget_store_timeout,
-            ..Self::new(config.user_quota_per_minute, config.user_quota_per_day, records, clock)
+            budget_usd: settings.user_budget_usd_per_day,
+            wait: settings.budget_store_timeout,
+            ..Self::new(settings.quota_per_minute, settings.quota_per_day, records, clock)
         }
     }
 

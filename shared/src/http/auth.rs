@@ -13,9 +13,9 @@ use lambda_http::http::header::AUTHORIZATION;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
-use crate::core::config::Config;
 use crate::core::error::{Error, Result};
-use crate::http::jwt::{Issuer, Verifier};
+use crate::http::jwt::Verifier;
+use crate::http::settings::Settings;
 
 fn no_token() -> Error {
     Error::Unauthenticated("this route needs a user's token (Authorization: Bearer <JWT>)".into())
@@ -90,9 +90,9 @@ impl Users {
     }
 
     /// Users by `USER_CLAIM`, verifying tokens of `JWT_ISSUER` where no authorizer ran.
-    pub fn from_config(config: &Config) -> Result<Self> {
-        let verifier = Issuer::from_config(config)?.map(Verifier::new).transpose()?.map(Arc::new);
-        Ok(Self { claim: config.user_claim.clone(), verifier })
+    pub fn from_settings(settings: &Settings) -> Result<Self> {
+        let verifier = settings.issuer.clone().map(Verifier::new).transpose()?.map(Arc::new);
+        Ok(Self { claim: settings.user_claim.clone(), verifier })
     }
 
     /// The verified user of `req`: 401 without a token, 403 for a token without the claim.

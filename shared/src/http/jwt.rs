@@ -19,7 +19,6 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::core::config::Config;
 use crate::core::error::{Error, Result};
 
 /// Time box of one fetch of the issuer's discovery document or keys.
@@ -41,17 +40,13 @@ pub struct Issuer {
 }
 
 impl Issuer {
-    /// `JWT_ISSUER` and `JWT_AUDIENCE` (comma-separated) of `config`: `None` without an issuer;
-    /// a config error for an issuer that is not `https` (or loopback `http`), or without audiences.
-    pub fn from_config(config: &Config) -> Result<Option<Self>> {
-        Self::parse(config.jwt_issuer.as_deref(), config.jwt_audience.as_deref())
-    }
-
-    fn parse(issuer: Option<&str>, audience: Option<&str>) -> Result<Option<Self>> {
+    /// `JWT_ISSUER` and `JWT_AUDIENCE` (comma-separated): `None` without an issuer; a config
+    /// error for an issuer that is not `https` (or loopback `http`), or without audiences.
+    pub fn parse(issuer: Option<&str>, audience: Option<&str>) -> Result<Option<Self>> {
         let Some(url) = issuer.map(str::trim).filter(|u| !u.is_empty()) else {
             return Ok(None);
         };
-        allowed_url(&url).map_err(|why| Error::Config(format!("JWT_ISSUER: {why}")))?;
+        allowed_url(url).map_err(|why| Error::Config(format!("JWT_ISSUER: {why}")))?;
         let audiences: Vec<String> = audience
             .unwrap_or_default()
             .split(',')

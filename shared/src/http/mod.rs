@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod jwt;
 pub mod logging;
+pub mod settings;
 pub mod stream;
 pub mod stream_links;
 

@@ -12,8 +12,8 @@ use chrono::{DateTime, Utc};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use crate::core::config::Config;
 use crate::core::error::{Error, Result};
+use crate::http::settings::Settings;
 
 /// How long a link opens its stream: past a research's longest run (15 minutes), so a client
 /// reconnecting with the same URL is let in to the end; a fresh one comes with the session's status.
@@ -42,8 +42,8 @@ impl StreamLinks {
 
     /// Links signed with `STREAM_TOKEN_KEY`, or with a key of this process's own when it is unset
     /// (a laptop's single process; a deployment always sets it, from a generated secret).
-    pub fn from_config(config: &Config) -> Self {
-        match &config.stream_token_key {
+    pub fn from_settings(settings: &Settings) -> Self {
+        match &settings.stream_token_key {
             Some(key) => Self::new(key.expose().as_bytes()),
             None => {
                 tracing::warn!("STREAM_TOKEN_KEY is not set: stream links open only in this process");

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod mock;
 pub mod openai;
+pub mod settings;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -7,4 +7,5 @@ pub mod codex;
 pub mod output;
 pub mod prompt;
 pub mod research_node;
+pub mod settings;
 pub mod topics;

@@ -15,11 +15,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::clock::Clock;
-use crate::core::config::ResearchProvider;
 use crate::core::records::RecordStore;
 use crate::pipeline::codex::{CliError, CodexCli};
 use crate::pipeline::output::{ParsedAs, ResearchData, parse_output};
 use crate::pipeline::prompt::{NodeRequest, exclusion_block};
+use crate::pipeline::settings::ResearchProvider;
 use crate::pipeline::topics;
 use crate::web::citations::{self, Source};
 use crate::web::query::{Kind, Query};

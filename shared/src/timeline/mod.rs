@@ -13,6 +13,7 @@
 pub mod events;
 pub mod proposal;
 pub mod sessions;
+pub mod settings;
 
 pub use events::{Event, Milestone, Milestones, NodeDetail, SkeletonNode};
 pub use proposal::{LANGUAGES, Proposal, detect_language, progress_message};

@@ -13,5 +13,6 @@ pub mod providers;
 pub mod query;
 pub mod response;
 pub mod search;
+pub mod settings;
 pub mod sources;
 pub mod tools;

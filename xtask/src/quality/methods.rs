@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::negation::Negation;
 use shared::activities::ranking::cosine;
-use shared::core::config::Config;
+use shared::compose::Config;
 
 use super::lab::{self, Lab};
 use super::{DevQuery, NOW, SETS, load};
@@ -396,7 +396,7 @@ fn methods() -> Vec<(String, Method)> {
 pub fn run(tune: bool) -> crate::Result {
     crate::ensure_model()?;
     let config = Config::from_lookup(|k| std::env::var(k).ok())?;
-    let model = Arc::new(e5::E5Model::load(&config.embedding_model_path)?);
+    let model = Arc::new(e5::E5Model::load(&config.activities.embedding_model_path)?);
     let now: chrono::DateTime<chrono::Utc> = NOW.parse()?;
     let mut labs = Vec::new();
     for set in SETS {

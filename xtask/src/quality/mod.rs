@@ -25,14 +25,14 @@ pub mod negation;
 
 use serde::Deserialize;
 use serde_json::Value;
-use shared::core::config::Fusion;
+use shared::activities::settings::Fusion;
 use shared::core::records::LocalRecords;
 
 use shared::activities::indexing::Indexer;
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::{Ranking, Retrieval};
+use shared::compose::Config;
 use shared::core::clock::{Clock, ManualClock};
-use shared::core::config::Config;
 use shared::core::records::RecordStore;
 use shared::{Error, Result};
 
@@ -366,7 +366,7 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
             activities.len(),
             queries.len(),
             started.elapsed().as_secs_f64(),
-            if local { "bundled multilingual-e5-small" } else { config.embedding_model.as_str() }
+            if local { "bundled multilingual-e5-small" } else { config.activities.embedding_model.as_str() }
         );
         let ranking = configured.ranking();
         let mut methods: Vec<(String, HashMap<String, Vec<String>>)> = Vec::new();
@@ -385,7 +385,7 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
             methods.push((name.to_owned(), ranked_by(&retrieval, &queries).await?));
         }
         if local {
-            let model = Arc::new(e5::E5Model::load(&config.embedding_model_path)?);
+            let model = Arc::new(e5::E5Model::load(&config.activities.embedding_model_path)?);
             let parsed = activities
                 .iter()
                 .cloned()

@@ -172,7 +172,7 @@ fn embedding(dir: &Path, env: &impl Fn(&str) -> Option<String>) -> Result<Embedd
     let records: Arc<dyn RecordStore> = Arc::new(LocalRecords::open(dir)?);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ledger = shared::compose::ledger(&config, records, clock)?;
-    let retry = RetryPolicy::new(config.retry_base);
+    let retry = RetryPolicy::new(config.core.retry_base);
     Ok(EmbeddingService::new(shared::compose::embedder(&config)?, ledger, retry, Duration::from_secs(60)))
 }
 

@@ -33,12 +33,14 @@ pub struct Breaker {
     shared: Option<Shared>,
 }
 
+/// When the shared opening was last read, and until when it said the provider is skipped.
+type LastRead = Option<(DateTime<Utc>, Option<DateTime<Utc>>)>;
+
 /// The opening shared through the record store, and this container's last read of it.
 struct Shared {
     records: Arc<dyn RecordStore>,
     provider: String,
-    /// When it was last read, and until when it said the provider is skipped.
-    read: Mutex<Option<(DateTime<Utc>, Option<DateTime<Utc>>)>>,
+    read: Mutex<LastRead>,
 }
 
 impl Breaker {

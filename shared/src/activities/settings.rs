@@ -1,0 +1,264 @@
+//! Activity recommendations' settings: the embedder, the vector index, how retrieval ranks
+//! and explains, the backfill's pace, and the zone activities' times are said in.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::core::config::{Env, Secret};
+use crate::core::error::{Error, Result};
+use crate::llm::settings::model;
+
+/// Weight of the lexical list when it is fused, against 1 for the dense list: routed fusion
+/// fuses only queries specific to it, so both channels count alike (`cargo xtask quality`).
+pub const DEFAULT_LEXICAL_WEIGHT: f32 = 1.0;
+
+/// Which embedder adapter to build (`EMBEDDING_PROVIDER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedderKind {
+    /// multilingual-e5-small in process (`embedder::e5`).
+    Local,
+    /// An OpenAI-compatible `/embeddings` API (`EMBEDDING_API_KEY`, `EMBEDDING_BASE_URL`).
+    OpenAi,
+}
+
+/// Which vector index adapter to build (`VECTOR_STORE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorStoreKind {
+    /// Qdrant Edge in process, under `DATA_DIR/qdrant`.
+    Edge,
+    /// A Qdrant server over gRPC.
+    /// `read_only` (`QDRANT_READ_ONLY=true`): the function only reads, with a read-only key; it
+    /// never creates the collection or its payload indexes.
+    Qdrant { url: String, api_key: Option<Secret>, read_only: bool },
+}
+
+/// How processes share the Qdrant Edge directory (`EDGE_SHARING`; see `index::edge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeSharing {
+    /// Open per operation under a file lock: several processes may use the directory.
+    Shared,
+    /// Open once and keep it: this process owns the directory.
+    Exclusive,
+}
+
+/// How retrieval combines dense and lexical hits (`RAG_FUSION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// Per query ([`crate::activities::ranking::routed`]): both channels by reciprocal rank
+    /// when the query is specific to the lexical one (a name, a place, a rare term), else the
+    /// dense hits first and lexical-only hits after them.
+    Routed,
+    /// Reciprocal rank fusion of both channels for every query.
+    Rrf,
+    /// Dense hits by similarity alone.
+    Dense,
+}
+
+/// How results of a semantic search get their `matchReason` (`RAG_MATCH_REASON`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchReason {
+    /// The chat model writes them (one call per request), template as fallback.
+    Llm,
+    /// Written from what matched, time and distance, without a model.
+    Template,
+    /// No `matchReason`.
+    Off,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Zone in which an activity's 周几 / 早上…深夜 are said (`ACTIVITY_TIMEZONE`).
+    pub timezone: chrono_tz::Tz,
+    /// Which embedder (`EMBEDDING_PROVIDER`): `local` (the bundled e5, default without a key) or
+    /// `openai` (default with `EMBEDDING_API_KEY`).
+    pub embedder: EmbedderKind,
+    /// The bundled model's file (`EMBEDDING_MODEL_PATH`; default: where
+    /// `infra/fetch-model.sh` puts it).
+    pub embedding_model_path: PathBuf,
+    /// The OpenAI-compatible embedding API; no key -> no embedder (lexical retrieval).
+    pub embedding_api_key: Option<Secret>,
+    pub embedding_base_url: String,
+    pub embedding_provider: String,
+    pub embedding_model: String,
+    pub embedding_dimensions: usize,
+    /// Where activity points live (`VECTOR_STORE`).
+    pub vector_store: VectorStoreKind,
+    pub edge_sharing: EdgeSharing,
+    /// The collection (`QDRANT_COLLECTION`), also the Edge shard's directory name.
+    pub qdrant_collection: String,
+    /// Time box of one request to the Qdrant server (`QDRANT_TIMEOUT_MS`).
+    pub qdrant_timeout: Duration,
+    /// Dense hits below this cosine are dropped (`RAG_MIN_SIMILARITY`; default: the
+    /// embedder's own floor).
+    pub min_similarity: Option<f32>,
+    /// `routed` (per query), `rrf` (dense + lexical) or `dense` (`RAG_FUSION`).
+    pub fusion: Fusion,
+    /// Weight of the lexical list against the dense list's 1 where fused (`RAG_LEXICAL_WEIGHT`).
+    pub lexical_weight: f32,
+    /// Time box of a search's query embedding (`RAG_EMBED_TIMEOUT_MS`).
+    pub search_embed_timeout: Duration,
+    pub match_reason: MatchReason,
+    /// Time box of the model's match reasons (`RAG_REASON_TIMEOUT_MS`), within the 3 s budget.
+    pub reason_timeout: Duration,
+    /// Chat model for match reasons (`LLM_RAG_MODEL`, else `LLM_MODEL`).
+    pub reason_model: String,
+    /// Embedder calls per minute of the backfill job (`BACKFILL_RATE`).
+    pub backfill_rate: u32,
+    /// Time box of an index write's embedding (`INDEX_EMBED_TIMEOUT_MS`); past it, points are
+    /// written pending.
+    pub index_embed_timeout: Duration,
+}
+
+impl Settings {
+    pub fn read(env: &Env) -> Result<Self> {
+        let bounded = |key: &str, range: std::ops::RangeInclusive<f32>, what: &str| -> Result<Option<f32>> {
+            match env.get(key) {
+                None => Ok(None),
+                Some(v) => v
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|x| range.contains(x))
+                    .map(Some)
+                    .ok_or_else(|| Error::Config(format!("{key} must be {what}, not {v:?}"))),
+            }
+        };
+        Ok(Self {
+            timezone: match env.get("ACTIVITY_TIMEZONE") {
+                None => chrono_tz::Asia::Shanghai,
+                Some(zone) => zone.parse().map_err(|_| {
+                    Error::Config(format!("ACTIVITY_TIMEZONE {zone:?} is not an IANA zone such as Asia/Shanghai"))
+                })?,
+            },
+            embedder: {
+                let keyed = if env.get("EMBEDDING_API_KEY").is_some() { "openai" } else { "local" };
+                env.choice(
+                    "EMBEDDING_PROVIDER",
+                    keyed,
+                    &[("local", EmbedderKind::Local), ("openai", EmbedderKind::OpenAi)],
+                )?
+            },
+            embedding_model_path: env.get("EMBEDDING_MODEL_PATH").map_or_else(
+                || {
+                    env.get("RESEARCH_BUNDLE_CACHE")
+                        .map(PathBuf::from)
+                        .or_else(|| env.get("HOME").map(|h| PathBuf::from(h).join(".cache/research-bundle")))
+                        .unwrap_or_else(|| PathBuf::from(".cache/research-bundle"))
+                        .join("models/e5-small-q4.bin")
+                },
+                PathBuf::from,
+            ),
+            embedding_api_key: env.secret("EMBEDDING_API_KEY"),
+            embedding_base_url: env.base_url("EMBEDDING_BASE_URL", "https://open.bigmodel.cn/api/paas/v4"),
+            embedding_provider: env.get("EMBEDDING_PROVIDER_NAME").unwrap_or_else(|| "zhipu".into()),
+            embedding_model: env.get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
+            embedding_dimensions: usize::try_from(env.number("EMBEDDING_DIMENSIONS", 1024)?).unwrap_or(1024).max(1),
+            vector_store: match env.get("VECTOR_STORE").as_deref().unwrap_or("edge") {
+                "edge" => VectorStoreKind::Edge,
+                "qdrant" => VectorStoreKind::Qdrant {
+                    url: env
+                        .get("QDRANT_URL")
+                        .ok_or_else(|| Error::Config("VECTOR_STORE=qdrant needs QDRANT_URL".into()))?,
+                    api_key: env.secret("QDRANT_API_KEY"),
+                    read_only: env.choice("QDRANT_READ_ONLY", "false", &[("true", true), ("false", false)])?,
+                },
+                other => return Err(Error::Config(format!("VECTOR_STORE must be edge or qdrant, not {other:?}"))),
+            },
+            edge_sharing: env.choice(
+                "EDGE_SHARING",
+                "shared",
+                &[("shared", EdgeSharing::Shared), ("exclusive", EdgeSharing::Exclusive)],
+            )?,
+            qdrant_collection: {
+                let name = env.get("QDRANT_COLLECTION").unwrap_or_else(|| "activities".into());
+                if !crate::core::validate::is_id(&name, 64) {
+                    return Err(Error::Config(format!(
+                        "QDRANT_COLLECTION must be 1-64 letters, digits, '-' or '_', not {name:?}"
+                    )));
+                }
+                name
+            },
+            qdrant_timeout: env.millis("QDRANT_TIMEOUT_MS", 1_000)?.max(Duration::from_millis(1)),
+            min_similarity: bounded("RAG_MIN_SIMILARITY", -1.0..=1.0, "a cosine from -1 to 1")?,
+            fusion: env.choice(
+                "RAG_FUSION",
+                "routed",
+                &[("routed", Fusion::Routed), ("rrf", Fusion::Rrf), ("dense", Fusion::Dense)],
+            )?,
+            lexical_weight: bounded("RAG_LEXICAL_WEIGHT", 0.0..=10.0, "a number from 0 to 10")?
+                .unwrap_or(DEFAULT_LEXICAL_WEIGHT),
+            search_embed_timeout: env.millis("RAG_EMBED_TIMEOUT_MS", 1500)?,
+            // A model writes the reasons when one is configured (seed 004 R5.3), else the template.
+            match_reason: {
+                let modelled = if env.get("LLM_API_KEY").is_some() { "llm" } else { "template" };
+                env.choice(
+                    "RAG_MATCH_REASON",
+                    modelled,
+                    &[("llm", MatchReason::Llm), ("template", MatchReason::Template), ("off", MatchReason::Off)],
+                )?
+            },
+            reason_timeout: env.millis("RAG_REASON_TIMEOUT_MS", 1000)?,
+            reason_model: model("LLM_RAG_MODEL", env),
+            backfill_rate: u32::try_from(env.number("BACKFILL_RATE", 60)?).unwrap_or(u32::MAX).max(1),
+            index_embed_timeout: env.millis("INDEX_EMBED_TIMEOUT_MS", 20_000)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(pairs: &[(&str, &str)]) -> Result<Settings> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::read(&Env::from_lookup(move |k| map.get(k).cloned()))
+    }
+
+    #[test]
+    fn a_model_writes_match_reasons_when_one_is_configured() {
+        assert_eq!(settings(&[]).unwrap().match_reason, MatchReason::Template);
+        assert_eq!(settings(&[("LLM_API_KEY", "k")]).unwrap().match_reason, MatchReason::Llm);
+        let chosen = settings(&[("LLM_API_KEY", "k"), ("RAG_MATCH_REASON", "template")]).unwrap();
+        assert_eq!(chosen.match_reason, MatchReason::Template, "an explicit choice wins");
+        assert_eq!(
+            settings(&[("RAG_MATCH_REASON", " ")]).unwrap().match_reason,
+            MatchReason::Template,
+            "empty is unset"
+        );
+        assert!(settings(&[("RAG_MATCH_REASON", "gpt")]).is_err());
+    }
+
+    #[test]
+    fn the_embedder_is_local_without_a_key_and_openai_with_one() {
+        let s = settings(&[("HOME", "/home/u")]).unwrap();
+        assert_eq!(s.embedder, EmbedderKind::Local);
+        assert_eq!(s.embedding_model_path, PathBuf::from("/home/u/.cache/research-bundle/models/e5-small-q4.bin"));
+        assert_eq!(s.min_similarity, None);
+        assert_eq!(settings(&[("EMBEDDING_API_KEY", "k")]).unwrap().embedder, EmbedderKind::OpenAi);
+        let s = settings(&[("EMBEDDING_API_KEY", "k"), ("EMBEDDING_PROVIDER", "local")]).unwrap();
+        assert_eq!(s.embedder, EmbedderKind::Local);
+        assert_eq!(settings(&[("EMBEDDING_PROVIDER", "openai")]).unwrap().embedder, EmbedderKind::OpenAi);
+        let e = settings(&[("EMBEDDING_PROVIDER", "bert")]).unwrap_err();
+        assert!(e.to_string().contains("EMBEDDING_PROVIDER"));
+        let s = settings(&[("EMBEDDING_MODEL_PATH", "/opt/models/e5.bin"), ("RAG_MIN_SIMILARITY", "0.7")]).unwrap();
+        assert_eq!((s.embedding_model_path, s.min_similarity), (PathBuf::from("/opt/models/e5.bin"), Some(0.7)));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = settings(&[("ACTIVITY_TIMEZONE", "Mars/Olympus")]).unwrap_err();
+        assert!(e.to_string().contains("ACTIVITY_TIMEZONE"));
+        assert_eq!(settings(&[]).unwrap().timezone, chrono_tz::Asia::Shanghai);
+        let qdrant = [("VECTOR_STORE", "qdrant"), ("QDRANT_URL", "http://127.0.0.1:6334")];
+        for (named, pairs) in [
+            ("RAG_LEXICAL_WEIGHT", vec![("RAG_LEXICAL_WEIGHT", "11")]),
+            ("QDRANT_URL", vec![("VECTOR_STORE", "qdrant")]),
+            ("QDRANT_READ_ONLY", [&qdrant[..], &[("QDRANT_READ_ONLY", "yes")]].concat()),
+        ] {
+            let e = settings(&pairs).unwrap_err().to_string();
+            assert!(e.contains(named), "{named}: {e}");
+        }
+        assert!(settings(&[&qdrant[..], &[("QDRANT_READ_ONLY", "true")]].concat()).is_ok());
+    }
+}
