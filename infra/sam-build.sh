@@ -29,5 +29,16 @@ if [[ " $* " != *" --parameter-overrides"* ]] && [ -f samconfig.toml ]; then
   args+=(--parameter-overrides "$saved")
 fi
 started=$(date +%s)
+# SAM shows cargo's output only once a function is built: a line a minute meanwhile.
+(
+  while sleep 60; do
+    newest=$(ls -td "$CARGO_TARGET_DIR"/release/.fingerprint/* "$CARGO_TARGET_DIR"/*/release/.fingerprint/* \
+      2>/dev/null | head -n1 || true)
+    newest=$(basename "${newest:-none}")
+    echo "sam-build: $(( $(date +%s) - started )) s, compiling (latest: ${newest%-*})"
+  done
+) &
+ticker=$!
+trap 'kill "$ticker" 2>/dev/null || true' EXIT
 sam build --beta-features "${args[@]}"
 echo "sam build: $(( $(date +%s) - started )) s"

