@@ -404,6 +404,7 @@ mod tests {
     use serde_json::json;
 
     use super::{Config, owed};
+    use crate::core::config::Env;
     use crate::core::records::Record;
     use crate::web::citations::Source;
 
@@ -435,7 +436,7 @@ mod tests {
             ("LLM_API_KEY", "llm-very-secret"),
             ("STREAM_TOKEN_KEY", "stream-very-secret-0123456789abcdef"),
         ];
-        let config = Config::from_lookup(|k| secrets.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()));
+        let config = Config::read(&Env::from_pairs(&secrets));
         let shown = format!("{:?}", config.unwrap());
         assert!(!shown.contains("very-secret"), "{shown}");
     }
@@ -451,7 +452,7 @@ mod tests {
             ("RESEARCH_PROVIDER", "bing"),
             ("TIMELINE_BUDGET_SECS", "1.5"),
         ] {
-            let e = Config::from_lookup(|k| (k == key).then(|| bad.to_owned())).unwrap_err();
+            let e = Config::read(&Env::from_pairs(&[(key, bad)])).unwrap_err();
             assert!(e.to_string().contains(key) && e.code() == "misconfigured", "{key}: {e}");
         }
     }

@@ -208,11 +208,9 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn settings(pairs: &[(&str, &str)]) -> Result<Settings> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Settings::read(&Env::from_lookup(move |k| map.get(k).cloned()))
+        Settings::read(&Env::from_pairs(pairs))
     }
 
     #[test]

@@ -48,6 +48,12 @@ impl<'a> Env<'a> {
         Self { lookup: Box::new(lookup) }
     }
 
+    /// The variables `pairs` name, nothing else (the settings' unit tests).
+    #[cfg(test)]
+    pub(crate) fn from_pairs(pairs: &'a [(&'a str, &'a str)]) -> Self {
+        Self::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned()))
+    }
+
     /// `key`'s value, trimmed; `None` when unset or empty.
     pub fn get(&self, key: &str) -> Option<String> {
         (self.lookup)(key).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
@@ -168,13 +174,9 @@ impl Settings {
 mod tests {
     use super::*;
 
-    fn env(pairs: &'static [(&'static str, &'static str)]) -> Env<'static> {
-        Env::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
-    }
-
     #[test]
     fn empty_values_are_unset_and_bad_ones_are_named() {
-        let e = env(&[("A", "  "), ("N", "an hour"), ("U", "-1"), ("C", "maybe")]);
+        let e = Env::from_pairs(&[("A", "  "), ("N", "an hour"), ("U", "-1"), ("C", "maybe")]);
         assert_eq!((e.get("A"), e.number("A", 7).unwrap()), (None, 7));
         assert!(e.number("N", 1).unwrap_err().to_string().contains('N'));
         assert!(e.usd("U", 0.0).unwrap_err().to_string().contains("U must be an amount of USD"));
@@ -185,17 +187,17 @@ mod tests {
 
     #[test]
     fn core_defaults_are_the_embedded_store() {
-        let s = Settings::read(&env(&[])).unwrap();
+        let s = Settings::read(&Env::from_pairs(&[])).unwrap();
         assert_eq!(s.record_store, RecordStoreKind::Local);
         assert_eq!(s.data_dir, PathBuf::from("./.data"));
         assert_eq!((s.retry_base, s.upstream_timeout), (Duration::from_secs(1), Duration::from_secs(30)));
-        let e = Settings::read(&env(&[("RECORD_STORE", "dynamodb")])).unwrap_err();
+        let e = Settings::read(&Env::from_pairs(&[("RECORD_STORE", "dynamodb")])).unwrap_err();
         assert!(e.to_string().contains("TABLE_NAME"));
     }
 
     #[test]
     fn secrets_never_show_in_debug_output() {
-        let s = env(&[("K", "pplx-very-secret")]).secret("K").unwrap();
+        let s = Env::from_pairs(&[("K", "pplx-very-secret")]).secret("K").unwrap();
         assert!(!format!("{s:?}").contains("very-secret"));
         assert_eq!(s.expose(), "pplx-very-secret");
     }

@@ -116,8 +116,8 @@ impl BudgetCaps {
 mod tests {
     use super::*;
 
-    fn settings(pairs: &'static [(&'static str, &'static str)]) -> Result<Settings> {
-        Settings::read(&Env::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())))
+    fn settings(pairs: &[(&str, &str)]) -> Result<Settings> {
+        Settings::read(&Env::from_pairs(pairs))
     }
 
     #[test]

@@ -65,11 +65,11 @@ mod tests {
 
     #[test]
     fn the_node_searches_unless_codex_is_chosen() {
-        let s = Settings::read(&Env::from_lookup(|_| None)).unwrap();
+        let s = Settings::read(&Env::from_pairs(&[])).unwrap();
         assert_eq!(s.research_provider, ResearchProvider::Search);
         assert_eq!((s.codex_command.as_str(), s.codex_args.as_slice()), ("codex", &["--search".to_string()][..]));
         assert_eq!((s.codex_timeout, s.codex_retry_base), (Duration::from_secs(600), Duration::from_secs(5)));
-        let e = Settings::read(&Env::from_lookup(|k| (k == "RESEARCH_PROVIDER").then(|| "bing".into()))).unwrap_err();
+        let e = Settings::read(&Env::from_pairs(&[("RESEARCH_PROVIDER", "bing")])).unwrap_err();
         assert!(e.to_string().contains("RESEARCH_PROVIDER"));
     }
 }
