@@ -1,8 +1,9 @@
 //! The docs cannot drift from the code: every variable the code reads is in
 //! `docs/configuration.md` and `.env.example` with the code's default; every HTTP route of
 //! `template.yaml` is in the README's table with who may call it; every alarm on the bundle's
-//! metrics watches one the code emits; the deploy guide names every function and output; every
-//! relative link in the README and `docs/` resolves.
+//! metrics watches one the code emits; every alarm has a runbook in `docs/operations.md` that
+//! names it; the deploy guide names every function and output; every relative link in the README
+//! and `docs/` resolves.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -279,6 +280,45 @@ fn every_alarm_watches_a_metric_the_code_emits() {
     }
     assert!(watched >= 5, "template.yaml read as {watched} alarms on the bundle's metrics");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// Issue 54: every alarm of template.yaml has a runbook in docs/operations.md's "## Runbooks"
+// section that names its logical id (in backticks, so `SearchErrorsAlarm` is not found inside
+// `RagSearchErrorsAlarm`): an alarm that wakes someone points at what to do.
+#[test]
+fn every_alarm_has_a_runbook_that_names_it() {
+    let (template, operations) = (read("template.yaml"), read("docs/operations.md"));
+    let start = operations.find("\n## Runbooks\n").expect("docs/operations.md has a `## Runbooks` section");
+    // From the heading to the next `## ` heading (`### ` runbooks stay inside it).
+    let runbooks = operations[start + 1..].split("\n## ").next().unwrap_or_default();
+    let lines: Vec<&str> = template.lines().collect();
+    let mut alarms: Vec<String> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let kind = line.trim().strip_prefix("Type:").map(|t| t.trim().trim_matches('"').trim_matches('\''));
+        if !matches!(kind, Some("AWS::CloudWatch::Alarm" | "AWS::CloudWatch::CompositeAlarm")) {
+            continue;
+        }
+        // The resource's logical id: the nearest line above it at two spaces' indent (`  Name:`).
+        let id = lines[..i]
+            .iter()
+            .rev()
+            .find(|l| {
+                l.starts_with("  ")
+                    && !l.starts_with("   ")
+                    && !l.trim().starts_with('#')
+                    && l.trim_end().ends_with(':')
+            })
+            .map(|l| l.trim().trim_end_matches(':').to_owned())
+            .expect("an alarm's Type sits under its logical id");
+        alarms.push(id);
+    }
+    assert!(alarms.len() >= 30, "template.yaml read as {} alarms: the parser lost them", alarms.len());
+    let missing: Vec<String> = alarms.iter().filter(|id| !runbooks.contains(&format!("`{id}`"))).cloned().collect();
+    assert!(
+        missing.is_empty(),
+        "docs/operations.md's Runbooks section does not name (as `Id`) the alarms: {}",
+        missing.join(", ")
+    );
 }
 
 // Issue 43: the deploy guide names every function the template builds and every output the
