@@ -13,7 +13,7 @@
 //!   decision rule; `--train` fits the router's heads on the training file and the tune split.
 //!   `quality --fit-wishes`: fits what a wish wants (the retrieval's facet model) on
 //!   `benches/facets/`.
-//! - `bench [search|report|rag|backfill|embed]`: prints citation extraction on 1 MB, a cache-hit request through
+//! - `bench [search|report|rag|nearby|backfill|embed]`: prints citation extraction on 1 MB, a cache-hit request through
 //!   the handler and the cold start of the release binary, each beside a baseline measured in
 //!   the same run; the cost report over 100k records on SQLite and DynamoDB Local; and activity
 //!   retrieval over 100k activities on Qdrant Edge; and the backfill sweep against a slow embedder.

@@ -2,7 +2,7 @@
 //!
 //! At start the sample activities are indexed (through `index-activity`, into the local vector
 //! store the assistant reads), so `explore_nearby` recommends from them;
-//! `SAMPLE_ACTIVITIES=0` skips it.
+//! `SAMPLE_ACTIVITIES=0` skips it, and a remote store is written only with `SAMPLE_ACTIVITIES=1`.
 //!
 //! The real function binaries run under the local Runtime API ([`RuntimeApi`]), each request
 //! passed to them as its Function URL passes it (payload 2.0, a `lambda-url` domain, no
@@ -97,14 +97,8 @@ pub async fn run() -> crate::Result {
     // One key for every research instance: a link issued by one opens the stream on another.
     let key = std::env::var("STREAM_TOKEN_KEY")
         .unwrap_or_else(|_| format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()));
+    index_samples(&indexer).await;
     let chat = Function::start(&assistant, 1, Duration::from_secs(30), &[]).await?;
-    if std::env::var("SAMPLE_ACTIVITIES").as_deref() != Ok("0") {
-        let api = RuntimeApi::with_timeout(Duration::from_secs(300)).await?;
-        let mut child = api.spawn(&indexer, &[], true)?;
-        let (indexed, pending) = crate::samples::index(&api, false).await?;
-        child.kill().await?;
-        eprintln!("indexed {indexed} sample activities ({pending} waiting for an embedder)");
-    }
     let research =
         Function::start(&research, RESEARCH_INSTANCES, Duration::from_secs(900), &[("STREAM_TOKEN_KEY", key)]).await?;
     let origins = std::env::var("CORS_ORIGINS")
@@ -134,6 +128,40 @@ pub async fn run() -> crate::Result {
 }
 
 /// One request through the door.
+/// Indexes the sample activities through `indexer` into the local vector store (Qdrant Edge
+/// under `DATA_DIR`), before the assistant opens it. A remote store (`VECTOR_STORE=qdrant`) is
+/// written only when `SAMPLE_ACTIVITIES=1` asks: it may be shared. A failure is reported and
+/// the door serves on.
+async fn index_samples(indexer: &Path) {
+    let asked = std::env::var("SAMPLE_ACTIVITIES").ok();
+    let local = std::env::var("VECTOR_STORE").map_or(true, |v| v.is_empty() || v == "edge");
+    match asked.as_deref() {
+        Some("0") => return,
+        Some("1") => {}
+        _ if !local => {
+            eprintln!(
+                "sample activities not indexed: VECTOR_STORE is not the local one (SAMPLE_ACTIVITIES=1 writes them)"
+            );
+            return;
+        }
+        _ => {}
+    }
+    let indexed = async {
+        let api = RuntimeApi::start().await?;
+        let mut child = api.spawn(indexer, &[], false)?;
+        if !api.ready(Duration::from_secs(60)).await {
+            return Err("index-activity did not start within 60 s (its error is above)".into());
+        }
+        let done = crate::samples::index(&api, false).await;
+        child.kill().await?;
+        done
+    };
+    match indexed.await {
+        Ok((count, pending)) => eprintln!("indexed {count} sample activities ({pending} waiting for an embedder)"),
+        Err(e) => eprintln!("sample activities not indexed ({e}); serving without them"),
+    }
+}
+
 async fn pass(State(door): State<Arc<Door>>, request: Request<Body>) -> Response<Body> {
     let origin = request.headers().get("origin").cloned();
     let mut response = if request.method() == Method::OPTIONS {

@@ -11,8 +11,8 @@
 //!    routed per query ([`routed`]): fused by weighted reciprocal rank (k = 60, the lexical
 //!    list weighted `RAG_LEXICAL_WEIGHT` against the dense list's 1) when the query is specific
 //!    to BM25, else (a wish) the dense hits alone, by cosine: nothing under the floor.
-//!    `RAG_FUSION=rrf` fuses every query; `RAG_FUSION=dense` ranks by similarity alone
-//!    (`dense`). When the embedder is absent, failing or slow, the lexical
+//!    `RAG_FUSION=rrf` fuses every query; `RAG_FUSION=dense` ranks by meaning alone
+//!    (`dense`, the wish's facets included). When the embedder is absent, failing or slow, the lexical
 //!    hits are ranked alone (`lexical`, `degraded`). A time the query names ("周五晚上",
 //!    [`Wanted`]) lifts candidates starting then by up to [`TIME_BOOST`]; a `userId` lifts them
 //!    by MaxSim to the user's interests. The dense channel embeds the query without its time
@@ -26,7 +26,8 @@
 //! model's within what is left of the 3 s budget, else the template's.
 //!
 //! `score` is what the results are ordered by (higher first): the RRF sum, the cosine (a
-//! routed wish: to the query moved by its facets, with the bundled e5), the BM25 score,
+//! routed wish, or any query under `dense`: to the query moved by its facets, with the bundled
+//! e5, so `similarity` need not fall with the order), the BM25 score,
 //! `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
 
 use std::collections::HashMap;
@@ -389,13 +390,22 @@ impl Retrieval {
         for hit in top {
             // A point deleted between the two reads is skipped.
             let Some(s) = stored.remove(&hit.id).filter(|s| !s.is_tombstone()) else { continue };
-            let activity = activity_of(&s.payload)?;
+            // One unreadable point costs its place, not the search.
+            let activity = match activity_of(&s.payload) {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(id = %hit.id, error = %e, "an unreadable stored activity was left out");
+                    continue;
+                }
+            };
             let similarity = vector.as_deref().zip(s.dense.as_deref()).map(|(q, d)| cosine(q, d));
             let distance_km = req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));
             let max_sim = s.dense.as_deref().and_then(|d| max_sim(d, kept));
+            // The lifts below multiply: a score under 0 would be lowered by them.
             let base = match (&wish, s.dense.as_deref()) {
-                (Some(w), Some(d)) => cosine(w, d),
-                _ => hit.score,
+                (Some(w), Some(d)) => cosine(w, d).max(0.0),
+                (Some(_), None) => 0.0,
+                (None, _) => hit.score,
             };
             let (score, boost) = match max_sim {
                 Some(m) => (boost(base, m), Some(1.0 + MAX_BOOST * m.clamp(0.0, 1.0))),
