@@ -66,6 +66,20 @@ pub enum MatchReason {
     Off,
 }
 
+/// The Qdrant server's URL: `https`, or `http` only on a loopback host (a local server), so
+/// the API key never crosses a network in clear (issue 53).
+fn qdrant_url(url: Option<String>) -> Result<String> {
+    let url = url.ok_or_else(|| Error::Config("VECTOR_STORE=qdrant needs QDRANT_URL".into()))?;
+    let parsed = url::Url::parse(&url).map_err(|e| Error::Config(format!("QDRANT_URL is not a URL ({e})")))?;
+    match parsed.scheme() {
+        "https" => Ok(url),
+        "http" if crate::core::validate::loopback(&parsed) => Ok(url),
+        _ => Err(Error::Config(
+            "QDRANT_URL must be https (http only on localhost): its API key would cross the network in clear".into(),
+        )),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Zone in which an activity's 周几 / 早上…深夜 are said (`ACTIVITY_TIMEZONE`).
@@ -159,9 +173,7 @@ impl Settings {
             vector_store: match env.get("VECTOR_STORE").as_deref().unwrap_or("edge") {
                 "edge" => VectorStoreKind::Edge,
                 "qdrant" => VectorStoreKind::Qdrant {
-                    url: env
-                        .get("QDRANT_URL")
-                        .ok_or_else(|| Error::Config("VECTOR_STORE=qdrant needs QDRANT_URL".into()))?,
+                    url: qdrant_url(env.get("QDRANT_URL"))?,
                     api_key: env.secret("QDRANT_API_KEY"),
                     read_only: env.choice("QDRANT_READ_ONLY", "false", &[("true", true), ("false", false)])?,
                 },
@@ -264,5 +276,13 @@ mod tests {
             assert!(e.contains(named), "{named}: {e}");
         }
         assert!(settings(&[&qdrant[..], &[("QDRANT_READ_ONLY", "true")]].concat()).is_ok());
+        // Issue 53: the key never crosses a network in clear.
+        for url in ["http://qdrant.internal:6334", "http://10.0.0.5:6334", "ftp://127.0.0.1:6334", "qdrant:6334"] {
+            let e = settings(&[("VECTOR_STORE", "qdrant"), ("QDRANT_URL", url)]).unwrap_err().to_string();
+            assert!(e.contains("QDRANT_URL"), "{url}: {e}");
+        }
+        for url in ["https://xyz.cloud.qdrant.io:6334", "http://localhost:6334", "http://[::1]:6334"] {
+            assert!(settings(&[("VECTOR_STORE", "qdrant"), ("QDRANT_URL", url)]).is_ok(), "{url}");
+        }
     }
 }

@@ -2,6 +2,16 @@
 
 use crate::core::error::{Error, Result};
 
+/// Whether `url` names a loopback host (`localhost`, 127.0.0.0/8, `::1`).
+pub fn loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// Whether `value` is 1 to `max` bytes of `[A-Za-z0-9_-]`: the rule of every id and name in the
 /// bundle (agents, users, activities, pipelines, request ids, collections).
 pub fn is_id(value: &str, max: usize) -> bool {

@@ -20,6 +20,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::core::error::{Error, Result};
+use crate::core::validate::loopback;
 
 /// Time box of one fetch of the issuer's discovery document or keys.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -60,16 +61,6 @@ impl Issuer {
             ));
         }
         Ok(Some(Self { url: url.to_owned(), audiences }))
-    }
-}
-
-/// Whether `url` names a loopback host.
-fn loopback(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
     }
 }
 
