@@ -10,15 +10,19 @@ use std::time::Duration;
 
 const LOCAL: (&str, &str) = ("EMBEDDING_PROVIDER", "local");
 
-/// The intent dev set's activities (they start in the two weeks after the harness's now).
-fn dev_activities(keep: impl Fn(&Value) -> bool) -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../benches/intent/activities.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
+/// The activities of a JSON Lines file under the repository root.
+fn activities_in(file: &str) -> Vec<Value> {
+    let path = format!("{}/../{file}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|a| keep(a))
         .collect()
+}
+
+/// The intent dev set's activities (they start in the two weeks after the harness's now).
+fn dev_activities(keep: impl Fn(&Value) -> bool) -> Vec<Value> {
+    activities_in("benches/intent/activities.jsonl").into_iter().filter(|a| keep(a)).collect()
 }
 
 /// One of each kind of the dev set (the `a` copies): 70 activities.
@@ -194,14 +198,8 @@ async fn the_assistants_intent_is_local_and_fast_on_the_bundled_model() {
     assert!(p50 < Duration::from_millis(100), "a message's intent takes {p50:?}");
 }
 
-/// The sample activities of `cargo xtask demo` and `serve` (`infra/sample/activities.jsonl`).
-fn sample_activities() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/sample/activities.jsonl");
-    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect()
-}
-
 // Seed 004's four example wishes (issue 52), asked around People's Square over the 240 sample
-// activities: each goes to EXPLORE (the assistant's router, with no 推荐/找 in it) and finds
+// activities of `cargo xtask demo` and `serve`: each goes to EXPLORE (the assistant's router, with no 推荐/找 in it) and finds
 // the activity the seed means in its first five; the socially anxious are not sent to games
 // that make strangers talk (密室逃脱组队, 狼人杀周末场).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,7 +207,7 @@ async fn the_seeds_wishes_go_to_explore_and_find_their_activity_in_the_sample_da
     use shared::assistant::intent::{Classifier, Mode};
     model_present();
     let h = RagHarness::with(None, &[LOCAL, ("INDEX_EMBED_TIMEOUT_MS", "600000")]).await;
-    for r in index_all(&h, &sample_activities()).await {
+    for r in index_all(&h, &activities_in("infra/sample/activities.jsonl")).await {
         assert!(r.get("pendingReason").is_none(), "every activity embedded: {r}");
     }
     let router = Classifier::new(h.rag.retrieval.embedding().clone());

@@ -424,7 +424,6 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
         );
         let ranking = configured.ranking();
         let mut methods: Vec<(String, HashMap<String, Vec<String>>)> = Vec::new();
-        let (mut methods_main, mut methods_ours) = (HashMap::new(), HashMap::new());
         for (name, retrieval) in [
             ("BM25 alone", configured.clone().without_embedder("lexical baseline")),
             (
@@ -441,24 +440,23 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
         // Main's ranking and the configured one, warm, interleaved query by query (the machine's
         // noise falls on both alike): the latency half of issue 52's rule.
         let main = configured.clone().ranked_by(Ranking { wish_weight: 0.0, ..ranking });
-        let (mut main_took, mut ours_took) = (Vec::new(), Vec::new());
+        let (mut ranked_main, mut ranked_ours) = (HashMap::new(), HashMap::new());
         for round in 0..3 {
             for q in &queries {
-                let (ranked_main, t_main) = timed(&main, std::slice::from_ref(q)).await?;
-                let (ranked_ours, t_ours) = timed(&configured, std::slice::from_ref(q)).await?;
+                let (main_ids, main_took) = timed(&main, std::slice::from_ref(q)).await?;
+                let (our_ids, our_took) = timed(&configured, std::slice::from_ref(q)).await?;
+                // The first round ranks (and warms); the others are timed.
                 if round == 0 {
-                    methods_main.extend(ranked_main);
-                    methods_ours.extend(ranked_ours);
+                    ranked_main.extend(main_ids);
+                    ranked_ours.extend(our_ids);
                 } else {
-                    main_took.extend(t_main);
-                    ours_took.extend(t_ours);
+                    latency.0.extend(main_took);
+                    latency.1.extend(our_took);
                 }
             }
         }
-        latency.0.extend(main_took);
-        latency.1.extend(ours_took);
-        methods.push((MAIN.to_owned(), std::mem::take(&mut methods_main)));
-        methods.push((CONFIGURED.to_owned(), std::mem::take(&mut methods_ours)));
+        methods.push((MAIN.to_owned(), ranked_main));
+        methods.push((CONFIGURED.to_owned(), ranked_ours));
         if local {
             let model = Arc::new(e5::E5Model::load(&config.activities.embedding_model_path)?);
             let parsed = activities
