@@ -83,22 +83,58 @@ async fn activity_writes_are_for_the_backend_only() {
     assert_eq!((status, r["deleted"].as_bool()), (200, Some(true)), "{r}");
 }
 
-// Issue 41: a user id is checked before anything is counted. A path's id is percent-decoded
-// (`auth0%7Cabc` is `auth0|abc`); one that cannot key a user's records (1-128 of A-Za-z0-9_-)
-// is a 400 that spends none of the caller's quota, so their next search is still answered.
+/// Subjects as Auth0 (a connection, `|`, an id; percent-encoded in a path), Cognito (a UUID) and
+/// Firebase (a 28-character uid) name their users.
+const SUBJECTS: [(&str, &str); 4] = [
+    ("auth0|abc123", "auth0%7Cabc123"),
+    ("samlp|corp|ann.lee+x@example.com", "samlp%7Ccorp%7Cann.lee%2Bx%40example.com"),
+    ("3f1c2a9e-5b7d-4e21-9c8a-0d6b2f4e7a11", "3f1c2a9e-5b7d-4e21-9c8a-0d6b2f4e7a11"),
+    ("kX9aQ2bR7tY1uI3oP5sD8fG0hJ4l", "kX9aQ2bR7tY1uI3oP5sD8fG0hJ4l"),
+];
+
+// Issue 53 item 9: any issuer's subject is a user at every door of rag-search: its feedback,
+// preferences and search all answer 200 (before, `auth0|abc` was charged a quota
+// and then refused 400), and what they wrote is kept as theirs. A path's id no door can take
+// (257 bytes) is a 400 and an undecodable one a 400 too, neither spending the caller's quota;
+// a token whose claim holds a control character is a 403 at the door.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_user_id_spends_no_quota() {
+async fn any_issuers_subject_is_a_user_at_every_door() {
+    let h = RagHarness::new(&[("USER_QUOTA_PER_MINUTE", "3")]).await;
+    let (status, r) = h.index("POST", "/activities", &catalogue().to_string()).await;
+    assert_eq!(status, 200, "{r}");
+    let rag = &h.rag;
+    for (user, in_path) in SUBJECTS {
+        let send = |method: &str, path: String, body: Value| {
+            let req = as_user(request(method, &path, &body.to_string()), user);
+            async move { respond(rag_search::handle(rag, req).await) }
+        };
+        let (status, r) = send("POST", format!("/users/{in_path}/feedback"), json!({"activityId": "quiet", "satisfied": true})).await;
+        assert_eq!(status, 200, "{user}: {r}");
+        let (status, r) = send("PUT", format!("/users/{in_path}/preferences"), json!({"tags": ["读书"]})).await;
+        assert_eq!((status, r["userId"].as_str()), (200, Some(user)), "{r}");
+        let (status, r) = send("POST", "/rag/search".into(), json!({"semanticQuery": "安静"})).await;
+        assert_eq!(status, 200, "{user}: {r}");
+        let kept = h.records.query(&format!("USER#{user}"), "A", "\u{10FFFF}", 0).await.unwrap();
+        assert!(kept.iter().any(|r| r.sk.starts_with("FB#")), "{user}'s feedback is kept: {kept:?}");
+        assert!(kept.iter().any(|r| r.sk == "PREFERENCES"), "{user}'s preferences are kept: {kept:?}");
+    }
+
     let h = RagHarness::new(&[("USER_QUOTA_PER_MINUTE", "1")]).await;
-    let preferences =
-        as_user(request("PUT", "/users/auth0%7Cabc/preferences", &json!({"tags": ["读书"]}).to_string()), "auth0|abc");
-    let (status, r) = respond(rag_search::handle(&h.rag, preferences).await);
+    let user = SUBJECTS[0].0;
+    let long = format!("/users/{}/preferences", "x".repeat(257));
+    let bad = as_user(request("PUT", &long, &json!({"tags": ["读书"]}).to_string()), user);
+    let (status, r) = respond(rag_search::handle(&h.rag, bad).await);
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_user_id")), "{r}");
-    let bad = as_user(request("PUT", "/users/%FF/preferences", &json!({"tags": ["读书"]}).to_string()), "auth0|abc");
+    let bad = as_user(request("PUT", "/users/%FF/preferences", &json!({"tags": ["读书"]}).to_string()), user);
     let (status, r) = respond(rag_search::handle(&h.rag, bad).await);
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_path")), "{r}");
-    let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), "auth0|abc");
+    let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), user);
     let (status, r) = respond(rag_search::handle(&h.rag, search).await);
     assert_eq!(status, 200, "the refused requests counted none of the one a minute: {r}");
+    // A token whose claim no door could key is refused at the door (403), before any count.
+    let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), "a\u{7}b");
+    let (status, r) = respond(rag_search::handle(&h.rag, search).await);
+    assert_eq!((status, r["error"]["code"].as_str()), (403, Some("forbidden")), "{r}");
 }
 
 // Given user u-1 with feedback and preferences, then nobody else can read or write them:

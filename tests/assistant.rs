@@ -296,6 +296,21 @@ async fn a_conversation_is_its_users_only(kind: StoreKind) {
     assert_eq!(h.model_requests().await.len(), 2);
 }
 
+// Issue 53 item 9: an Auth0-, Cognito- or Firebase-shaped subject chats and comes back to its
+// conversation (before, `auth0|abc` was charged its quota, then refused 400).
+async fn any_issuers_subject_chats(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tools: Vec::new() }), ..Chat::default() }).await;
+    for user in ["auth0|abc123", "3f1c2a9e-5b7d-4e21-9c8a-0d6b2f4e7a11", "kX9aQ2bR7tY1uI3oP5sD8fG0hJ4l"] {
+        let (status, first) = h.chat(user, json!({"message": "你好"})).await;
+        assert_eq!(status, 200, "{user}: {first}");
+        let id = first["conversationId"].as_str().unwrap().to_owned();
+        let (status, r) = h.chat(user, json!({"message": "还记得吗", "conversationId": id})).await;
+        assert_eq!((status, r["conversationId"].as_str()), (200, Some(id.as_str())), "{user}: {r}");
+        let (status, _) = h.chat("auth0|other", json!({"message": "给我看看", "conversationId": id})).await;
+        assert_eq!(status, 404, "another subject cannot read {user}'s conversation");
+    }
+}
+
 // Issue 41: a user's chat spends that user's own daily budget. With a cap below one model
 // request's worst case, the first message crosses it (at most one call over), the next is 429
 // `user_budget_exceeded` and reaches no model; another user chats on.
@@ -844,6 +859,7 @@ async fn stated_preferences_stated_at_once_are_all_kept(kind: StoreKind) {
 }
 
 on_both_stores!(
+    any_issuers_subject_chats,
     stated_preferences_stated_at_once_are_all_kept,
     a_side_effect_runs_only_once_its_user_approves_that_call,
     a_retried_approval_sends_the_same_idempotency_key,

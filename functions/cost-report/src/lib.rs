@@ -125,9 +125,7 @@ async fn user_budget(app: &App, req: &Request, user: &str) -> Result<Response<Bo
         return Err(Error::Forbidden(format!("only OPERATORS may see or set a user's budget; not {operator}")));
     }
     let user = http::decoded(user)?;
-    if user.is_empty() || user.len() > 256 {
-        return Err(Error::invalid("invalid_user_id", "userId must be 1-256 bytes"));
-    }
+    shared::core::validate::user_id(&user)?;
     let now = app.clock.now();
     match req.method().as_str() {
         "GET" => {}

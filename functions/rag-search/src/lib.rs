@@ -24,7 +24,6 @@
 use std::sync::Arc;
 
 use lambda_http::{Body, Request, Response};
-use shared::activities::interests::check_user_id;
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::Retrieval;
 use shared::compose::Config;
@@ -112,7 +111,7 @@ async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
 /// is counted: one that cannot key a user's records is a 400.
 fn path_user(segment: &str) -> Result<String> {
     let user = http::decoded(segment)?;
-    check_user_id(&user)?;
+    shared::core::validate::user_id(&user)?;
     Ok(user)
 }
 

@@ -42,14 +42,6 @@ fn pk(user: &str) -> String {
     format!("USER#{user}")
 }
 
-/// Refuses a user id that is not 1-128 letters, digits, '-' or '_'.
-pub fn check_user_id(user: &str) -> Result<()> {
-    if !crate::core::validate::is_id(user, 128) {
-        return Err(Error::invalid("invalid_user_id", "userId must be 1-128 letters, digits, '-' or '_'"));
-    }
-    Ok(())
-}
-
 /// Where a user's vectors come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -75,7 +67,7 @@ impl Interests {
 
     /// Records a participation and refreshes the kept vectors. The activity must be indexed.
     pub async fn feedback(&self, index: &dyn VectorIndex, user: &str, body: &Value) -> Result<Value> {
-        check_user_id(user)?;
+        crate::core::validate::user_id(user)?;
         let Feedback { activity_id, satisfied } = crate::core::json::typed(body, "invalid_feedback")?;
         if activity_id.is_empty() || activity_id.len() > 128 {
             return Err(Error::invalid("invalid_feedback", "activityId must be 1-128 characters"));

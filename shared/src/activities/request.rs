@@ -108,7 +108,7 @@ impl SearchRequest {
 impl Body {
     fn validate(self) -> Result<SearchRequest> {
         let body = self;
-        let user_id = body.user_id.map(|u| crate::activities::interests::check_user_id(&u).map(|()| u)).transpose()?;
+        let user_id = body.user_id.map(|u| crate::core::validate::user_id(&u).map(|()| u)).transpose()?;
         let semantic_query = match body.semantic_query {
             Some(q) if q.chars().count() > MAX_QUERY_CHARS => {
                 return Err(invalid(format!("semanticQuery is longer than {MAX_QUERY_CHARS} characters")));

@@ -423,7 +423,7 @@ impl Retrieval {
 
     /// Stores a user's preferences, embedded once when the embedder answers.
     pub async fn set_preferences(&self, user: &str, body: &Value, request_id: &str) -> Result<Value> {
-        crate::activities::interests::check_user_id(user)?;
+        crate::core::validate::user_id(user)?;
         let (preferences, text) = crate::activities::interests::preferences(body)?;
         let (vector, reason) = match self.embed(&[text], request_id).await {
             Ok(mut v) => (v.pop(), None),
@@ -453,7 +453,7 @@ impl Retrieval {
         new: &[crate::activities::interests::Stated],
         request_id: &str,
     ) -> Result<()> {
-        crate::activities::interests::check_user_id(user)?;
+        crate::core::validate::user_id(user)?;
         // Read, merge, write only if nothing was written meanwhile (another message's
         // `remember`, a PUT), else read again: two messages stating at once both keep theirs.
         let mut embedded: Option<(String, Option<Vec<f32>>)> = None;

@@ -251,7 +251,7 @@ impl Assistant {
         left: Option<Duration>,
         events: &UnboundedSender<Event>,
     ) -> Result<Answer> {
-        crate::activities::interests::check_user_id(user)?;
+        crate::core::validate::user_id(user)?;
         let budget = left.map_or(self.budget, |l| self.budget.min(l.saturating_sub(RESERVE)));
         let deadline = Instant::now() + budget;
         let now = self.clock.now();

@@ -20,6 +20,23 @@ pub fn is_id(value: &str, max: usize) -> bool {
         && value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// The longest user id kept: a subject of any issuer (Auth0's `auth0|…` or `samlp|conn|email`,
+/// Cognito's UUID, Firebase's 28-character uid) fits; DynamoDB keys take up to 2048 bytes.
+pub const USER_ID_MAX: usize = 256;
+
+/// Refuses a user id that is empty, longer than [`USER_ID_MAX`] bytes or holds a control
+/// character: the one rule of every door (a token's claim, a path, a backend's body), so a user
+/// an issuer names is never charged and then refused.
+pub fn user_id(user: &str) -> Result<()> {
+    if user.is_empty() || user.len() > USER_ID_MAX || user.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            "invalid_user_id",
+            format!("userId must be 1-{USER_ID_MAX} bytes without control characters"),
+        ));
+    }
+    Ok(())
+}
+
 /// Validates the `agent` a caller names for cost attribution (`default` when none); lower case.
 pub fn agent_name(agent: Option<&str>, default: &str) -> Result<String> {
     let agent = agent.unwrap_or(default);
@@ -40,6 +57,13 @@ mod tests {
         assert!(!is_id("abcdef", 5));
         for bad in ["a b", "a/b", "a.b", "日本", "a\u{0}"] {
             assert!(!is_id(bad, 64), "{bad:?}");
+        }
+        for subject in ["auth0|abc123", "samlp|corp|ann.lee+x@example.com", "google-oauth2|1043",
+                        "3f1c2a9e-5b7d-4e21-9c8a-0d6b2f4e7a11", "kX9aQ2bR7tY1uI3oP5sD8fG0hJ4l", "用户-1"] {
+            assert!(user_id(subject).is_ok(), "{subject:?}");
+        }
+        for bad in ["", "a\nb", "a\u{0}", &"x".repeat(USER_ID_MAX + 1)] {
+            assert_eq!(user_id(bad).unwrap_err().status(), 400, "{bad:?}");
         }
         assert_eq!(agent_name(Some("SEO-Writer"), "x").unwrap(), "seo-writer");
         assert_eq!(agent_name(None, "research").unwrap(), "research");

@@ -4,11 +4,14 @@
 //! request's work as the user's spending ([`crate::costs::budget::spending_as`]).
 //!
 //! Each user's limits are their own: one user flooding spends their own minute, never another
-//! user's. They fail closed: when the store does not answer within `BUDGET_STORE_TIMEOUT_MS`
-//! (1 s), the request is refused (503 `store_unavailable`), so a store outage is no way around
-//! them.
+//! user's. The request counts fail open: when the store does not answer within
+//! `BUDGET_STORE_TIMEOUT_MS` (1 s), the same limits are counted in this container instead (a
+//! warning and the `QuotaFailedOpen` metric), as Envoy's and Stripe's rate limiters do, so a
+//! hung table does not take down a read that spends nothing. Spend never fails open: each paid
+//! call is held against the budgets, which refuse (503) when the store does not answer.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::Timelike;
@@ -33,12 +36,14 @@ pub struct Quota {
     budget_usd: f64,
     /// How long a count or a read waits for the store.
     wait: Duration,
+    /// This container's counts, kept while the store does not answer (see the module's doc).
+    fallback: Mutex<HashMap<(String, String), u32>>,
 }
 
 impl Quota {
     /// `per_minute` and `per_day` requests a user (0: no limit), counted in `records`.
     pub fn new(per_minute: u32, per_day: u32, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { per_minute, per_day, records, clock, budget_usd: 0.0, wait: WAIT }
+        Self { per_minute, per_day, records, clock, budget_usd: 0.0, wait: WAIT, fallback: Mutex::default() }
     }
 
     /// The limits `settings` set (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`,
@@ -84,6 +89,7 @@ impl Quota {
     }
 
     /// Counts one request of `user`: `Err(QuotaExceeded)` when its minute or its day is spent.
+    /// When the store does not answer in time, counts it in this container instead.
     pub async fn take(&self, user: &str) -> Result<()> {
         let now = self.clock.now();
         let minute = now.format("%Y-%m-%dT%H:%M").to_string();
@@ -93,27 +99,51 @@ impl Quota {
             (self.per_day, format!("d#{day}"), 2 * 86_400, crate::core::time::seconds_to_midnight(now), "day"),
         ];
         let pk = key(user);
+        let mut store_answers = true;
         for (limit, sk, keep_secs, retry_after_secs, window) in windows {
             if limit == 0 {
                 continue;
             }
-            let counted = self.records.add(&pk, &sk, 1, Some(i64::from(limit)), now.timestamp() + keep_secs);
-            match bounded(self.wait, "the quota store", counted).await {
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    return Err(Error::QuotaExceeded {
-                        message: format!("user quota of {limit} requests per {window} is spent; retry later"),
-                        retry_after_secs,
-                    });
+            let counted = if store_answers {
+                let counted = self.records.add(&pk, &sk, 1, Some(i64::from(limit)), now.timestamp() + keep_secs);
+                match bounded(self.wait, "the quota store", counted).await {
+                    Ok(counted) => counted.is_some(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "quota store unavailable: counted in this container");
+                        crate::core::metrics::emit(&crate::core::metrics::render(
+                            &[],
+                            &[("QuotaFailedOpen", "Count", 1.0)],
+                            now.timestamp_millis(),
+                        ));
+                        store_answers = false;
+                        self.count_here(&pk, &sk, limit)
+                    }
                 }
-                // Unavailable or slow: refused, so an outage is no way around the limit.
-                Err(e) => {
-                    tracing::error!(error = %e, "quota store unavailable: request refused");
-                    return Err(Error::Store("the quota store did not answer in time; retry shortly".into()));
-                }
+            } else {
+                self.count_here(&pk, &sk, limit)
+            };
+            if !counted {
+                return Err(Error::QuotaExceeded {
+                    message: format!("user quota of {limit} requests per {window} is spent; retry later"),
+                    retry_after_secs,
+                });
             }
         }
         Ok(())
+    }
+
+    /// Counts one request in this container's window `sk` of user `pk`; false when `limit` is
+    /// reached. Counts of past windows are dropped as windows pass.
+    fn count_here(&self, pk: &str, sk: &str, limit: u32) -> bool {
+        let mut counts = self.fallback.lock().unwrap_or_else(PoisonError::into_inner);
+        let window = &sk[..2];
+        counts.retain(|(_, kept), _| !kept.starts_with(window) || kept == sk);
+        let count = counts.entry((pk.to_owned(), sk.to_owned())).or_insert(0);
+        if *count >= limit {
+            return false;
+        }
+        *count += 1;
+        true
     }
 }
 

@@ -122,12 +122,21 @@ impl Users {
         }
     }
 
+    /// The claim's user id, held to [`crate::core::validate::user_id`] here at the door: a token
+    /// whose user no route could key is refused (403) before anything is counted or spent.
     fn user_of(&self, claims: &HashMap<String, String>) -> Result<String> {
-        claims
+        let user = claims
             .get(&self.claim)
             .filter(|id| !id.is_empty())
-            .cloned()
-            .ok_or_else(|| Error::Forbidden(format!("the token has no {:?} claim to name its user", self.claim)))
+            .ok_or_else(|| Error::Forbidden(format!("the token has no {:?} claim to name its user", self.claim)))?;
+        crate::core::validate::user_id(user).map_err(|_| {
+            Error::Forbidden(format!(
+                "the token's {:?} claim is not a user id (1-{} bytes without control characters)",
+                self.claim,
+                crate::core::validate::USER_ID_MAX
+            ))
+        })?;
+        Ok(user.clone())
     }
 
     /// Refuses `req` unless its verified user is `user` (401 without a token, 403 another).

@@ -7,9 +7,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, PutRequest, ReturnValue,
-    ScalarAttributeType, TimeToLiveSpecification, WriteRequest,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification, WriteRequest,
 };
 use serde_json::{Map, Number, Value};
 
@@ -78,6 +79,21 @@ impl DynamoRecords {
             Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
             Err(e) => Err(sdk_error(e)),
         }
+    }
+
+    /// The raw item at `(pk, sk)`, read consistently.
+    async fn item(&self, pk: &str, sk: &str) -> Result<Option<HashMap<String, AttributeValue>>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk.to_owned()))
+            .key("sk", AttributeValue::S(sk.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        Ok(out.item)
     }
 
     /// Builds a client from the standard AWS environment (region, credentials,
@@ -303,17 +319,7 @@ impl RecordStore for DynamoRecords {
     }
 
     async fn get(&self, pk: &str, sk: &str, now: i64) -> Result<Option<Record>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", AttributeValue::S(pk.to_owned()))
-            .key("sk", AttributeValue::S(sk.to_owned()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk_error)?;
-        match out.item {
+        match self.item(pk, sk).await? {
             Some(item) => Ok(Some(from_item(&item)?).filter(|r| r.is_live(now))),
             None => Ok(None),
         }
@@ -349,34 +355,93 @@ impl RecordStore for DynamoRecords {
         Ok(records)
     }
 
+    /// Idempotent under the SDK's retries: an update answered by a 500 or a reset after DynamoDB
+    /// applied it is sent again, and would count twice. Each update marks the counter with its
+    /// own token in an attribute of its [`Lane`], a name no other update uses while this one
+    /// lives (its retries included); the mark is the condition, so a retry of an applied update
+    /// is refused, seen as applied, and answered with the total.
     async fn add(&self, pk: &str, sk: &str, delta: i64, ceiling: Option<i64>, expires_at: i64) -> Result<Option<i64>> {
+        let lane = Lane::take();
+        let token = format!("{:016x}", uuid::Uuid::new_v4().as_u128() as u64);
+        let once = "(attribute_not_exists(#o) OR #o <> :op)";
         let mut update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(pk.to_owned()))
             .key("sk", AttributeValue::S(sk.to_owned()))
-            .update_expression("SET #t = if_not_exists(#t, :zero) + :d, expires_at = :exp")
+            .update_expression("SET #t = if_not_exists(#t, :zero) + :d, expires_at = :exp, #o = :op")
             .expression_attribute_names("#t", super::TOTAL)
+            .expression_attribute_names("#o", lane.attribute())
             .expression_attribute_values(":zero", AttributeValue::N("0".into()))
             .expression_attribute_values(":d", AttributeValue::N(delta.to_string()))
             .expression_attribute_values(":exp", AttributeValue::N(expires_at.to_string()))
-            .return_values(ReturnValue::UpdatedNew);
-        if let Some(ceiling) = ceiling {
-            update = update
-                .condition_expression("attribute_not_exists(#t) OR #t < :ceiling")
-                .expression_attribute_values(":ceiling", AttributeValue::N(ceiling.to_string()));
-        }
+            .expression_attribute_values(":op", AttributeValue::S(token.clone()))
+            .return_values(ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        update = match ceiling {
+            Some(ceiling) => update
+                .condition_expression(format!("(attribute_not_exists(#t) OR #t < :ceiling) AND {once}"))
+                .expression_attribute_values(":ceiling", AttributeValue::N(ceiling.to_string())),
+            None => update.condition_expression(once),
+        };
+        let total = |item: Option<&HashMap<String, AttributeValue>>| match item.and_then(|a| a.get(super::TOTAL)) {
+            Some(AttributeValue::N(n)) => {
+                n.parse().map(Some).map_err(|_| Error::Store(format!("counter {pk}/{sk} is not an integer: {n}")))
+            }
+            _ => Err(Error::Store(format!("dynamodb returned no total for counter {pk}/{sk}"))),
+        };
         match update.send().await {
-            Ok(out) => match out.attributes.as_ref().and_then(|a| a.get(super::TOTAL)) {
-                Some(AttributeValue::N(n)) => {
-                    n.parse().map(Some).map_err(|_| Error::Store(format!("counter {pk}/{sk} is not an integer: {n}")))
+            Ok(out) => total(out.attributes.as_ref()),
+            Err(e) => match e.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(refused) => {
+                    let old = match refused.item {
+                        Some(item) => item,
+                        // A store that does not return the refused item: read it (the lane is
+                        // still ours, so its mark cannot change meanwhile).
+                        None => self.item(pk, sk).await?.unwrap_or_default(),
+                    };
+                    match old.get(&lane.attribute()) {
+                        Some(AttributeValue::S(mark)) if *mark == token => total(Some(&old)),
+                        _ => Ok(None),
+                    }
                 }
-                _ => Err(Error::Store(format!("dynamodb returned no total for counter {pk}/{sk}"))),
+                e => Err(Error::Store(format!("dynamodb: {}", DisplayErrorContext(e)))),
             },
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(None),
-            Err(e) => Err(sdk_error(e)),
         }
+    }
+}
+
+/// A name under which one counter update at a time marks a counter: this process's id and a
+/// number, taken from a pool for the life of one update and given back after. A Lambda
+/// container runs one update at a time, so it adds one attribute (~30 bytes) to each counter it
+/// writes; counters are daily or shorter and expire.
+struct Lane {
+    number: u32,
+}
+
+/// This process's id and its free lanes.
+static LANES: std::sync::LazyLock<(String, std::sync::Mutex<Vec<u32>>, std::sync::atomic::AtomicU32)> =
+    std::sync::LazyLock::new(|| {
+        let process = format!("{:08x}", uuid::Uuid::new_v4().as_u128() as u32);
+        (process, std::sync::Mutex::new(Vec::new()), std::sync::atomic::AtomicU32::new(0))
+    });
+
+impl Lane {
+    fn take() -> Self {
+        let (_, free, next) = &*LANES;
+        let reused = free.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        Self { number: reused.unwrap_or_else(|| next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) }
+    }
+
+    fn attribute(&self) -> String {
+        format!("op_{}_{}", LANES.0, self.number)
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        LANES.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(self.number);
     }
 }
 
