@@ -54,7 +54,7 @@ test('a token that is missing, forged, expired or for another audience is a 401 
     assert.equal(body.error.code, 'unauthenticated', what);
   }
   assert.equal(model.calls.length, before, 'no refused request reached the model');
-  assert.ok(issuer.jwksFetches() <= 2, `unknown kids refetch the keys at most once a minute (${issuer.jwksFetches()} fetches)`);
+  assert.ok(issuer.jwksFetches() <= 2, `an unknown kid refetches the keys at most once per 5 s (${issuer.jwksFetches()} fetches)`);
 });
 
 test('useChat\'s transport reads the reply token by token, with the mode, and the server keeps the conversation', async () => {

@@ -43,6 +43,10 @@ pub enum Error {
     /// time (503); what it cost is recorded.
     #[error("{0}")]
     Upstream(String),
+    /// Something the request needs cannot be had right now (503), and may be after
+    /// `retry_after_secs` (`Retry-After`): the issuer's keys, a timeline's reader slot.
+    #[error("{message}")]
+    Unavailable { code: &'static str, message: String, retry_after_secs: u64 },
     /// The deployment is misconfigured (500).
     #[error("configuration error: {0}")]
     Config(String),
@@ -64,17 +68,17 @@ impl Error {
             Self::MethodNotAllowed { .. } => 405,
             Self::TooLarge { .. } => 413,
             Self::BudgetExceeded { .. } | Self::QuotaExceeded { .. } => 429,
-            Self::Store(_) | Self::Upstream(_) => 503,
+            Self::Store(_) | Self::Upstream(_) | Self::Unavailable { .. } => 503,
             Self::Config(_) => 500,
         }
     }
 
-    /// Seconds after which the same request may succeed (`Retry-After`), for a 429.
+    /// Seconds after which the same request may succeed (`Retry-After`), for a 429 or a 503.
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
-            Self::BudgetExceeded { retry_after_secs, .. } | Self::QuotaExceeded { retry_after_secs, .. } => {
-                Some(*retry_after_secs)
-            }
+            Self::BudgetExceeded { retry_after_secs, .. }
+            | Self::QuotaExceeded { retry_after_secs, .. }
+            | Self::Unavailable { retry_after_secs, .. } => Some(*retry_after_secs),
             _ => None,
         }
     }
@@ -86,7 +90,7 @@ impl Error {
             Self::Unauthenticated(_) => "unauthenticated",
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
-            Self::Conflict { code, .. } => code,
+            Self::Conflict { code, .. } | Self::Unavailable { code, .. } => code,
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::TooLarge { .. } => "payload_too_large",
             Self::BudgetExceeded { code, .. } => code,

@@ -6,11 +6,21 @@
 //! signature verifies with the issuer's key named by its `kid` (RS256/384/512, PS256/384/512,
 //! ES256/384; never `none` or a shared secret), `iss` is the issuer, `aud` (or, as Cognito's
 //! access tokens carry it, `client_id`) is one of `JWT_AUDIENCE`, `exp` is in the future and
-//! `nbf` past (60 s of clock skew). Keys are cached; an unknown `kid` refetches them at most
-//! once a minute, so a flood of forged `kid`s costs the issuer one request a minute. The issuer
-//! and its `jwks_uri` must be `https`, except on a loopback host (a test issuer).
+//! `nbf` past (60 s of clock skew).
+//!
+//! Keys are cached and never fetched on a request whose key is held: past an hour they are
+//! refreshed in the background while the held ones serve. A `kid` not held fetches them on the
+//! request (one fetch at a time, the others waiting for it), at most once per
+//! [`REFETCH_EVERY`], so a signing key the issuer just added is trusted at once and a flood of
+//! forged `kid`s costs the issuer one request per [`REFETCH_EVERY`]. When the keys cannot be
+//! had (the issuer down, the fetch failed) the answer is 503 `issuer_unavailable` with
+//! `Retry-After`, never a 401 for a token that may be valid; the `IssuerUnavailable` metric
+//! counts the failed fetches. The issuer and its `jwks_uri` must be `https`, except on a
+//! loopback host (a test issuer).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use jsonwebtoken::jwk::JwkSet;
@@ -24,11 +34,11 @@ use crate::core::validate::loopback;
 
 /// Time box of one fetch of the issuer's discovery document or keys.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
-/// Least time between two fetches of the keys for an unknown `kid`.
-const REFETCH_EVERY: Duration = Duration::from_secs(60);
-/// Least time between two tries after a failed fetch.
-const RETRY_EVERY: Duration = Duration::from_secs(5);
-/// Keys older than this are fetched again (an issuer's removed key stops being trusted).
+/// Least time between two fetches of the keys on a request (for a `kid` not held), and the
+/// `Retry-After` of a 503 when they cannot be had.
+pub const REFETCH_EVERY: Duration = Duration::from_secs(5);
+/// Keys older than this are refreshed in the background (an issuer's removed key stops being
+/// trusted), the held ones serving meanwhile.
 const KEYS_LIVE: Duration = Duration::from_secs(3600);
 /// Clock skew allowed on `exp` and `nbf`, in seconds.
 const LEEWAY_SECS: u64 = 60;
@@ -81,34 +91,70 @@ fn allowed_url(url: &str) -> std::result::Result<(), String> {
     allowed(url, local)
 }
 
-/// The issuer's keys as last fetched, and when that was last tried.
+/// The issuer's keys as last fetched, and when fetches were tried.
 #[derive(Default)]
 struct Keys {
     set: JwkSet,
     fetched: Option<Instant>,
-    tried: Option<Instant>,
+    /// The last fetch that failed.
+    failed: Option<Instant>,
+    /// The last fetch for a `kid` not held while keys were.
+    unknown: Option<Instant>,
+}
+
+/// What a request that needs a key not held gets from [`Inner::refetch`].
+enum Fetch {
+    /// The keys were fetched after the request looked: look again (absent: not the issuer's).
+    Fresh,
+    /// No fetch may run for this long: a failed one, or one for an unknown `kid`, is that recent.
+    Wait(Duration),
 }
 
 /// Verifies users' tokens against one issuer. Built once per process.
 pub struct Verifier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     issuer: Issuer,
     http: reqwest::Client,
-    keys: Mutex<Keys>,
+    /// Read on every request; written only after a fetch.
+    keys: RwLock<Keys>,
+    /// Held by the one fetch running.
+    fetching: Mutex<()>,
+    /// A background refresh is running.
+    refreshing: AtomicBool,
+    /// Held keys older than this are refreshed ([`KEYS_LIVE`]).
+    live: Duration,
 }
 
 impl Verifier {
     pub fn new(issuer: Issuer) -> Result<Self> {
+        Self::refreshing_after(issuer, KEYS_LIVE)
+    }
+
+    /// A verifier that refreshes its held keys once they are `live` old ([`Self::new`]: an hour).
+    pub fn refreshing_after(issuer: Issuer, live: Duration) -> Result<Self> {
         let http = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::Config(format!("cannot build the JWKS client: {e}")))?;
-        Ok(Self { issuer, http, keys: Mutex::default() })
+        let inner = Inner {
+            issuer,
+            http,
+            keys: RwLock::default(),
+            fetching: Mutex::const_new(()),
+            refreshing: AtomicBool::new(false),
+            live,
+        };
+        Ok(Self { inner: Arc::new(inner) })
     }
+
 
     /// The claims of `token` (as API Gateway passes them: every value a string) once it is
     /// verified; 401 for a token that is not (forged, expired, another issuer or audience), 503
-    /// when the issuer's keys cannot be fetched.
+    /// `issuer_unavailable` with `Retry-After` when the issuer's keys cannot be had.
     pub async fn verify(&self, token: &str) -> Result<HashMap<String, String>> {
         let unauthenticated = |why: &str| Error::Unauthenticated(format!("the token is not valid: {why}"));
         let header = jsonwebtoken::decode_header(token).map_err(|_| unauthenticated("not a JWT"))?;
@@ -116,11 +162,11 @@ impl Verifier {
             return Err(unauthenticated("its algorithm is not one an OIDC issuer signs with"));
         }
         let kid = header.kid.ok_or_else(|| unauthenticated("it names no key (kid)"))?;
-        let key = self.key(&kid).await?.ok_or_else(|| unauthenticated("the issuer has no such key"))?;
+        let key = self.inner.key(&kid).await?.ok_or_else(|| unauthenticated("the issuer has no such key"))?;
         let mut validation = Validation::new(header.alg);
         validation.leeway = LEEWAY_SECS;
         validation.validate_nbf = true;
-        validation.set_issuer(&[&self.issuer.url]);
+        validation.set_issuer(&[&self.inner.issuer.url]);
         validation.set_required_spec_claims(&["exp", "iss"]);
         // `aud` is checked below: Cognito's access tokens carry `client_id` instead.
         validation.validate_aud = false;
@@ -140,7 +186,7 @@ impl Verifier {
             Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
         };
-        if !audiences.iter().any(|a| self.issuer.audiences.iter().any(|ok| ok == a)) {
+        if !audiences.iter().any(|a| self.inner.issuer.audiences.iter().any(|ok| ok == a)) {
             return Err(unauthenticated("it is for another audience"));
         }
         Ok(data
@@ -156,31 +202,111 @@ impl Verifier {
             .collect())
     }
 
-    /// The key `kid`, fetching the issuer's keys when they were never fetched or are an hour old,
-    /// or when `kid` is unknown and the last fetch is a minute old; after a failed fetch, not
-    /// again for [`RETRY_EVERY`] (the keys held so far still serve). One fetch at a time.
-    async fn key(&self, kid: &str) -> Result<Option<DecodingKey>> {
-        let mut keys = self.keys.lock().await;
-        let age = |at: Option<Instant>| at.map_or(Duration::MAX, |at| at.elapsed());
-        let wanted =
-            age(keys.fetched) >= KEYS_LIVE || (keys.set.find(kid).is_none() && age(keys.fetched) >= REFETCH_EVERY);
-        if wanted && age(keys.tried) >= RETRY_EVERY {
-            keys.tried = Some(Instant::now());
-            match self.fetch().await {
-                Ok(set) => (keys.set, keys.fetched) = (set, Some(Instant::now())),
-                Err(why) => {
-                    tracing::error!(issuer = %self.issuer.url, %why, "the issuer's keys could not be fetched");
-                    if keys.fetched.is_none() {
-                        return Err(Error::Upstream("users' tokens cannot be verified right now; please retry".into()));
-                    }
-                }
+}
+
+impl Inner {
+    /// The key `kid`: as held (refreshed in the background past [`KEYS_LIVE`]), else as fetched
+    /// now; 401 (`None`) only when keys fetched after the request looked lack it, 503 with
+    /// `Retry-After` when no fetch may run or it failed.
+    async fn key(self: &Arc<Self>, kid: &str) -> Result<Option<DecodingKey>> {
+        let asked = Instant::now();
+        if let Some(key) = self.held(kid) {
+            self.refresh_if_stale();
+            return Ok(Some(key));
+        }
+        match self.refetch(asked).await {
+            Fetch::Fresh => Ok(self.held(kid)),
+            Fetch::Wait(wait) => Err(Error::Unavailable {
+                code: "issuer_unavailable",
+                message: "users' tokens cannot be verified right now (the issuer's keys could not be had); \
+                          retry after the Retry-After seconds"
+                    .into(),
+                retry_after_secs: wait.as_secs().max(1),
+            }),
+        }
+    }
+
+    fn keys(&self) -> std::sync::RwLockReadGuard<'_, Keys> {
+        self.keys.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn keys_mut(&self) -> std::sync::RwLockWriteGuard<'_, Keys> {
+        self.keys.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The usable key `kid`, if held.
+    fn held(&self, kid: &str) -> Option<DecodingKey> {
+        let keys = self.keys();
+        let jwk = keys.set.find(kid)?;
+        if jwk.common.public_key_use == Some(jsonwebtoken::jwk::PublicKeyUse::Encryption) {
+            return None;
+        }
+        DecodingKey::from_jwk(jwk).ok()
+    }
+
+    /// Starts one background fetch when the held keys are past [`KEYS_LIVE`] (and no fetch
+    /// failed within [`REFETCH_EVERY`]); the held keys serve meanwhile, and on failure.
+    fn refresh_if_stale(self: &Arc<Self>) {
+        let stale = {
+            let keys = self.keys();
+            keys.fetched.is_some_and(|at| at.elapsed() >= self.live)
+                && keys.failed.is_none_or(|at| at.elapsed() >= REFETCH_EVERY)
+        };
+        if stale && !self.refreshing.swap(true, Ordering::AcqRel) {
+            let inner = Arc::clone(self);
+            tokio::spawn(async move {
+                let _one = inner.fetching.lock().await;
+                inner.fetch_now().await;
+                inner.refreshing.store(false, Ordering::Release);
+            });
+        }
+    }
+
+    /// Fetches the keys for a request that looked at `asked` and lacked its key, one fetch at a
+    /// time: not again when one ended after it looked, nor within [`REFETCH_EVERY`] of a failed
+    /// one or of one for an unknown `kid` (a flood of forged `kid`s costs the issuer one fetch per
+    /// [`REFETCH_EVERY`]).
+    async fn refetch(&self, asked: Instant) -> Fetch {
+        let _one = self.fetching.lock().await;
+        let wait = {
+            let keys = self.keys();
+            if keys.fetched.is_some_and(|at| at > asked) {
+                return Fetch::Fresh;
+            }
+            let since = |at: Option<Instant>| at.map(|at| REFETCH_EVERY.saturating_sub(at.elapsed()));
+            let unknown = keys.fetched.and(since(keys.unknown));
+            let failed = keys.failed.filter(|f| keys.fetched.is_none_or(|ok| *f > ok));
+            since(failed).max(unknown).filter(|w| !w.is_zero())
+        };
+        if let Some(wait) = wait {
+            return Fetch::Wait(wait);
+        }
+        let held = self.keys().fetched.is_some();
+        if held {
+            self.keys_mut().unknown = Some(Instant::now());
+        }
+        if self.fetch_now().await { Fetch::Fresh } else { Fetch::Wait(REFETCH_EVERY) }
+    }
+
+    /// One fetch, its outcome kept: true when the keys were replaced.
+    async fn fetch_now(&self) -> bool {
+        match self.fetch().await {
+            Ok(set) => {
+                let mut keys = self.keys_mut();
+                (keys.set, keys.fetched) = (set, Some(Instant::now()));
+                true
+            }
+            Err(why) => {
+                self.keys_mut().failed = Some(Instant::now());
+                tracing::error!(issuer = %self.issuer.url, %why, "the issuer's keys could not be fetched");
+                crate::core::metrics::emit(&crate::core::metrics::render(
+                    &[],
+                    &[("IssuerUnavailable", "Count", 1.0)],
+                    chrono::Utc::now().timestamp_millis(),
+                ));
+                false
             }
         }
-        let jwk = keys
-            .set
-            .find(kid)
-            .filter(|jwk| jwk.common.public_key_use != Some(jsonwebtoken::jwk::PublicKeyUse::Encryption));
-        Ok(jwk.and_then(|jwk| DecodingKey::from_jwk(jwk).ok()))
     }
 
     /// The issuer's key set, by OIDC discovery.
