@@ -167,8 +167,10 @@ async fn a_call_cut_short_keeps_its_hold(kind: StoreKind) {
     assert_eq!(h.upstream_calls().await.len(), calls, "no upstream call over budget");
 }
 
-// Given a model the price table does not know, then each call holds UNPRICED_WORST_USD (its
-// cost is unknown, so the hold is kept), and a free hold whose call reported a cost adds it.
+// Given a model the price table does not know (start-up refuses one for a configured model:
+// this is the defence behind it), then each call holds UNPRICED_WORST_USD (its cost is
+// unknown, so the hold is kept), a free hold whose call reported a cost adds it, and a cost past
+// its hold is counted, logged and alarmed.
 async fn unpriced_and_reported_costs_are_budgeted(kind: StoreKind) {
     use shared::core::upstream::Usage;
     use shared::costs::ledger::{CallKind, Charge, Ledger, Outcome, UNPRICED_WORST_USD};
@@ -210,6 +212,29 @@ async fn unpriced_and_reported_costs_are_budgeted(kind: StoreKind) {
         .await;
     ledger.settle(free, &cost, false).await;
     assert!((budgets.spent("b", today).await.unwrap() - 0.01).abs() < 1e-9, "a reported cost is added");
+
+    // Issue 53 item 4: a priced call whose reported cost passes its hold is counted at its cost
+    // and logged (in Lambda also the SettledAboveHold metric SettledAboveHoldAlarm watches).
+    integration::logs::capture();
+    let held = ledger.hold("b", "openrouter", "deepseek/deepseek-chat", &usage).await.unwrap();
+    let over = Usage { provider_cost_usd: Some(0.02), ..usage.clone() };
+    let cost = ledger
+        .charge(&Charge {
+            request_id: "r-over",
+            agent: "b",
+            kind: CallKind::Llm,
+            provider: "openrouter",
+            model: "deepseek/deepseek-chat",
+            usage: &over,
+            outcome: Outcome::Live,
+            saved_usd: 0.0,
+            upstream_id: None,
+        })
+        .await;
+    ledger.settle(held, &cost, false).await;
+    assert!((budgets.spent("b", today).await.unwrap() - 0.03).abs() < 1e-9, "counted at its cost");
+    let logged = integration::logs::lines("a call cost more than its hold");
+    assert!(logged.iter().any(|l| l.contains("\"agent\":\"b\"") && l.contains("0.02")), "{logged:?}");
 }
 
 on_both_stores!(

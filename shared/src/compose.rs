@@ -49,9 +49,10 @@ impl Config {
         Self::read(&Env::from_lookup(lookup))
     }
 
-    /// Every part from `env`; the first mistake found names its variable.
+    /// Every part from `env`; the first mistake found names its variable. A paid model the
+    /// price table does not price is one ([`Config::check_prices`]).
     pub fn read(env: &Env) -> Result<Self> {
-        Ok(Self {
+        let config = Self {
             core: crate::core::config::Settings::read(env)?,
             http: crate::http::settings::Settings::read(env)?,
             costs: crate::costs::settings::Settings::read(env)?,
@@ -63,7 +64,41 @@ impl Config {
             activities: crate::activities::settings::Settings::read(env)?,
             #[cfg(feature = "assistant")]
             assistant: crate::assistant::settings::Settings::read(env)?,
-        })
+        };
+        config.check_prices()?;
+        Ok(config)
+    }
+
+    /// Refuses a paid model (a chat model with `LLM_API_KEY`, an embeddings model with
+    /// `EMBEDDING_API_KEY`) that the price table does not price: its calls could hold no worst
+    /// case against the budgets, and would be reported as costing $0.
+    fn check_prices(&self) -> Result<()> {
+        let table = prices(self)?;
+        let mut paid: Vec<(&str, &str, &str)> = Vec::new();
+        let llm = self.llm.provider.as_str();
+        if self.llm.api_key.is_some() {
+            paid.push(("LLM_MILESTONE_MODEL", llm, &self.timeline.milestone_model));
+            paid.push(("LLM_DETAIL_MODEL", llm, &self.timeline.detail_model));
+            #[cfg(feature = "assistant")]
+            paid.push(("LLM_ASSISTANT_MODEL", llm, &self.assistant.model));
+            #[cfg(feature = "vector-index")]
+            paid.push(("LLM_RAG_MODEL", llm, &self.activities.reason_model));
+        }
+        #[cfg(feature = "vector-index")]
+        if self.activities.embedder == crate::activities::settings::EmbedderKind::OpenAi
+            && self.activities.embedding_api_key.is_some()
+        {
+            paid.push(("EMBEDDING_MODEL", &self.activities.embedding_provider, &self.activities.embedding_model));
+        }
+        match paid.into_iter().find(|(_, provider, model)| !table.prices(provider, model)) {
+            None => Ok(()),
+            Some((variable, provider, model)) => Err(Error::Config(format!(
+                "{variable}: the price table has no \"{provider}/{model}\" (the provider's name, then the model; \
+                 LLM_MODEL stands for each LLM_*_MODEL not set): price it in the file PRICE_TABLE_PATH names \
+                 (docs/costs.md) or choose a priced model, since an unpriced model's calls cannot be held \
+                 against the budgets"
+            ))),
+        }
     }
 }
 

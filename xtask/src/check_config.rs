@@ -276,6 +276,20 @@ mod tests {
         let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
         assert_eq!(rag.get("EMBEDDING_PROVIDER").map(String::as_str), Some("openai"));
     }
+
+    // Issue 53 item 4: a paid model the price table does not price is refused before a deploy
+    // by every function that would call it (at start-up too: the same `Config::read`), naming
+    // its variable; the template's default model is priced.
+    #[test]
+    fn an_unpriced_model_is_refused_before_a_deploy() {
+        assert_eq!(misconfigured(&answers(&[("LlmApiKey", "k")])), []);
+        let bad = misconfigured(&answers(&[("LlmApiKey", "k"), ("LlmModel", "anthropic/claude-opus-9")]));
+        let functions: Vec<&str> = bad.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(functions, ["research", "rag-search", "assistant"], "{bad:?}");
+        for (_, e) in &bad {
+            assert!(e.contains("LLM_") && e.contains("\"openrouter/anthropic/claude-opus-9\""), "{e}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -396,6 +396,18 @@ impl Budgets {
     /// fails: a settlement the store refuses leaves the hold counted (the budget errs closed).
     pub async fn settle(&self, hold: Hold, cost_usd: f64) {
         let now = self.clock.now();
+        // A cost past its hold (an upstream's reported cost above the priced worst case): the
+        // caps overshoot by the difference. Counted below as any cost is, logged, and alarmed.
+        if hold.micros > 0 && micros(cost_usd) > hold.micros {
+            tracing::warn!(
+                agent = hold.agent,
+                held_usd = hold.micros as f64 / 1e6,
+                cost_usd,
+                "a call cost more than its hold: the price table's worst case is too low for it"
+            );
+            let metric = [("SettledAboveHold", "Count", 1.0)];
+            metrics::emit(&metrics::render(&[], &metric, now.timestamp_millis()));
+        }
         // A free hold that cost something after all (a reported cost) is the user's too.
         let user = hold.user.clone().or_else(|| {
             (hold.micros == 0 && cost_usd > 0.0 && self.user_cap_usd > 0.0)

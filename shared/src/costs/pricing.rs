@@ -50,6 +50,11 @@ impl PriceTable {
         Ok(table)
     }
 
+    /// Whether `provider/model` has a price.
+    pub fn prices(&self, provider: &str, model: &str) -> bool {
+        self.0.contains_key(&format!("{provider}/{model}"))
+    }
+
     /// The cost of one call in USD, rounded to 1e-10 (no float noise in reports), or `None`
     /// if the model is not in the table.
     pub fn cost(&self, provider: &str, model: &str, usage: &Usage) -> Option<f64> {
