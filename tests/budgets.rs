@@ -237,7 +237,87 @@ async fn unpriced_and_reported_costs_are_budgeted(kind: StoreKind) {
     assert!(logged.iter().any(|l| l.contains("\"agent\":\"b\"") && l.contains("0.02")), "{logged:?}");
 }
 
+// Issue 53 item 5: users together spend at most their share of an agent's day. With a $1 cap
+// and half of it for users, ten users at their own $0.20 cap stop at $0.50 of the agent (five
+// $0.10 calls; before, they spent the whole dollar and stopped the agent until midnight), and
+// the backend's calls of the same agent still go through; the cost report shows what users
+// spent of the agent apart from its whole spend.
+async fn users_spending_all_they_may_never_stop_the_backend(kind: StoreKind) {
+    use shared::core::upstream::Usage;
+    use shared::costs::budget::spending_as;
+    use shared::costs::ledger::{CallKind, Charge, Ledger, Outcome};
+    let (records, _guard) = integration::store(kind).await;
+    let clock = Arc::new(SystemClock);
+    let caps = BudgetCaps::parse("assistant=1,*=1").unwrap();
+    let budgets = Budgets::new(caps, records.clone(), clock.clone(), Duration::from_secs(5), 0.0)
+        .with_user_cap(0.2)
+        .with_users_share(0.5);
+    let prices = Arc::new(shared::costs::pricing::PriceTable::default());
+    let ledger =
+        Ledger::new(records.clone(), prices, clock.clone(), shared::core::retry::STORE_RETRY).with_budgets(Arc::new(budgets));
+    // A call priced at $0.10 (the reported cost wins over the table).
+    let usage = Usage { provider_cost_usd: Some(0.1), ..Usage::default() };
+    let call = |request_id: &'static str| Charge {
+        request_id,
+        agent: "assistant",
+        kind: CallKind::Llm,
+        provider: "openrouter",
+        model: "deepseek/deepseek-chat",
+        usage: &usage,
+        outcome: Outcome::Live,
+        saved_usd: 0.0,
+        upstream_id: None,
+    };
+    let (ledger_ref, call_ref, usage_ref) = (&ledger, &call, &usage);
+    let paid = move |request_id: &'static str| async move {
+        let (ledger, call, usage) = (ledger_ref, call_ref, usage_ref);
+        let hold = ledger.hold("assistant", "openrouter", "deepseek/deepseek-chat", usage).await?;
+        let cost = ledger.charge(&call(request_id)).await;
+        ledger.settle(hold, &cost, false).await;
+        Ok::<_, shared::core::error::Error>(())
+    };
+    let mut admitted = 0;
+    for user in 0..10 {
+        for _ in 0..2 {
+            match spending_as(&format!("u-{user}"), paid("user-call")).await {
+                Ok(()) => admitted += 1,
+                Err(e) => assert_eq!(e.code(), "budget_exceeded", "{e}"),
+            }
+        }
+    }
+    assert_eq!(admitted, 5, "users' $0.50 share of the agent: five $0.10 calls");
+    for _ in 0..3 {
+        paid("backend-call").await.expect("the backend's call of the same agent");
+    }
+    let budgets = ledger.budgets().unwrap();
+    let today = chrono::Utc::now().date_naive();
+    assert!((budgets.spent("assistant", today).await.unwrap() - 0.8).abs() < 1e-9);
+    assert!((budgets.users_spent("assistant", today).await.unwrap() - 0.5).abs() < 1e-9);
+
+    let app = cost_report::App {
+        ledger: ledger.clone(),
+        clock,
+        records,
+        agents: shared::costs::settings::DEFAULT_AGENTS.map(String::from).to_vec(),
+        user_budget_usd: 0.2,
+        operators: Vec::new(),
+    };
+    let day = today.format("%Y-%m-%d").to_string();
+    let query = format!("from={day}&to={day}");
+    let uri = format!("https://api.example.com/cost-report?{query}");
+    let req = lambda_http::http::Request::builder().method("GET").uri(uri).body(lambda_http::Body::Empty).unwrap();
+    let params: std::collections::HashMap<String, String> =
+        query.split('&').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect();
+    let req = lambda_http::RequestExt::with_query_string_parameters(req, params);
+    let (status, r) = integration::respond(cost_report::handle(&app, integration::as_backend(req)).await);
+    assert_eq!(status, 200, "{r}");
+    let line = r["budgets"].as_array().unwrap().iter().find(|b| b["agent"] == "assistant").cloned().unwrap();
+    assert!((line["spentUsd"].as_f64().unwrap() - 0.8).abs() < 1e-9, "{line}");
+    assert_eq!(line["users"], json!({"day": day, "budgetUsd": 0.5, "spentUsd": 0.5}), "{line}");
+}
+
 on_both_stores!(
+    users_spending_all_they_may_never_stop_the_backend,
     a_call_cut_short_keeps_its_hold,
     unpriced_and_reported_costs_are_budgeted,
     at_most_one_call_crosses_the_line_across_processes,

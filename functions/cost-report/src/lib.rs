@@ -27,7 +27,7 @@ use shared::core::metrics;
 use shared::core::records::RecordStore;
 use shared::costs::budget;
 use shared::costs::ledger::Ledger;
-use shared::costs::report::{Format, GroupBy, Params, Report, TopSpenders, html, text};
+use shared::costs::report::{Format, GroupBy, Params, Report, TopSpenders, UsersUse, html, text};
 use shared::costs::usage::{self, Reported};
 use shared::http::{self, auth};
 use shared::{Error, Result, compose};
@@ -58,10 +58,16 @@ impl App {
             let users = budget::top_spenders(&*self.records, day, TOP_SPENDERS, self.clock.now().timestamp()).await?;
             report.top_spenders = Some(TopSpenders { day: day.format("%Y-%m-%d").to_string(), users });
         }
-        Ok(match self.ledger.budgets() {
-            Some(budgets) => report.with_budgets(|agent| budgets.cap(agent)),
-            None => report,
-        })
+        let Some(budgets) = self.ledger.budgets() else { return Ok(report) };
+        let mut report = report.with_budgets(|agent| budgets.cap(agent));
+        // Users' pool of each agent on the period's last day: one read per agent that spent.
+        let day = params.to.date_naive();
+        for line in &mut report.budgets {
+            let spent_usd = budgets.users_spent(&line.agent, day).await?;
+            let budget_usd = budgets.users_cap(&line.agent);
+            line.users = Some(UsersUse { day: day.format("%Y-%m-%d").to_string(), budget_usd, spent_usd });
+        }
+        Ok(report)
     }
 
     /// Built from the environment (record store, price table).

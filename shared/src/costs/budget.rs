@@ -14,6 +14,11 @@
 //! way, so one user cannot spend everyone's day and concurrent requests overshoot by at most one
 //! call's worst case. The user's cap fails closed without an allowance: a store that does not
 //! answer refuses the call (503).
+//!
+//! Users together are a pool of each agent's day: their calls are also held against the agent's
+//! users' counter, capped at `USERS_BUDGET_SHARE` (half) of the agent's cap, so users spending
+//! all they may never stop the backend's calls of that agent; the rest of the cap is the
+//! backend's (which may also spend what users leave).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -43,12 +48,14 @@ pub struct Hold {
     counted: bool,
     /// The user's counter the same worst case is held on, when a user is spending.
     user: Option<(String, String)>,
+    /// The agent's users' counter, held on too when a user is spending.
+    pool: Option<(String, String)>,
 }
 
 impl Hold {
     /// A hold of nothing, for a call that costs nothing.
     pub fn free(agent: &str) -> Self {
-        Self { agent: agent.to_owned(), day: NaiveDate::MIN, micros: 0, counted: false, user: None }
+        Self { agent: agent.to_owned(), day: NaiveDate::MIN, micros: 0, counted: false, user: None, pool: None }
     }
 }
 
@@ -207,6 +214,8 @@ pub struct Budgets {
     allowance: AtomicI64,
     /// Each user's daily cap in USD (0: none).
     user_cap_usd: f64,
+    /// The share of each agent's cap users may spend together.
+    users_share: f64,
 }
 
 /// How long a day's counter is kept (the report reads spend from the cost records).
@@ -214,6 +223,11 @@ const KEEP_SECS: i64 = 3 * 86_400;
 
 fn key(agent: &str, day: NaiveDate) -> (String, String) {
     (format!("BUDGET#{}#{agent}", day.format("%Y-%m-%d")), "spend".to_owned())
+}
+
+/// The counter of what users together spent of `agent`'s `day`.
+fn pool_key(agent: &str, day: NaiveDate) -> (String, String) {
+    (key(agent, day).0, "users".to_owned())
 }
 
 impl Budgets {
@@ -226,7 +240,26 @@ impl Budgets {
         wait: Duration,
         outage_allowance_usd: f64,
     ) -> Self {
-        Self { caps, records, clock, wait, allowance: AtomicI64::new(micros(outage_allowance_usd)), user_cap_usd: 0.0 }
+        let allowance = AtomicI64::new(micros(outage_allowance_usd));
+        Self { caps, records, clock, wait, allowance, user_cap_usd: 0.0, users_share: 1.0 }
+    }
+
+    /// The same budgets, users together held to `share` (0 to 1) of each agent's cap.
+    pub fn with_users_share(mut self, share: f64) -> Self {
+        self.users_share = share.clamp(0.0, 1.0);
+        self
+    }
+
+    /// What users together may spend of `agent`'s day, in USD.
+    pub fn users_cap(&self, agent: &str) -> f64 {
+        self.caps.of(agent) * self.users_share
+    }
+
+    /// What users together have spent (and hold) of `agent`'s `day`, in USD.
+    pub async fn users_spent(&self, agent: &str, day: NaiveDate) -> Result<f64> {
+        let (pk, sk) = pool_key(agent, day);
+        let record = self.records.get(&pk, &sk, self.clock.now().timestamp()).await?;
+        Ok(record.and_then(|r| r.body[TOTAL].as_i64()).unwrap_or(0) as f64 / 1e6)
     }
 
     /// The same budgets, each signed-in user's spend also capped at `usd` a day (0: no cap).
@@ -306,20 +339,63 @@ impl Budgets {
             return Ok(Hold::free(agent));
         }
         let now = self.clock.now();
-        let user = match spender() {
-            // An agent with no budget refuses before the user's counter is touched.
-            Some(user) if self.caps.of(agent) > 0.0 => self.hold_user(&user, worst, now).await?,
-            _ => None,
-        };
-        let held = self.hold_agent(agent, worst, now).await;
-        match (held, user) {
-            (Ok(hold), user) => Ok(Hold { user, ..hold }),
-            (Err(e), Some(counter)) => {
+        let Some(user) = spender() else { return self.hold_agent(agent, worst, now).await };
+        // An agent with no budget refuses before the user's counters are touched.
+        if self.caps.of(agent) <= 0.0 {
+            return self.hold_agent(agent, worst, now).await;
+        }
+        let user = self.hold_user(&user, worst, now).await?;
+        let pool = match self.hold_pool(agent, worst, now).await {
+            Ok(pool) => pool,
+            Err(e) => {
                 // The user's hold is given back: nothing was spent.
-                self.adjust(&counter, -worst, now).await;
+                if let Some(counter) = &user {
+                    self.adjust(counter, -worst, now).await;
+                }
+                return Err(e);
+            }
+        };
+        match self.hold_agent(agent, worst, now).await {
+            Ok(hold) => Ok(Hold { user, pool: Some(pool), ..hold }),
+            Err(e) => {
+                for counter in user.iter().chain([&pool]) {
+                    self.adjust(counter, -worst, now).await;
+                }
                 Err(e)
             }
-            (Err(e), None) => Err(e),
+        }
+    }
+
+    /// Holds `worst` against what users together may spend of `agent`'s day: the counter's
+    /// key, or 429 `budget_exceeded` when their share is spent, or 503 when the store does not
+    /// answer (fails closed, as the user's own cap).
+    async fn hold_pool(&self, agent: &str, worst: i64, now: DateTime<Utc>) -> Result<(String, String)> {
+        let cap_usd = self.users_cap(agent);
+        let (pk, sk) = pool_key(agent, now.date_naive());
+        let expires = now.timestamp() + KEEP_SECS;
+        let held = async {
+            if micros(cap_usd) == 0 {
+                return Ok(None);
+            }
+            self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires).await
+        };
+        match bounded(self.wait, "the budget store", held).await {
+            Ok(Some(_)) => Ok((pk, sk)),
+            Ok(None) => {
+                tracing::warn!(agent, cap_usd, "users' share of an agent's daily budget is spent: paid call refused");
+                Err(Error::BudgetExceeded {
+                    code: "budget_exceeded",
+                    message: format!(
+                        "users have spent their share (${cap_usd}) of agent {agent:?}'s budget for today (UTC); \
+                         it renews at midnight UTC"
+                    ),
+                    retry_after_secs: crate::core::time::seconds_to_midnight(now),
+                })
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
+                Err(Error::Store("the budget store did not answer; paid calls wait until it does".into()))
+            }
         }
     }
 
@@ -343,7 +419,7 @@ impl Budgets {
         match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(cap), expires)).await {
             Ok(Some(total)) => {
                 emit_used(agent, total, cap, now);
-                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: true, user: None })
+                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: true, user: None, pool: None })
             }
             Ok(None) => {
                 tracing::warn!(agent, cap_usd, "daily budget spent: paid call refused");
@@ -367,7 +443,8 @@ impl Budgets {
                     allowance_left_usd = (left - worst) as f64 / 1e6,
                     "budget store unavailable: paid call allowed from this container's outage allowance"
                 );
-                Ok(Hold { agent: agent.to_owned(), day: NaiveDate::MIN, micros: worst, counted: false, user: None })
+                let day = NaiveDate::MIN;
+                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: false, user: None, pool: None })
             }
             Err(_) => {
                 tracing::error!(
@@ -415,6 +492,15 @@ impl Budgets {
                 .flatten()
                 .map(|user| user_key(&user, now.date_naive()))
         });
+        let pool = hold.pool.clone().or_else(|| {
+            (hold.micros == 0 && cost_usd > 0.0 && spender().is_some()).then(|| pool_key(&hold.agent, now.date_naive()))
+        });
+        if let Some(counter) = &pool {
+            let delta = micros(cost_usd) - hold.micros;
+            if delta != 0 {
+                self.adjust(counter, delta, now).await;
+            }
+        }
         if let Some(counter) = &user {
             let delta = micros(cost_usd) - hold.micros;
             // A paid call also reads back the user's total (an add of 0 when it cost its hold),

@@ -27,6 +27,9 @@ pub struct Settings {
     /// What one signed-in user's requests may spend a UTC day, across agents and containers
     /// (`USER_BUDGET_USD_PER_DAY`; 0: no per-user cap).
     pub user_budget_usd_per_day: f64,
+    /// The share of each agent's daily cap that signed-in users' requests may spend together
+    /// (`USERS_BUDGET_SHARE`, 0 to 1): the rest is the backend's, whatever users do.
+    pub users_share: f64,
     /// Requests a user may make per minute and per day on the user routes that search
     /// (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`).
     pub quota_per_minute: u32,
@@ -50,6 +53,10 @@ impl Settings {
             budget_store_timeout: env.millis("BUDGET_STORE_TIMEOUT_MS", 1000)?.max(Duration::from_millis(1)),
             outage_allowance_usd: env.usd("BUDGET_OUTAGE_ALLOWANCE_USD", 0.25)?,
             user_budget_usd_per_day: env.usd("USER_BUDGET_USD_PER_DAY", 0.5)?,
+            users_share: match env.usd("USERS_BUDGET_SHARE", 0.5) {
+                Ok(share) if share <= 1.0 => share,
+                _ => return Err(Error::Config("USERS_BUDGET_SHARE must be a number from 0 to 1".into())),
+            },
             quota_per_minute: count("USER_QUOTA_PER_MINUTE", 30)?,
             quota_per_day: count("USER_QUOTA_PER_DAY", 1000)?,
             operators: env

@@ -188,6 +188,19 @@ pub struct BudgetUse {
     pub spent_usd: f64,
     /// `spent / budget`; `None` for an agent with no budget.
     pub used: Option<f64>,
+    /// What users together spent of the agent on the period's last day, against their share
+    /// (`USERS_BUDGET_SHARE`); the rest of the day's spend is the backend's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users: Option<UsersUse>,
+}
+
+/// Users' spend of one agent on one UTC day, from the budget's counters (holds included).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsersUse {
+    pub day: String,
+    pub budget_usd: f64,
+    pub spent_usd: f64,
 }
 
 /// Cost per agent on one day (the chart's data), and how the day's live search answers' citations
@@ -276,7 +289,7 @@ impl Report {
                 let daily_budget_usd = cap(agent);
                 let budget_usd = daily_budget_usd * days;
                 let used = (budget_usd > 0.0).then(|| spent_usd / budget_usd);
-                BudgetUse { agent: agent.to_owned(), daily_budget_usd, budget_usd, spent_usd, used }
+                BudgetUse { agent: agent.to_owned(), daily_budget_usd, budget_usd, spent_usd, used, users: None }
             })
             .collect();
         self
