@@ -277,6 +277,44 @@ mod tests {
         assert_eq!(rag.get("EMBEDDING_PROVIDER").map(String::as_str), Some("openai"));
     }
 
+    // Issue 53 item 1: route throttles count every caller together (and AWS does not say the
+    // JWT authorizer's refusals are kept out of the count), so they are sized for availability:
+    // every route that may spend has the paid throttle, at or above what the spending functions'
+    // reserved concurrency serves at 100 ms answers (a cache hit), with a burst of twice that, so
+    // a few users at once, or a dozen anonymous requests a second, never close a route for
+    // everyone (before: 5 a second, burst 10). Each user's quota and budget bound spend inside.
+    #[test]
+    fn route_throttles_are_sized_for_availability() {
+        let template: Value = serde_yaml::from_str(&template()).unwrap();
+        let default = |name: &str| -> f64 {
+            scalar(&template["Parameters"][name]["Default"]).parse().unwrap_or_else(|_| panic!("{name}"))
+        };
+        let (rate, burst) = (default("PaidRateLimit"), default("PaidBurstLimit"));
+        assert!(rate >= default("SpendingConcurrency") / 0.1, "PaidRateLimit {rate}");
+        assert!(burst >= 2.0 * rate, "PaidBurstLimit {burst}");
+        assert!(default("ApiRateLimit") >= rate, "the free routes' throttle is no lower");
+        let api = &template["Resources"]["HttpApi"]["Properties"];
+        let routes = api["RouteSettings"].as_mapping().unwrap();
+        let spending = ["/search", "/tools/", "/me/tools/", "/research", "/chat"];
+        let events = template["Resources"].as_mapping().unwrap().values().filter_map(|r| r["Properties"]["Events"].as_mapping());
+        let mut checked = 0;
+        for event in events.flat_map(|e| e.values()) {
+            let props = &event["Properties"];
+            let (Some(path), Some(method)) = (props["Path"].as_str(), props["Method"].as_str()) else { continue };
+            if method.eq_ignore_ascii_case("post") && spending.iter().any(|s| path.starts_with(s) || path.starts_with(&format!("/api{s}"))) {
+                let key = format!("{} {path}", method.to_ascii_uppercase());
+                let set = routes.get(Value::from(key.clone())).unwrap_or_else(|| panic!("{key} has no route throttle"));
+                let reference = match &set["ThrottlingRateLimit"] {
+                    Value::Tagged(t) => format!("{} {}", t.tag, scalar(&t.value)),
+                    other => scalar(other),
+                };
+                assert_eq!(reference, "!Ref PaidRateLimit", "{key}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 8, "read {checked} spending routes from the template");
+    }
+
     // Issue 53 item 4: a paid model the price table does not price is refused before a deploy
     // by every function that would call it (at start-up too: the same `Config::read`), naming
     // its variable; the template's default model is priced.
