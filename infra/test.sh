@@ -26,6 +26,8 @@ if [ ! -x "$venv/bin/cfn-lint" ]; then
 fi
 "$venv/bin/cfn-lint" template.yaml
 echo "cfn-lint: template.yaml passed"
+echo "== template.yaml through the SAM transform (what CloudFormation deploys)"
+"$venv/bin/python" infra/sam-check.py
 
 echo "== Perplexity Agent API request schema (perplexityai $PERPLEXITYAI_VERSION)"
 venv="$cache/venv-perplexityai-$PERPLEXITYAI_VERSION"

@@ -1,0 +1,71 @@
+"""The template as CloudFormation deploys it: the SAM transform's output (samtranslator, from
+cfn-lint's pinned venv), with the parameters' defaults (and `Name=Value` overrides) passed as
+CloudFormation passes them (a CommaDelimitedList as a list). Checks what only the transform's
+output shows (docs/deploy.md):
+
+- every browser-facing door takes the same origins, `AllowedOrigins`: the HTTP API's CORS
+  (the `x-amazon-apigateway-cors` of its OpenAPI body) and each Function URL's `Cors`;
+- the HTTP API's CORS allows what its user routes need (their methods, the Authorization
+  header) and lets a browser read `Retry-After`.
+
+Usage: python infra/sam-check.py [Name=Value ...]; prints the resources and exits 1 on a
+failed check.
+"""
+import os
+import sys
+
+from cfnlint.decode import decode
+from cfnlint.template.transforms._sam import Transform
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+template, problems = decode("template.yaml")
+if problems:
+    sys.exit(f"template.yaml does not parse: {problems}")
+overrides = dict(arg.split("=", 1) for arg in sys.argv[1:])
+parameters = {}
+for name, spec in template.get("Parameters", {}).items():
+    value = overrides.get(name, spec.get("Default", "placeholder"))
+    if spec.get("Type") == "CommaDelimitedList":
+        value = [part.strip() for part in str(value).split(",")]
+    parameters[name] = value
+transform = Transform("template.yaml", template, "us-east-1")
+transform._parameters = parameters  # as CloudFormation passes them, lists included
+errors = transform.transform_template()
+if errors:
+    sys.exit(f"the SAM transform failed: {errors}")
+resources = transform.template()["Resources"]
+print(f"SAM transform: {len(resources)} resources")
+
+failed = []
+origins = parameters["AllowedOrigins"]
+apis = {n: r for n, r in resources.items() if r["Type"] == "AWS::ApiGatewayV2::Api"}
+urls = {n: r for n, r in resources.items() if r["Type"] == "AWS::Lambda::Url"}
+if not apis or not urls:
+    failed.append(f"expected the HTTP API and the Function URLs, found {list(apis)} and {list(urls)}")
+for name, api in apis.items():
+    cors = api["Properties"].get("Body", {}).get("x-amazon-apigateway-cors")
+    if not cors:
+        failed.append(f"{name}: no CORS (browsers cannot call its user routes)")
+        continue
+    print(f"{name} CORS: {cors}")
+    if cors.get("allowOrigins") != origins:
+        failed.append(f"{name}: allowOrigins {cors.get('allowOrigins')!r}, not AllowedOrigins {origins!r}")
+    methods = {m.upper() for m in cors.get("allowMethods", [])}
+    routes = {m.upper() for path in api["Properties"]["Body"].get("paths", {}).values() for m in path}
+    missing = {m for m in routes if m in {"GET", "POST", "PUT", "DELETE"}} - methods
+    if missing:
+        failed.append(f"{name}: its routes use {sorted(missing)}, which its CORS does not allow")
+    headers = {h.lower() for h in cors.get("allowHeaders", [])}
+    if not {"authorization", "content-type"} <= headers:
+        failed.append(f"{name}: allowHeaders {sorted(headers)} lack authorization or content-type")
+    if "retry-after" not in {h.lower() for h in cors.get("exposeHeaders", [])}:
+        failed.append(f"{name}: a browser cannot read Retry-After")
+for name, url in urls.items():
+    allowed = url["Properties"].get("Cors", {}).get("AllowOrigins")
+    print(f"{name} origins: {allowed}")
+    # CloudFormation resolves a Function URL's `Ref` at deploy; SAM leaves it as written.
+    if allowed not in (origins, {"Ref": "AllowedOrigins"}):
+        failed.append(f"{name}: AllowOrigins {allowed!r}, not AllowedOrigins {origins!r}")
+for problem in failed:
+    print(f"FAILED: {problem}")
+sys.exit(1 if failed else 0)
