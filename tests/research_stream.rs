@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::response::IntoResponse;
@@ -579,6 +579,7 @@ async fn sessions_expire_and_bad_input_is_refused(kind: StoreKind) {
         (json!({}).to_string(), "missing_topic"),
         (json!({"topic": "x", "language": "fr"}).to_string(), "unknown_language"),
         (json!({"topic": "x", "lang": "zh"}).to_string(), "unknown_field"),
+        (json!({"topic": "x", "background": "yes"}).to_string(), "invalid_background"),
         ("{".to_owned(), "malformed_json"),
     ] {
         let (status, r) = json_of(request(&app, "POST", "/api/research", &body).await).await;
@@ -606,11 +607,10 @@ fn open_link(stream_url: &str) -> lambda_http::Request {
 // and see nothing of another's (404), even a user whose id reads like the backend's principal.
 // A session's stream_url opens its stream with no header, and nothing else: not another
 // session's stream, not its status, not a cancel; it expires after 30 minutes and the status
-// gives a fresh one. A user's researches and status reads count against their quota, a link's
-// opens against the session's own, and a research of a user whose budget an operator set to 0
-// is not begun.
+// gives a fresh one. A user's researches, status reads and their links' opens count against
+// their quota, and a research of a user whose budget an operator set to 0 is not begun.
 async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: StoreKind) {
-    let (app, clock, _g) = app_with(kind, None, None, &[("USER_QUOTA_PER_MINUTE", "3")]).await;
+    let (app, clock, _g) = app_with(kind, None, None, &[("USER_QUOTA_PER_MINUTE", "6")]).await;
     let topic = json!({"topic": "iPhone"}).to_string();
     let (status, mine) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;
     assert_eq!(status, 200, "{mine}");
@@ -632,7 +632,7 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
 
     // The link opens this stream alone, with no header, to the end.
     let response = research::handle(&app, open_link(link)).await;
-    assert_eq!(response.status(), 200);
+    assert_eq!(response.status(), 200, "{:?}", response.headers());
     let names: Vec<String> = response
         .into_body()
         .into_data_stream()
@@ -666,19 +666,15 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
     };
     assert_eq!(reopen().await.status(), 200, "the fresh link resumes");
 
-    // Opens through a link count against the session's own quota (3 a minute here), whoever
-    // holds it, not against its owner's.
-    assert_eq!(reopen().await.status(), 200);
-    assert_eq!(reopen().await.status(), 200);
+    // Opens through a link count against the session owner's quota (6 a minute here), whoever
+    // holds it (issue 53: a leaked link spends its owner's requests, not a quota of its own): u-1
+    // read its status and resumed once this minute, so four opens more are let in, the fifth
+    // refused, and u-1's own next research too; another user's quota is their own.
+    for open in 0..4 {
+        assert_eq!(reopen().await.status(), 200, "open {open}");
+    }
     let (status, r) = json_of(reopen().await).await;
     assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "{r}");
-
-    // u-1 read its status once this minute: two researches more are let in, a third is refused
-    // (the refused links above counted nothing).
-    for _ in 0..2 {
-        let (status, r) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;
-        assert_eq!(status, 200, "{r}");
-    }
     let (status, r) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;
     assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "{r}");
     let (status, _) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-2")).await;
@@ -696,8 +692,200 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
     assert_eq!(send(&app, bare("GET", &format!("{}/stream", status_of(mine_id)), "")).await.0, 401);
 }
 
+/// A research of `user` (`background` as sent), its session id.
+async fn users_session(app: &research::App, user: &str, background: Option<bool>) -> String {
+    let mut body = json!({"topic": "iPhone"});
+    if let Some(b) = background {
+        body["background"] = json!(b);
+    }
+    let (status, r) = send(app, integration::as_user(bare("POST", "/api/research", &body.to_string()), user)).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["background"], json!(background.unwrap_or(false)), "a user's research stops unread unless asked");
+    r["session_id"].as_str().unwrap().to_owned()
+}
+
+/// `user`'s stream of `session` (resuming after `last`, if given): the response as it comes.
+async fn users_stream(
+    app: &research::App,
+    session: &str,
+    user: &str,
+    last: Option<u32>,
+) -> lambda_http::Response<research::ResponseBody> {
+    let mut req = bare("GET", &format!("/api/research/{session}/stream"), "");
+    if let Some(last) = last {
+        req.headers_mut().insert("last-event-id", last.to_string().parse().unwrap());
+    }
+    research::handle(app, integration::as_user(req, user)).await
+}
+
+/// The events of an open stream as they come: `(id, event)`.
+fn sse(
+    response: lambda_http::Response<research::ResponseBody>,
+) -> std::pin::Pin<Box<dyn futures::Stream<Item = (u32, String)> + Send>> {
+    assert_eq!(response.status(), 200);
+    Box::pin(
+        response
+            .into_body()
+            .into_data_stream()
+            .eventsource()
+            .map(|e| e.expect("well-formed SSE"))
+            .map(|e| (e.id.parse().expect("an id"), e.event)),
+    )
+}
+
+/// The 429 of a refused stream: its code and Retry-After.
+async fn refused(response: lambda_http::Response<research::ResponseBody>) -> (String, u64) {
+    let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().parse().unwrap());
+    let (status, r) = json_of(response).await;
+    assert_eq!(status, 429, "{r}");
+    (r["error"]["code"].as_str().unwrap().to_owned(), retry.expect("Retry-After"))
+}
+
+// Issue 53 item 2: open streams are capped, per session (2 here), per user (3: their runs and
+// streams) and for all users together (4, below the function's reserved concurrency so the
+// backend always finds an execution), each refusal a 429 `too_many_streams` with Retry-After.
+// A stream that resumes (Last-Event-ID: a reconnect, a page reload) takes the place of one it
+// resumes, which ends; a stream that ends gives its place back.
+async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: StoreKind) {
+    let fake = Arc::new(FakeLlm { nodes: 12, delay: Some(|n| 1500 + 50 * n as u64), ..FakeLlm::default() });
+    let env = [
+        ("RESEARCH_SESSION_READERS", "2"),
+        ("RESEARCH_USER_STREAMS", "3"),
+        ("RESEARCH_USERS_STREAMS", "4"),
+        ("USER_QUOTA_PER_MINUTE", "100"),
+    ];
+    let (app, _clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), None, &env).await;
+    let one = users_session(&app, "u-1", None).await;
+    // The first stream starts the run: one place for both (one execution).
+    let mut first = sse(users_stream(&app, &one, "u-1", None).await);
+    assert_eq!(first.next().await.map(|(id, _)| id), Some(1));
+    let mut second = sse(users_stream(&app, &one, "u-1", None).await);
+    assert_eq!(second.next().await.map(|(id, _)| id), Some(1));
+    let (code, retry) = refused(users_stream(&app, &one, "u-1", None).await).await;
+    assert_eq!(code, "too_many_streams");
+    assert!((1..=105).contains(&retry), "Retry-After {retry}");
+    // A resume takes the second's place; the second ends without an ending event.
+    let mut resumed = sse(users_stream(&app, &one, "u-1", Some(1)).await);
+    let ended = tokio::time::timeout(Duration::from_secs(4), async {
+        let mut names = Vec::new();
+        while let Some((_, name)) = second.next().await {
+            names.push(name);
+        }
+        names
+    })
+    .await
+    .expect("the stream whose place was taken ends");
+    assert!(!ended.iter().any(|n| n == "complete" || n == "cancelled"), "{ended:?}");
+    assert_eq!(resumed.next().await.map(|(id, _)| id), Some(2), "the resume goes on where it was");
+
+    // Per user: a second research of u-1 takes their third place, a third is refused.
+    let two = users_session(&app, "u-1", None).await;
+    let _two = sse(users_stream(&app, &two, "u-1", None).await);
+    let three = users_session(&app, "u-1", None).await;
+    assert_eq!(refused(users_stream(&app, &three, "u-1", None).await).await.0, "too_many_streams");
+    // All users: u-2 takes the fourth place, u-3 is refused; the backend is not counted.
+    let four = users_session(&app, "u-2", None).await;
+    let _four = sse(users_stream(&app, &four, "u-2", None).await);
+    let five = users_session(&app, "u-3", None).await;
+    assert_eq!(refused(users_stream(&app, &five, "u-3", None).await).await.0, "too_many_streams");
+    let backend = new_session(&app, "iPhone").await;
+    let mut theirs = Box::pin(events_after(&app, &backend, None).await);
+    assert!(theirs.next().await.is_some(), "the backend's stream opens while users' places are full");
+
+    // A stream that ends gives its place back: u-1 closes the resumed stream and opens another.
+    drop((first, resumed));
+    let wait = Instant::now();
+    loop {
+        let response = users_stream(&app, &three, "u-1", None).await;
+        if response.status() == 200 {
+            break;
+        }
+        assert!(wait.elapsed() < Duration::from_secs(20), "a place frees when the run ends");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+// Issue 53 item 2: a stream stays open at most RESEARCH_READER_SECS (1 here), then ends without
+// an ending event (a Lambda's execution is not held for the whole run); the client resumes with
+// Last-Event-ID and, stream after stream, misses nothing.
+async fn a_stream_ends_at_its_life_and_the_client_resumes(kind: StoreKind) {
+    let fake = Arc::new(FakeLlm { nodes: 6, delay: Some(|n| 300 + 100 * n as u64), ..FakeLlm::default() });
+    let env = [("RESEARCH_READER_SECS", "1"), ("USER_QUOTA_PER_MINUTE", "100")];
+    let (app, _clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), None, &env).await;
+    let session = users_session(&app, "u-1", None).await;
+    let (mut seen, mut streams) = (Vec::new(), 0);
+    while !seen.last().is_some_and(|(_, name): &(u32, String)| name == "complete") {
+        assert!(streams < 40, "{seen:?}");
+        let started = Instant::now();
+        let response = users_stream(&app, &session, "u-1", seen.last().map(|(id, _)| *id)).await;
+        let events: Vec<(u32, String)> = sse(response).collect().await;
+        assert!(started.elapsed() < Duration::from_millis(2500), "a stream lived {:?}", started.elapsed());
+        seen.extend(events);
+        streams += 1;
+    }
+    assert!(streams >= 2, "the run outlived one stream's life");
+    let ids: Vec<u32> = seen.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=seen.len() as u32).collect::<Vec<_>>(), "consecutive across {streams} streams");
+}
+
+// Issue 53 item 3: a research nobody reads (no stream, no status) for RESEARCH_ABANDON_AFTER_S
+// (120) stops itself, its streams ending with `cancelled` (`abandoned`), and its model calls stop
+// (seed 003: a disconnect stops it); one started with `"background": true` runs on unread, as do
+// the backend's (background by default, since it reads them later).
+async fn an_unread_research_stops_itself_unless_in_the_background(kind: StoreKind) {
+    use shared::timeline::sessions;
+    let fake = Arc::new(FakeLlm { nodes: 12, delay: Some(|n| 300 + 50 * n as u64), ..FakeLlm::default() });
+    let env = [("USER_QUOTA_PER_MINUTE", "100")];
+    let (app, clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), None, &env).await;
+    let ending = |session: String| {
+        let records = Arc::clone(&app.records);
+        let clock = Arc::clone(&clock);
+        async move {
+            let started = Instant::now();
+            loop {
+                let last = sessions::last(&*records, &session, clock.now()).await.unwrap();
+                if let Some(last) = last.filter(|l| l.ends()) {
+                    return (last.name, last.data);
+                }
+                assert!(started.elapsed() < Duration::from_secs(30), "{session} never ended");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    // A user's research, read once: its client leaves and two minutes pass unread.
+    let left = users_session(&app, "u-1", None).await;
+    let mut stream = sse(users_stream(&app, &left, "u-1", None).await);
+    assert!(stream.next().await.is_some());
+    drop(stream);
+    clock.advance(chrono::Duration::seconds(121));
+    let (name, data) = ending(left).await;
+    assert_eq!((name.as_str(), &data["abandoned"]), ("cancelled", &json!(true)), "{data}");
+    let requests = fake.requests.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(fake.requests.load(Ordering::SeqCst), requests, "its model calls stopped");
+    assert!(fake.finished.lock().unwrap().len() < 12, "it stopped before its end");
+
+    // In the background (asked, or the backend's by default), the same runs to its end.
+    let kept = users_session(&app, "u-1", Some(true)).await;
+    let (status, r) = json_of(request(&app, "POST", "/api/research", &json!({"topic": "iPhone"}).to_string()).await).await;
+    assert_eq!((status, &r["background"]), (200, &json!(true)), "the backend's: {r}");
+    let backend = r["session_id"].as_str().unwrap().to_owned();
+    let mut theirs = Box::pin(events_after(&app, &backend, None).await);
+    assert!(theirs.next().await.is_some());
+    let mut mine = sse(users_stream(&app, &kept, "u-1", None).await);
+    assert!(mine.next().await.is_some());
+    drop((theirs, mine));
+    clock.advance(chrono::Duration::seconds(121));
+    for session in [kept, backend] {
+        assert_eq!(ending(session).await.0, "complete");
+    }
+}
+
 on_both_stores!(
     each_caller_owns_their_sessions_and_a_link_opens_one_stream,
+    open_streams_are_capped_and_a_resume_takes_the_place_it_resumes,
+    a_stream_ends_at_its_life_and_the_client_resumes,
+    an_unread_research_stops_itself_unless_in_the_background,
     mock_mode_streams_the_whole_flow_in_order,
     detail_runs_are_bounded_and_delivered_in_completion_order,
     the_search_tool_gives_five_results_with_their_text,

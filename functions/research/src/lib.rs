@@ -39,6 +39,7 @@ use shared::costs::quota::Quota;
 use shared::http::auth::{Caller, Users};
 use shared::http::stream::{Ticket, door_url, no_content, streamed, whole};
 use shared::http::stream_links::StreamLinks;
+use shared::timeline::readers::{self, Lease};
 use shared::timeline::sessions::{self, Logged};
 use shared::timeline::{Event, Proposal, Timeline};
 use shared::{Error, Result, compose, http};
@@ -66,6 +67,12 @@ const DEAD_CHECK: Duration = Duration::from_secs(5);
 const STORE_TRIES: u32 = 5;
 /// The longest a run may take when Lambda gives no deadline (as the function's timeout).
 const RUN_LIMIT: Duration = Duration::from_secs(900);
+/// A place's lease outlives its holder's planned end by this much (a killed Lambda's frees then).
+const PLACE_GRACE: Duration = Duration::from_secs(15);
+/// How often an open stream looks whether its place is still its own.
+const PLACE_CHECK: Duration = Duration::from_secs(2);
+/// How often an open stream marks its session read (a run looks each [`CANCEL_POLL`]).
+const READ_BEAT: Duration = Duration::from_secs(15);
 
 /// What the research routes need, built once per process.
 pub struct App {
@@ -75,6 +82,8 @@ pub struct App {
     pub users: Users,
     pub quota: Quota,
     pub links: StreamLinks,
+    /// Readers' and runs' places, how long a stream stays open, when an unread run stops.
+    pub settings: shared::timeline::settings::Settings,
 }
 
 impl App {
@@ -93,6 +102,7 @@ impl App {
             users: Users::from_settings(&config.http)?,
             quota: Quota::from_settings(&config.costs, Arc::clone(&records), Arc::clone(&clock)),
             links: StreamLinks::from_settings(&config.http),
+            settings: config.timeline.clone(),
             records,
             clock,
         })
@@ -156,11 +166,13 @@ async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
         app.quota.refuse_if_spent(user).await?;
         app.quota.take(user).await?;
     }
+    // The backend reads its runs later: they run on unread unless it says otherwise.
+    let proposal = Proposal { background: Some(proposal.background.unwrap_or(user_of(&owner).is_none())), ..proposal };
     let id = sessions::create(&*app.records, &proposal, &owner, app.clock.now()).await?;
     Ok(whole(http::json(
         200,
         &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language,
-                            "stream_url": stream_url(app, req, &id, &owner)}),
+                            "background": proposal.background, "stream_url": stream_url(app, req, &id, &owner)}),
     )))
 }
 
@@ -208,33 +220,61 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
             None => return invalid(format!("event {after} is not in this stream yet")),
         }
     }
-    // Each open stream holds a function until the research ends: opens through a link count
-    // against the session's own quota (whoever holds the link, and whoever owns the session), a
-    // user's own against theirs. A reconnect counts too, or Last-Event-ID would dodge it.
-    match (&token, user_of(&owner)) {
-        (Some(_), _) => app.quota.take(&format!("session:{id}")).await?,
-        (None, Some(user)) => app.quota.take(user).await?,
+    // Each open stream holds an execution: opens count against the session owner's quota (a
+    // link's too, whoever holds it; a backend's link against the session's own), a reconnect
+    // too, or Last-Event-ID would dodge it.
+    match (user_of(&owner), &token) {
+        (Some(user), _) => app.quota.take(user).await?,
+        (None, Some(_)) => app.quota.take(&format!("session:{id}")).await?,
         (None, None) => {}
     }
+    // A place in each pool that applies, held at most the stream's life: a resume takes the
+    // place of the stream it resumes.
+    let life = app.settings.reader_life;
+    let places = readers::claim(&*app.records, id, user_of(&owner), app.settings.caps, life + PLACE_GRACE, after > 0, now);
+    let mut lease = match places.await? {
+        Ok(lease) => Some(lease),
+        Err(retry_after_secs) => {
+            return Err(Error::TooMany {
+                code: "too_many_streams",
+                message: "this research, its owner or all users have as many streams open as they may \
+                          (close one, or retry after Retry-After)"
+                    .into(),
+                retry_after_secs,
+            });
+        }
+    };
+    sessions::mark_read(&*app.records, id, now).await?;
     let left = http::time_left(req);
-    if sessions::claim_run(&*app.records, id, left.unwrap_or(RUN_LIMIT), now).await? {
+    let run_limit = left.unwrap_or(RUN_LIMIT);
+    if sessions::claim_run(&*app.records, id, run_limit, now).await? {
         if sessions::cancelled(&*app.records, id, now).await? {
             // Cancelled before it started: it never runs.
-            sessions::log(&*app.records, id, 1, &Event::Cancelled, now).await?;
+            sessions::log(&*app.records, id, 1, &Event::Cancelled { abandoned: false }, now).await?;
         } else {
+            // The run goes on in this execution after the stream ends: this stream's places are
+            // the run's until it ends.
+            let mut run_lease = lease.take().expect("claimed above");
+            readers::hand_to_run(&*app.records, &mut run_lease, run_limit + PLACE_GRACE, now).await;
             let spender = user_of(&owner).map(str::to_owned);
-            start(app, proposal, id, left, spender, req.extensions().get::<Ticket>().cloned());
+            let ticket = req.extensions().get::<Ticket>().cloned();
+            start(app, proposal, id, left, spender, run_lease, ticket);
         }
     }
-    let until = left.map(|l| tokio::time::Instant::now() + l.saturating_sub(STREAM_RESERVE));
+    let deadline = left.map_or(life, |l| l.saturating_sub(STREAM_RESERVE).min(life));
+    let started = tokio::time::Instant::now();
     let reader = Reader {
         records: Arc::clone(&app.records),
         clock: Arc::clone(&app.clock),
         session: id.to_owned(),
         after,
-        until,
-        quiet_since: tokio::time::Instant::now(),
-        checked: tokio::time::Instant::now(),
+        until: Some(started + deadline),
+        quiet_since: started,
+        checked: started,
+        placed: started,
+        read_marked: started,
+        lease,
+        begun: false,
         ended: false,
     };
     let chunks = futures::stream::unfold(reader, |mut reader| async move {
@@ -259,10 +299,13 @@ fn start(
     id: &str,
     left: Option<Duration>,
     spender: Option<String>,
+    lease: Lease,
     ticket: Option<Ticket>,
 ) {
     let (timeline, records, clock) = (Arc::clone(&app.timeline), Arc::clone(&app.records), Arc::clone(&app.clock));
     let session = id.to_owned();
+    // Unread for this long, a run that is not in the background stops itself.
+    let abandon_after = (!proposal.background.unwrap_or(false)).then_some(app.settings.abandon_after);
     let run = async move {
         let _ticket = ticket;
         let (tx, mut rx) = mpsc::channel::<Event>(32);
@@ -276,6 +319,7 @@ fn start(
                 }
             }
         };
+        // Ends the run when its owner cancels it (false) or nobody reads it (true).
         let watch = async {
             loop {
                 tokio::time::sleep(CANCEL_POLL).await;
@@ -283,16 +327,28 @@ fn start(
                 if let Ok(true) =
                     bounded(STORE_TIME, "cancel check", sessions::cancelled(&*records, &session, clock.now())).await
                 {
-                    return;
+                    return false;
+                }
+                let Some(after) = abandon_after else { continue };
+                let now = clock.now();
+                if let Ok(Some(read)) =
+                    bounded(STORE_TIME, "read check", sessions::last_read(&*records, &session, now)).await
+                    && (now - read).to_std().is_ok_and(|unread| unread > after)
+                {
+                    return true;
                 }
             }
         };
         let drive = async {
             tokio::select! {
                 () = run => {}
-                () = watch => {
-                    tracing::info!(session = %session, "research cancelled by its owner");
-                    let _ = tx.send(Event::Cancelled).await;
+                abandoned = watch => {
+                    if abandoned {
+                        tracing::info!(session = %session, "research stopped: nobody read it");
+                    } else {
+                        tracing::info!(session = %session, "research cancelled by its owner");
+                    }
+                    let _ = tx.send(Event::Cancelled { abandoned }).await;
                 }
             }
             drop(tx);
@@ -319,6 +375,7 @@ fn start(
             }
         };
         tokio::join!(drive, record);
+        readers::release(&*records, &lease, clock.now()).await;
     };
     tokio::spawn(run.in_current_span());
 }
@@ -334,11 +391,34 @@ struct Reader {
     quiet_since: tokio::time::Instant,
     /// When it last looked for a dead run.
     checked: tokio::time::Instant,
+    /// When it last looked whether its place is still its own.
+    placed: tokio::time::Instant,
+    /// When it last marked its session read.
+    read_marked: tokio::time::Instant,
+    /// Its places (`None`: handed to the run it started, which shares its execution).
+    lease: Option<Lease>,
+    /// Whether its first chunk (the reconnect delay) was sent.
+    begun: bool,
     ended: bool,
+}
+
+impl Drop for Reader {
+    /// A stream that ends or whose client leaves gives its places back.
+    fn drop(&mut self) {
+        if let (Some(lease), Ok(runtime)) = (self.lease.take(), tokio::runtime::Handle::try_current()) {
+            let (records, clock) = (Arc::clone(&self.records), Arc::clone(&self.clock));
+            runtime.spawn(async move { readers::release(&*records, &lease, clock.now()).await });
+        }
+    }
 }
 
 impl Reader {
     async fn next(&mut self) -> Option<Bytes> {
+        if !self.begun {
+            // The stream ends at its life: a client that reconnects after 1 s resumes it.
+            self.begun = true;
+            return Some(Bytes::from_static(b"retry: 1000\n\n"));
+        }
         loop {
             let left = self.until.map(|u| u.saturating_duration_since(tokio::time::Instant::now()));
             if self.ended || left.is_some_and(|l| l.is_zero()) {
@@ -351,6 +431,23 @@ impl Reader {
                 Ok(events) if !events.is_empty() => return Some(self.frames(&events)),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(session = %self.session, error = %e, "research events not read; retrying"),
+            }
+            if self.read_marked.elapsed() >= READ_BEAT {
+                self.read_marked = tokio::time::Instant::now();
+                let mark = sessions::mark_read(&*self.records, &self.session, self.clock.now());
+                if let Err(e) = bounded(read_time, "marking a research read", mark).await {
+                    tracing::warn!(session = %self.session, error = %e, "a research was not marked read");
+                }
+            }
+            if self.placed.elapsed() >= PLACE_CHECK {
+                self.placed = tokio::time::Instant::now();
+                // A resuming stream took this one's place: it ends (its client is gone).
+                if let Some(lease) = &self.lease
+                    && let Ok(false) =
+                        bounded(read_time, "checking a reader's place", readers::held(&*self.records, lease, self.clock.now())).await
+                {
+                    return None;
+                }
             }
             if self.checked.elapsed() >= DEAD_CHECK {
                 self.checked = tokio::time::Instant::now();
@@ -395,6 +492,7 @@ async fn status(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
     }
     let now = app.clock.now();
     let proposal = sessions::load(&*app.records, id, &owner, now).await?;
+    sessions::mark_read(&*app.records, id, now).await?;
     sessions::end_if_dead(&*app.records, id, DEAD_AFTER, now).await?;
     let events = sessions::events_after(&*app.records, id, 0, now).await?;
     let status = match events.last().map(|e| e.name.as_str()) {
@@ -409,7 +507,8 @@ async fn status(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
     Ok(whole(http::json(
         200,
         &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language,
-                            "status": status, "events": events, "stream_url": stream_url(app, req, id, &owner)}),
+                            "background": proposal.background.unwrap_or(false), "status": status, "events": events,
+                            "stream_url": stream_url(app, req, id, &owner)}),
     )))
 }
 

@@ -32,6 +32,10 @@ pub enum Error {
     /// or the signed-in user's (`USER_BUDGET_USD_PER_DAY`, code `user_budget_exceeded`).
     #[error("{message}")]
     BudgetExceeded { code: &'static str, message: String, retry_after_secs: u64 },
+    /// Too many at once of what the caller may hold (429): a timeline's open streams. `code` is
+    /// stable, `message` says what, `Retry-After` when a place frees.
+    #[error("{message}")]
+    TooMany { code: &'static str, message: String, retry_after_secs: u64 },
     /// The caller has used its request quota (per minute or per day) (429).
     #[error("{message}")]
     QuotaExceeded { message: String, retry_after_secs: u64 },
@@ -44,7 +48,7 @@ pub enum Error {
     #[error("{0}")]
     Upstream(String),
     /// Something the request needs cannot be had right now (503), and may be after
-    /// `retry_after_secs` (`Retry-After`): the issuer's keys, a timeline's reader slot.
+    /// `retry_after_secs` (`Retry-After`): the issuer's keys.
     #[error("{message}")]
     Unavailable { code: &'static str, message: String, retry_after_secs: u64 },
     /// The deployment is misconfigured (500).
@@ -67,7 +71,7 @@ impl Error {
             Self::Conflict { .. } => 409,
             Self::MethodNotAllowed { .. } => 405,
             Self::TooLarge { .. } => 413,
-            Self::BudgetExceeded { .. } | Self::QuotaExceeded { .. } => 429,
+            Self::BudgetExceeded { .. } | Self::QuotaExceeded { .. } | Self::TooMany { .. } => 429,
             Self::Store(_) | Self::Upstream(_) | Self::Unavailable { .. } => 503,
             Self::Config(_) => 500,
         }
@@ -78,6 +82,7 @@ impl Error {
         match self {
             Self::BudgetExceeded { retry_after_secs, .. }
             | Self::QuotaExceeded { retry_after_secs, .. }
+            | Self::TooMany { retry_after_secs, .. }
             | Self::Unavailable { retry_after_secs, .. } => Some(*retry_after_secs),
             _ => None,
         }
@@ -90,7 +95,7 @@ impl Error {
             Self::Unauthenticated(_) => "unauthenticated",
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
-            Self::Conflict { code, .. } | Self::Unavailable { code, .. } => code,
+            Self::Conflict { code, .. } | Self::Unavailable { code, .. } | Self::TooMany { code, .. } => code,
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::TooLarge { .. } => "payload_too_large",
             Self::BudgetExceeded { code, .. } => code,

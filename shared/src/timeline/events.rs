@@ -67,8 +67,9 @@ pub enum Event {
     Error {
         message: String,
     },
-    /// Its owner stopped the research (an addition to seed 003's events).
-    Cancelled,
+    /// The research stopped before its end (an addition to seed 003's events): its owner asked
+    /// (`abandoned: false`), or nobody read it for `RESEARCH_ABANDON_AFTER_S`.
+    Cancelled { abandoned: bool },
 }
 
 impl Event {
@@ -79,7 +80,7 @@ impl Event {
             Self::NodeDetail { .. } => "node_detail",
             Self::Complete { .. } => "complete",
             Self::Error { .. } => "error",
-            Self::Cancelled => "cancelled",
+            Self::Cancelled { .. } => "cancelled",
         }
     }
 
@@ -102,7 +103,11 @@ impl Event {
                 json!({"total_nodes": total_nodes, "detailed_nodes": detailed_nodes})
             }
             Self::Error { message } => json!({"error": "research_failed", "message": message}),
-            Self::Cancelled => json!({"cancelled": true, "message": "the research was stopped by its owner"}),
+            Self::Cancelled { abandoned: false } => {
+                json!({"cancelled": true, "message": "the research was stopped by its owner"})
+            }
+            Self::Cancelled { abandoned: true } => json!({"cancelled": true, "abandoned": true,
+                "message": "nobody read the research for a while, so it stopped; start it with \"background\": true to keep it running unread"}),
         }
     }
 

@@ -12,6 +12,7 @@
 
 pub mod events;
 pub mod proposal;
+pub mod readers;
 pub mod sessions;
 pub mod settings;
 

@@ -34,6 +34,11 @@ pub fn detect_language(topic: &str) -> &'static str {
 pub struct Proposal {
     pub topic: String,
     pub language: String,
+    /// Runs on when nobody reads it (`"background": true`, as OpenAI's background mode; the
+    /// backend's runs by default); else it stops after `RESEARCH_ABANDON_AFTER_S` unread.
+    /// `None` as sent: the caller decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
 }
 
 /// The body of `POST /api/research`, as sent.
@@ -42,15 +47,17 @@ pub struct Proposal {
 struct Body {
     topic: Option<String>,
     language: Option<String>,
+    background: Option<bool>,
 }
 
 impl Proposal {
-    /// Parses `{topic, language?}` (a typed body): `topic` 1-200 characters (else
+    /// Parses `{topic, language?, background?}` (a typed body): `topic` 1-200 characters (else
     /// `missing_topic`), `language` one of [`LANGUAGES`] (else `unknown_language`; absent, the
     /// topic's own, [`detect_language`]); an unknown field is `unknown_field`.
     pub fn from_json(body: &[u8]) -> Result<Self> {
         let body: Body = crate::core::json::typed_body_by(body, |path| match path {
             "language" => "unknown_language",
+            "background" => "invalid_background",
             _ => "missing_topic",
         })?;
         let topic = body
@@ -65,7 +72,7 @@ impl Proposal {
                 return Err(Error::invalid("unknown_language", format!("language {other:?} is not zh, en or ja")));
             }
         };
-        Ok(Proposal { topic, language })
+        Ok(Proposal { topic, language, background: body.background })
     }
 }
 

@@ -172,6 +172,19 @@ pub async fn cancel(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> 
     records.put(&Record { pk: partition(id), sk: "CANCEL".into(), expires_at: expires(now), body }).await
 }
 
+/// Marks session `id` read now: a stream opened or still open, a status read. A run nobody
+/// reads for `RESEARCH_ABANDON_AFTER_S` stops itself, unless it runs in the background.
+pub async fn mark_read(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> Result<()> {
+    let body = json!({"at": now.timestamp()});
+    records.put(&Record { pk: partition(id), sk: "READ".into(), expires_at: expires(now), body }).await
+}
+
+/// When session `id` was last read ([`mark_read`]).
+pub async fn last_read(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
+    let record = records.get(&partition(id), "READ", now.timestamp()).await?;
+    Ok(record.and_then(|r| r.body["at"].as_i64()).and_then(|at| DateTime::from_timestamp(at, 0)))
+}
+
 /// Whether session `id`'s run was asked to stop.
 pub async fn cancelled(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> Result<bool> {
     Ok(records.get(&partition(id), "CANCEL", now.timestamp()).await?.is_some())
