@@ -183,3 +183,35 @@ async fn held_keys_serve_while_the_issuer_is_slow_and_refresh_in_the_background(
     let e = verifier.verify(&a).await.unwrap_err();
     assert_eq!(answered(&e).0, 401, "the retired key: {e}");
 }
+
+// Issue 53 item 10: a Function URL's request (no authorizer) is logged as `anonymous` until the
+// function verifies its token; from then on its lines name the user's hash, never the id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verified_token_names_its_user_on_the_requests_log_lines() {
+    use lambda_http::RequestExt;
+    use lambda_http::tracing::Instrument;
+    integration::logs::capture();
+    let issuer = TestIssuer::start().await;
+    let config = integration::config(&[("JWT_ISSUER", issuer.url()), ("JWT_AUDIENCE", "web-app".into())]);
+    let users = shared::http::auth::Users::from_settings(&config.http).unwrap();
+    let mut req = integration::request("POST", "/chat", "{}");
+    req.headers_mut().insert("authorization", format!("Bearer {}", issuer.token("key-a", "key-a")).parse().unwrap());
+    let mut context = lambda_http::Context::default();
+    context.request_id = "span-test-function-url".into();
+    let req = req.with_lambda_context(context);
+    let span = shared::http::span(&req);
+    async {
+        lambda_http::tracing::warn!("before the token is verified");
+        assert_eq!(users.verified(&req).await.unwrap(), "u-1");
+        lambda_http::tracing::warn!("after the token is verified");
+    }
+    .instrument(span)
+    .await;
+    let callers: Vec<String> = integration::logs::lines("span-test-function-url")
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["span"]["caller"].as_str().unwrap().to_owned())
+        .collect();
+    let user = format!("user:{}", shared::core::records::key_part("u-1", 12));
+    assert_eq!(callers.first().map(String::as_str), Some("anonymous"), "{callers:?}");
+    assert_eq!(callers.last(), Some(&user), "{callers:?}");
+}

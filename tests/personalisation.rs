@@ -225,7 +225,8 @@ async fn max_sim_picks_the_max_not_the_mean() {
 
     let (status, r) = post(&h, "/users/u-1/feedback", json!({"activityId": "nope", "satisfied": true})).await;
     assert_eq!(status, 404, "{r}");
-    let (status, r) = post(&h, "/users/u%201/feedback", json!({"activityId": "beer", "satisfied": true})).await;
+    let long = format!("/users/{}/feedback", "u".repeat(257));
+    let (status, r) = post(&h, &long, json!({"activityId": "beer", "satisfied": true})).await;
     assert_eq!(status, 400, "{r}");
     let (status, r) = post(&h, "/users/u-1/feedback", json!({"activityId": "beer", "satisfied": "yes"})).await;
     assert_eq!(status, 400, "{r}");

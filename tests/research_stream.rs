@@ -733,6 +733,23 @@ fn sse(
     )
 }
 
+/// `user`'s stream of `session` once a place is free (a stream that ended gives its places back
+/// on a task of its own, a moment later).
+async fn users_stream_when_free(
+    app: &research::App,
+    session: &str,
+    user: &str,
+) -> lambda_http::Response<research::ResponseBody> {
+    let started = Instant::now();
+    loop {
+        let response = users_stream(app, session, user, None).await;
+        if response.status() != 429 || started.elapsed() > Duration::from_secs(5) {
+            return response;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The 429 of a refused stream: its code and Retry-After.
 async fn refused(response: lambda_http::Response<research::ResponseBody>) -> (String, u64) {
     let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().parse().unwrap());
@@ -744,8 +761,8 @@ async fn refused(response: lambda_http::Response<research::ResponseBody>) -> (St
 // Issue 53 item 2: open streams are capped, per session (2 here), per user (3: their runs and
 // streams) and for all users together (4, below the function's reserved concurrency so the
 // backend always finds an execution), each refusal a 429 `too_many_streams` with Retry-After.
-// A stream that resumes (Last-Event-ID: a reconnect, a page reload) takes the place of one it
-// resumes, which ends; a stream that ends gives its place back.
+// A stream that resumes (Last-Event-ID: a reconnect, a page reload) takes the places of the
+// oldest stream of its research, which ends; a stream whose client leaves gives its places back.
 async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: StoreKind) {
     let fake = Arc::new(FakeLlm { nodes: 12, delay: Some(|n| 1500 + 50 * n as u64), ..FakeLlm::default() });
     let env = [
@@ -780,12 +797,12 @@ async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: S
 
     // Per user: a second research of u-1 takes their third place, a third is refused.
     let two = users_session(&app, "u-1", None).await;
-    let _two = sse(users_stream(&app, &two, "u-1", None).await);
+    let _two = sse(users_stream_when_free(&app, &two, "u-1").await);
     let three = users_session(&app, "u-1", None).await;
     assert_eq!(refused(users_stream(&app, &three, "u-1", None).await).await.0, "too_many_streams");
     // All users: u-2 takes the fourth place, u-3 is refused; the backend is not counted.
     let four = users_session(&app, "u-2", None).await;
-    let _four = sse(users_stream(&app, &four, "u-2", None).await);
+    let _four = sse(users_stream_when_free(&app, &four, "u-2").await);
     let five = users_session(&app, "u-3", None).await;
     assert_eq!(refused(users_stream(&app, &five, "u-3", None).await).await.0, "too_many_streams");
     let backend = new_session(&app, "iPhone").await;

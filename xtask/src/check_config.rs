@@ -141,6 +141,18 @@ pub fn environments(
             }
         }
     }
+    // What CloudFormation cannot compare: users' research streams stay below the function's
+    // reserved executions, so the backend's routes always find one.
+    let number = |name: &str| stack.parameters.get(name).and_then(|v| v.parse::<u64>().ok());
+    if let (Some(reserved @ 1..), Some(users)) = (number("ResearchConcurrency"), number("ResearchUsersStreams"))
+        && users >= reserved
+    {
+        return Err(format!(
+            "ResearchUsersStreams ({users}) must stay below ResearchConcurrency ({reserved}): the backend's \
+             research routes need executions of their own"
+        )
+        .into());
+    }
     let variables = |function: &Value| -> BTreeMap<String, String> {
         let map = function.get("Environment").and_then(|e| e.get("Variables")).and_then(Value::as_mapping);
         map.into_iter().flatten().filter_map(|(k, v)| Some((k.as_str()?.to_owned(), stack.eval(v)?))).collect()
@@ -270,6 +282,8 @@ mod tests {
         assert!(missing.contains("QdrantUrl") && missing.contains("JwtIssuer"), "{missing}");
         let unknown = environments(&template(), &answers(&[("QdrantURL", "x")])).err().unwrap().to_string();
         assert!(unknown.contains("QdrantURL"), "{unknown}");
+        let starved = environments(&template(), &answers(&[("ResearchConcurrency", "10")])).err().unwrap().to_string();
+        assert!(starved.contains("ResearchUsersStreams (40) must stay below ResearchConcurrency (10)"), "{starved}");
         let rule = environments(&template(), &answers(&[("Embedder", "api")])).err().unwrap().to_string();
         assert!(rule.contains("Embedder=api needs EmbeddingApiKey"), "{rule}");
         let envs = environments(&template(), &answers(&[("Embedder", "api"), ("EmbeddingApiKey", "k")])).unwrap();

@@ -63,9 +63,14 @@ impl App {
         // Users' pool of each agent on the period's last day: one read per agent that spent.
         let day = params.to.date_naive();
         for line in &mut report.budgets {
-            let spent_usd = budgets.users_spent(&line.agent, day).await?;
-            let budget_usd = budgets.users_cap(&line.agent);
-            line.users = Some(UsersUse { day: day.format("%Y-%m-%d").to_string(), budget_usd, spent_usd });
+            // A counter that cannot be read leaves its line without users' part, not the report.
+            match budgets.users_spent(&line.agent, day).await {
+                Ok(spent_usd) => {
+                    let budget_usd = budgets.users_cap(&line.agent);
+                    line.users = Some(UsersUse { day: day.format("%Y-%m-%d").to_string(), budget_usd, spent_usd });
+                }
+                Err(e) => tracing::warn!(agent = line.agent, error = %e, "users' spend of an agent not read"),
+            }
         }
         Ok(report)
     }

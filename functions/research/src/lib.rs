@@ -69,6 +69,10 @@ const STORE_TRIES: u32 = 5;
 const RUN_LIMIT: Duration = Duration::from_secs(900);
 /// A place's lease outlives its holder's planned end by this much (a killed Lambda's frees then).
 const PLACE_GRACE: Duration = Duration::from_secs(15);
+/// Opens through one research's link a minute and a day (each also counts against its owner's
+/// quota): a stream resumes about every 90 s, a page reload or two on top.
+const LINK_OPENS_PER_MINUTE: u32 = 10;
+const LINK_OPENS_PER_DAY: u32 = 300;
 /// How often an open stream looks whether its place is still its own.
 const PLACE_CHECK: Duration = Duration::from_secs(2);
 /// How often an open stream marks its session read (a run looks each [`CANCEL_POLL`]).
@@ -81,6 +85,8 @@ pub struct App {
     pub clock: Arc<dyn Clock>,
     pub users: Users,
     pub quota: Quota,
+    /// What opens through one research's link may count, before its owner's quota.
+    pub link_opens: Quota,
     pub links: StreamLinks,
     /// Readers' and runs' places, how long a stream stays open, when an unread run stops.
     pub settings: shared::timeline::settings::Settings,
@@ -101,6 +107,7 @@ impl App {
             timeline: Arc::new(timeline),
             users: Users::from_settings(&config.http)?,
             quota: Quota::from_settings(&config.costs, Arc::clone(&records), Arc::clone(&clock)),
+            link_opens: Quota::new(LINK_OPENS_PER_MINUTE, LINK_OPENS_PER_DAY, Arc::clone(&records), Arc::clone(&clock)),
             links: StreamLinks::from_settings(&config.http),
             settings: config.timeline.clone(),
             records,
@@ -220,21 +227,25 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
             None => return invalid(format!("event {after} is not in this stream yet")),
         }
     }
-    // Each open stream holds an execution: opens count against the session owner's quota (a
-    // link's too, whoever holds it; a backend's link against the session's own), a reconnect
-    // too, or Last-Event-ID would dodge it.
-    match (user_of(&owner), &token) {
-        (Some(user), _) => app.quota.take(user).await?,
-        (None, Some(_)) => app.quota.take(&format!("session:{id}")).await?,
-        (None, None) => {}
+    // Each open stream holds an execution: opens count against the session owner's quota, a
+    // reconnect too, or Last-Event-ID would dodge it. A link's opens (whoever holds it) count
+    // first against a small quota of the session's own, so a leaked link can spend at most that
+    // much of its owner's.
+    if token.is_some() {
+        app.link_opens.take(&format!("session:{id}")).await?;
+    }
+    if let Some(user) = user_of(&owner) {
+        app.quota.take(user).await?;
     }
     // A place in each pool that applies, held at most the stream's life: a resume takes the
-    // place of the stream it resumes.
+    // places of the stream it resumes.
     let life = app.settings.reader_life;
     let places = readers::claim(&*app.records, id, user_of(&owner), app.settings.caps, life + PLACE_GRACE, after > 0, now);
-    let mut lease = match places.await? {
-        Ok(lease) => Some(lease),
+    let lease = match places.await? {
+        Ok(lease) => lease,
         Err(retry_after_secs) => {
+            // Someone wants to read it: an unread research does not stop while its reader waits.
+            let _ = sessions::mark_read(&*app.records, id, now).await;
             return Err(Error::TooMany {
                 code: "too_many_streams",
                 message: "this research, its owner or all users have as many streams open as they may \
@@ -244,23 +255,18 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
             });
         }
     };
-    sessions::mark_read(&*app.records, id, now).await?;
+    let ticket = req.extensions().get::<Ticket>().cloned();
     let left = http::time_left(req);
-    let run_limit = left.unwrap_or(RUN_LIMIT);
-    if sessions::claim_run(&*app.records, id, run_limit, now).await? {
-        if sessions::cancelled(&*app.records, id, now).await? {
-            // Cancelled before it started: it never runs.
-            sessions::log(&*app.records, id, 1, &Event::Cancelled { abandoned: false }, now).await?;
-        } else {
-            // The run goes on in this execution after the stream ends: this stream's places are
-            // the run's until it ends.
-            let mut run_lease = lease.take().expect("claimed above");
-            readers::hand_to_run(&*app.records, &mut run_lease, run_limit + PLACE_GRACE, now).await;
-            let spender = user_of(&owner).map(str::to_owned);
-            let ticket = req.extensions().get::<Ticket>().cloned();
-            start(app, proposal, id, left, spender, run_lease, ticket);
+    // A stream that does not open gives its places back.
+    let lease = match begin(app, id, &owner, proposal, left, lease, ticket.clone()).await {
+        Ok(lease) => lease,
+        Err((e, lease)) => {
+            if let Some(lease) = lease {
+                readers::release(&*app.records, &lease, now).await;
+            }
+            return Err(e);
         }
-    }
+    };
     let deadline = left.map_or(life, |l| l.saturating_sub(STREAM_RESERVE).min(life));
     let started = tokio::time::Instant::now();
     let reader = Reader {
@@ -274,6 +280,7 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
         placed: started,
         read_marked: started,
         lease,
+        ticket,
         begun: false,
         ended: false,
     };
@@ -289,23 +296,67 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
         .expect("status and headers are valid"))
 }
 
+/// Marks session `id` read and, for its first stream, starts its run, which takes this stream's
+/// places (it goes on in this execution after the stream ends); the places the stream keeps
+/// (`None`: the run's). On failure, the places still to give back.
+#[allow(clippy::too_many_arguments)]
+async fn begin(
+    app: &App,
+    id: &str,
+    owner: &str,
+    proposal: Proposal,
+    left: Option<Duration>,
+    lease: Lease,
+    ticket: Option<Ticket>,
+) -> std::result::Result<Option<Lease>, (Error, Option<Lease>)> {
+    let (records, now) = (&*app.records, app.clock.now());
+    let run_limit = left.unwrap_or(RUN_LIMIT);
+    let started = async {
+        sessions::mark_read(records, id, now).await?;
+        if !sessions::claim_run(records, id, run_limit, now).await? {
+            return Ok(false);
+        }
+        if sessions::cancelled(records, id, now).await? {
+            // Cancelled before it started: it never runs.
+            sessions::log(records, id, 1, &Event::Cancelled { abandoned: false }, now).await?;
+            return Ok(false);
+        }
+        Ok::<_, Error>(true)
+    };
+    match started.await {
+        Err(e) => Err((e, Some(lease))),
+        Ok(false) => Ok(Some(lease)),
+        Ok(true) => {
+            let mut run_lease = lease;
+            readers::hand_to_run(records, &mut run_lease, run_limit + PLACE_GRACE, now).await;
+            // Sessions stored before `background` existed: the backend's run in the background.
+            let background = proposal.background.unwrap_or(user_of(owner).is_none());
+            let spender = user_of(owner).map(str::to_owned);
+            start(app, proposal, id, left, spender, background, run_lease, ticket);
+            Ok(None)
+        }
+    }
+}
+
 /// Starts session `id`'s one run on its own task: each event stored in order as it happens,
 /// a cancel request checked every [`CANCEL_POLL`], its paid calls held against `spender`'s daily
 /// budget (a user's research). `ticket` keeps the environment from being frozen while the run
 /// goes on after its first client left.
+#[allow(clippy::too_many_arguments)]
 fn start(
     app: &App,
     proposal: Proposal,
     id: &str,
     left: Option<Duration>,
     spender: Option<String>,
+    background: bool,
     lease: Lease,
     ticket: Option<Ticket>,
 ) {
     let (timeline, records, clock) = (Arc::clone(&app.timeline), Arc::clone(&app.records), Arc::clone(&app.clock));
     let session = id.to_owned();
     // Unread for this long, a run that is not in the background stops itself.
-    let abandon_after = (!proposal.background.unwrap_or(false)).then_some(app.settings.abandon_after);
+    let abandon_after = (!background).then_some(app.settings.abandon_after);
     let run = async move {
         let _ticket = ticket;
         let (tx, mut rx) = mpsc::channel::<Event>(32);
@@ -397,17 +448,24 @@ struct Reader {
     read_marked: tokio::time::Instant,
     /// Its places (`None`: handed to the run it started, which shares its execution).
     lease: Option<Lease>,
+    /// Its invocation's, held by the task that gives its places back.
+    ticket: Option<Ticket>,
     /// Whether its first chunk (the reconnect delay) was sent.
     begun: bool,
     ended: bool,
 }
 
 impl Drop for Reader {
-    /// A stream that ends or whose client leaves gives its places back.
+    /// A stream whose research ended, or whose client left, gives its places back (its
+    /// invocation held until they are); one that ended at its life keeps them for its client's
+    /// resume, until they expire.
     fn drop(&mut self) {
         if let (Some(lease), Ok(runtime)) = (self.lease.take(), tokio::runtime::Handle::try_current()) {
-            let (records, clock) = (Arc::clone(&self.records), Arc::clone(&self.clock));
-            runtime.spawn(async move { readers::release(&*records, &lease, clock.now()).await });
+            let (records, clock, ticket) = (Arc::clone(&self.records), Arc::clone(&self.clock), self.ticket.take());
+            runtime.spawn(async move {
+                let _ticket = ticket;
+                readers::release(&*records, &lease, clock.now()).await;
+            });
         }
     }
 }
@@ -421,7 +479,12 @@ impl Reader {
         }
         loop {
             let left = self.until.map(|u| u.saturating_duration_since(tokio::time::Instant::now()));
-            if self.ended || left.is_some_and(|l| l.is_zero()) {
+            if self.ended {
+                return None;
+            }
+            if left.is_some_and(|l| l.is_zero()) {
+                // Its life is over, not the research: the places wait for the client's resume.
+                self.lease = None;
                 return None;
             }
             // No store call or wait runs past the stream's end.

@@ -26,6 +26,10 @@ use crate::costs::settings::Settings;
 /// configuration says (`BUDGET_STORE_TIMEOUT_MS`).
 pub const WAIT: Duration = Duration::from_millis(250);
 
+/// The longest an answer waits for the `x-user-budget-left-usd` header's read: with a hung
+/// store, rag-search's worst case (a quota wait, its 3 s search, this) stays inside its 5 s.
+pub const HEADER_WAIT: Duration = Duration::from_millis(250);
+
 /// Requests per minute and per day of each user, and what they may spend a day.
 pub struct Quota {
     per_minute: u32,
@@ -63,10 +67,10 @@ impl Quota {
         budget::spending_as(user, work).await
     }
 
-    /// What `user` may still spend today in USD (`None`: no per-user budget, or the store did
-    /// not answer in time).
+    /// What `user` may still spend today in USD, for an answer's header (`None`: no per-user
+    /// budget, or the store did not answer within [`HEADER_WAIT`]: the answer is not held for it).
     pub async fn budget_left(&self, user: &str) -> Option<f64> {
-        self.budget(user).await.map(|b| b.left_usd)
+        self.budget_within(user, self.wait.min(HEADER_WAIT)).await.map(|b| b.left_usd)
     }
 
     /// Refuses work for `user` when their budget for today is spent (429 `user_budget_exceeded`),
@@ -81,11 +85,15 @@ impl Quota {
 
     /// `user`'s budget today (`None`: no per-user budget, or the store did not answer in time).
     async fn budget(&self, user: &str) -> Option<budget::UserBudget> {
+        self.budget_within(user, self.wait).await
+    }
+
+    async fn budget_within(&self, user: &str, wait: Duration) -> Option<budget::UserBudget> {
         if self.budget_usd <= 0.0 {
             return None;
         }
         let read = budget::user_budget(&*self.records, self.budget_usd, user, self.clock.now());
-        bounded(self.wait, "the budget store", read).await.ok()
+        bounded(wait, "the budget store", read).await.ok()
     }
 
     /// Counts one request of `user`: `Err(QuotaExceeded)` when its minute or its day is spent.

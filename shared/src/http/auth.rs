@@ -116,7 +116,11 @@ impl Users {
                     .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
                     .map(str::trim)
                     .ok_or_else(no_token)?;
-                self.user_of(&verifier.verify(token).await?)
+                let user = self.user_of(&verifier.verify(token).await?)?;
+                // The request's span said `anonymous` until now: its next lines name the user.
+                let caller = format!("user:{}", crate::core::records::key_part(&user, 12));
+                tracing::Span::current().record("caller", caller.as_str());
+                Ok(user)
             }
             _ => self.caller(req),
         }

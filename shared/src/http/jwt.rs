@@ -104,7 +104,8 @@ struct Keys {
 
 /// What a request that needs a key not held gets from [`Inner::refetch`].
 enum Fetch {
-    /// The keys were fetched after the request looked: look again (absent: not the issuer's).
+    /// The keys were fetched (the fetch began) after the request looked: look again (absent: not
+    /// the issuer's).
     Fresh,
     /// No fetch may run for this long: a failed one, or one for an unknown `kid`, is that recent.
     Wait(Duration),
@@ -263,7 +264,7 @@ impl Inner {
     }
 
     /// Fetches the keys for a request that looked at `asked` and lacked its key, one fetch at a
-    /// time: not again when one ended after it looked, nor within [`REFETCH_EVERY`] of a failed
+    /// time: not again when one began after it looked, nor within [`REFETCH_EVERY`] of a failed
     /// one or of one for an unknown `kid` (a flood of forged `kid`s costs the issuer one fetch per
     /// [`REFETCH_EVERY`]).
     async fn refetch(&self, asked: Instant) -> Fetch {
@@ -288,12 +289,14 @@ impl Inner {
         if self.fetch_now().await { Fetch::Fresh } else { Fetch::Wait(REFETCH_EVERY) }
     }
 
-    /// One fetch, its outcome kept: true when the keys were replaced.
+    /// One fetch, its outcome kept: true when the keys were replaced. They count as fetched when
+    /// the fetch began: a key added while it ran may be missing from them.
     async fn fetch_now(&self) -> bool {
+        let began = Instant::now();
         match self.fetch().await {
             Ok(set) => {
                 let mut keys = self.keys_mut();
-                (keys.set, keys.fetched) = (set, Some(Instant::now()));
+                (keys.set, keys.fetched) = (set, Some(began));
                 true
             }
             Err(why) => {

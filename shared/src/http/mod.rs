@@ -186,7 +186,8 @@ pub fn time_left(req: &Request) -> Option<std::time::Duration> {
 /// The Lambda request id when running in Lambda, otherwise a fresh UUID.
 /// The span every log line of `req` carries: its request id and its caller as the front door
 /// verified it (`backend:<principal>`, `user:<hash of sub>` (the hash the budget logs use), or
-/// `anonymous`, which a Function URL's requests are until the function verifies the token).
+/// `anonymous`, which a Function URL's requests are until the function verifies the token:
+/// [`auth::Users::verified`] then records the user's hash on it).
 pub fn span(req: &Request) -> tracing::Span {
     let caller = match auth::Caller::of(req) {
         auth::Caller::Backend { arn } => format!("backend:{}", auth::principal(&arn)),

@@ -8,9 +8,10 @@
 //!   backend's research routes always find an execution.
 //!
 //! A place is claimed where none is held or its lease has expired, so a reader whose Lambda was
-//! killed frees its place when its lease ends; a reader that ends gives it back at once. A reader
-//! that resumes (`Last-Event-ID`) may take over the place of a reader of the same session: the
-//! one it resumes, which sees the place gone and ends. A run's place is never taken over.
+//! killed frees its place when its lease ends; a reader whose client leaves gives it back at
+//! once, and one that ends at its life keeps it for its grace, for the client's resume. A reader
+//! that resumes (`Last-Event-ID`) may take over the places of one reader of the same session (the
+//! one it resumes), which sees them gone and ends. A run's places are never taken over.
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -62,8 +63,10 @@ fn record(pk: &str, sk: &str, lease: &Lease, rev: i64, expires_at: i64) -> Recor
 }
 
 /// Claims a place in every pool that applies to a reader of `session` (owned by `user`), held
-/// for `hold` from `now`; `resume`: the reader resumes this session's stream and may take over the place
-/// of one of its readers. `Err(seconds)`: some pool is full, and a place frees within that.
+/// for `hold` from `now`; `resume`: the reader resumes this session's stream, and where a pool is
+/// full it takes over the places of the session's oldest reader (one stream: the one it
+/// resumes, or a stream that ended at its life, whose places wait for it). `Err(seconds)`: some
+/// pool is full, and a place frees within that.
 pub async fn claim(
     records: &dyn RecordStore,
     session: &str,
@@ -81,8 +84,18 @@ pub async fn claim(
         until: until.timestamp(),
         places: Vec::new(),
     };
+    let mut victim: Option<Option<String>> = None;
     for (pk, cap) in pools(session, user, caps) {
-        match place(records, &pk, cap, &lease, resume, now).await {
+        let mut placed = place(records, &pk, cap, &lease, None, now).await;
+        if resume && matches!(placed, Ok(Err(_))) {
+            if victim.is_none() {
+                victim = Some(oldest_reader(records, session, now).await?);
+            }
+            if let Some(Some(old)) = &victim {
+                placed = place(records, &pk, cap, &lease, Some(old), now).await;
+            }
+        }
+        match placed {
             Ok(Ok(place)) => lease.places.push(place),
             Ok(Err(wait)) => {
                 release(records, &lease, now).await;
@@ -97,45 +110,61 @@ pub async fn claim(
     Ok(Ok(lease))
 }
 
-/// One place in pool `pk` of `cap` places, or how long until one frees.
+/// The holder of the oldest reader's place among `session`'s readers, if any.
+async fn oldest_reader(records: &dyn RecordStore, session: &str, now: DateTime<Utc>) -> Result<Option<String>> {
+    let held = records.query(&format!("SESSION#{session}"), PLACE, &format!("{PLACE}~"), now.timestamp()).await?;
+    Ok(held
+        .iter()
+        .filter(|r| r.body["kind"] == "reader")
+        .min_by_key(|r| r.body["until"].as_i64().unwrap_or(0))
+        .and_then(|r| r.body["holder"].as_str().map(str::to_owned)))
+}
+
+/// One place in pool `pk` of `cap` places: a free one, or (`victim`) the one that holder has;
+/// else how long until one frees. A place freed or taken while it looked is looked for again.
 async fn place(
     records: &dyn RecordStore,
     pk: &str,
     cap: u32,
     lease: &Lease,
-    resume: bool,
+    victim: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<std::result::Result<Place, u64>> {
-    for k in 0..cap {
-        let sk = format!("{PLACE}{k:03}");
-        if records.put_new(&record(pk, &sk, lease, 1, lease.until), now.timestamp()).await? {
-            return Ok(Ok(Place { pk: pk.to_owned(), sk, rev: 1 }));
+    let mut wait = 1;
+    for _ in 0..2 {
+        if victim.is_none() {
+            for k in 0..cap {
+                let sk = format!("{PLACE}{k:03}");
+                if records.put_new(&record(pk, &sk, lease, 1, lease.until), now.timestamp()).await? {
+                    return Ok(Ok(Place { pk: pk.to_owned(), sk, rev: 1 }));
+                }
+            }
         }
-    }
-    let held = records.query(pk, PLACE, &format!("{PLACE}~"), now.timestamp()).await?;
-    if resume {
-        // The oldest reader of the same session: the stream this one resumes.
-        let mine = held
-            .iter()
-            .filter(|r| r.body["session"] == lease.session.as_str() && r.body["kind"] == "reader")
-            .min_by_key(|r| r.body["until"].as_i64().unwrap_or(0));
-        if let Some(old) = mine {
+        let held = records.query(pk, PLACE, &format!("{PLACE}~"), now.timestamp()).await?;
+        if let Some(old) = victim.and_then(|v| held.iter().find(|r| r.body["holder"] == v && r.body["kind"] == "reader")) {
             let rev = old.body[REV].as_i64().unwrap_or(0);
             if records.put_if(&record(pk, &old.sk, lease, rev + 1, lease.until), Some(rev), now.timestamp()).await? {
                 return Ok(Ok(Place { pk: pk.to_owned(), sk: old.sk.clone(), rev: rev + 1 }));
             }
         }
+        let soonest = held.iter().filter_map(|r| r.expires_at).min().unwrap_or(now.timestamp() + 1);
+        wait = u64::try_from(soonest - now.timestamp()).unwrap_or(1).max(1);
+        if victim.is_none() && u32::try_from(held.len()).unwrap_or(u32::MAX) >= cap {
+            break;
+        }
     }
-    let soonest = held.iter().filter_map(|r| r.expires_at).min().unwrap_or(now.timestamp() + 1);
-    Ok(Err(u64::try_from(soonest - now.timestamp()).unwrap_or(1).max(1)))
+    Ok(Err(wait))
 }
 
-/// Whether `lease` still holds its place among its session's readers (false: a resuming reader
-/// took it over; a resume that takes over any place takes that one).
+/// Whether `lease` still holds every place it claimed (false: a resuming reader took them over).
 pub async fn held(records: &dyn RecordStore, lease: &Lease, now: DateTime<Utc>) -> Result<bool> {
-    let Some(place) = lease.places.first() else { return Ok(true) };
-    let record = records.get(&place.pk, &place.sk, now.timestamp()).await?;
-    Ok(record.is_some_and(|r| r.body["holder"] == lease.holder.as_str()))
+    for place in &lease.places {
+        let record = records.get(&place.pk, &place.sk, now.timestamp()).await?;
+        if !record.is_some_and(|r| r.body["holder"] == lease.holder.as_str()) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Keeps `lease`'s places for a run that ends within `hold`: they are the run's now (never taken

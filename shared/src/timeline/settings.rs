@@ -42,8 +42,8 @@ impl Settings {
             reader_life: env.secs("RESEARCH_READER_SECS", 90)?.clamp(Duration::from_secs(1), Duration::from_secs(840)),
             caps: crate::timeline::readers::Caps {
                 session: places("RESEARCH_SESSION_READERS", 2)?,
-                user: places("RESEARCH_USER_STREAMS", 3)?,
-                users: places("RESEARCH_USERS_STREAMS", 6)?,
+                user: places("RESEARCH_USER_STREAMS", 6)?,
+                users: places("RESEARCH_USERS_STREAMS", 40)?,
             },
         })
     }

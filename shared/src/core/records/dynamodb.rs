@@ -391,7 +391,11 @@ impl RecordStore for DynamoRecords {
             }
             _ => Err(Error::Store(format!("dynamodb returned no total for counter {pk}/{sk}"))),
         };
-        match update.send().await {
+        let sent = update.send().await;
+        if !matches!(&sent, Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception())) {
+            self.unmark(pk, sk, lane.attribute(), token.clone());
+        }
+        match sent {
             Ok(out) => total(out.attributes.as_ref()),
             Err(e) => match e.into_service_error() {
                 UpdateItemError::ConditionalCheckFailedException(refused) => {
@@ -402,7 +406,10 @@ impl RecordStore for DynamoRecords {
                         None => self.item(pk, sk).await?.unwrap_or_default(),
                     };
                     match old.get(&lane.attribute()) {
-                        Some(AttributeValue::S(mark)) if *mark == token => total(Some(&old)),
+                        Some(AttributeValue::S(mark)) if *mark == token => {
+                            self.unmark(pk, sk, lane.attribute(), token);
+                            total(Some(&old))
+                        }
                         _ => Ok(None),
                     }
                 }
@@ -412,10 +419,36 @@ impl RecordStore for DynamoRecords {
     }
 }
 
+impl DynamoRecords {
+    /// Removes an update's mark from its counter once the update is done (its retries too), on a
+    /// task of its own, so a counter's item stays small however many processes write it; a mark
+    /// that cannot be removed (a fault, a frozen environment) stays, about 30 bytes.
+    fn unmark(&self, pk: &str, sk: &str, attribute: String, token: String) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let remove = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk.to_owned()))
+            .key("sk", AttributeValue::S(sk.to_owned()))
+            .update_expression("REMOVE #o")
+            .condition_expression("#o = :op")
+            .expression_attribute_names("#o", attribute)
+            .expression_attribute_values(":op", AttributeValue::S(token));
+        runtime.spawn(async move {
+            if let Err(e) = remove.send().await
+                && !e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception())
+            {
+                tracing::debug!(error = %DisplayErrorContext(e), "a counter's update mark stays");
+            }
+        });
+    }
+}
+
 /// A name under which one counter update at a time marks a counter: this process's id and a
-/// number, taken from a pool for the life of one update and given back after. A Lambda
-/// container runs one update at a time, so it adds one attribute (~30 bytes) to each counter it
-/// writes; counters are daily or shorter and expire.
+/// number, taken from a pool for the life of one update and given back after. The mark is
+/// removed once the update is done ([`DynamoRecords::unmark`]), so a counter's item holds the
+/// marks of the updates in flight, not one per process that ever wrote it.
 struct Lane {
     number: u32,
 }
