@@ -6,7 +6,8 @@ output shows (docs/deploy.md):
 - every browser-facing door takes the same origins, `AllowedOrigins`: the HTTP API's CORS
   (the `x-amazon-apigateway-cors` of its OpenAPI body) and each Function URL's `Cors`;
 - the HTTP API's CORS allows what its user routes need (their methods, the Authorization
-  header) and lets a browser read `Retry-After`.
+  header) and lets a browser read `Retry-After`;
+- `Architecture=x86_64` (a region without arm64 Lambda) leaves no arm64 function or layer.
 
 Usage: python infra/sam-check.py [Name=Value ...]; prints the resources and exits 1 on a
 failed check.
@@ -22,18 +23,67 @@ template, problems = decode("template.yaml")
 if problems:
     sys.exit(f"template.yaml does not parse: {problems}")
 overrides = dict(arg.split("=", 1) for arg in sys.argv[1:])
-parameters = {}
-for name, spec in template.get("Parameters", {}).items():
-    value = overrides.get(name, spec.get("Default", "placeholder"))
-    if spec.get("Type") == "CommaDelimitedList":
-        value = [part.strip() for part in str(value).split(",")]
-    parameters[name] = value
-transform = Transform("template.yaml", template, "us-east-1")
-transform._parameters = parameters  # as CloudFormation passes them, lists included
-errors = transform.transform_template()
-if errors:
-    sys.exit(f"the SAM transform failed: {errors}")
-resources = transform.template()["Resources"]
+
+
+def evaluate(value, parameters, conditions):
+    """`value` with the intrinsics CloudFormation resolves at deploy (`Ref` of a parameter,
+    `Fn::If` on the template's conditions, the condition functions) evaluated."""
+    def condition(name):
+        return evaluate(conditions[name], parameters, conditions)
+
+    if isinstance(value, list):
+        return [evaluate(v, parameters, conditions) for v in value]
+    if not isinstance(value, dict) or len(value) != 1:
+        return value
+    (fn, args), = value.items()
+    if fn == "Ref":
+        return parameters.get(args, value)
+    if fn == "Condition":
+        return condition(args)
+    if fn == "Fn::If":
+        name, then, otherwise = args
+        return evaluate(then if condition(name) else otherwise, parameters, conditions)
+    if fn == "Fn::Equals":
+        a, b = (evaluate(x, parameters, conditions) for x in args)
+        return a == b
+    if fn == "Fn::Not":
+        return not evaluate(args[0], parameters, conditions)
+    if fn == "Fn::Or":
+        return any(evaluate(x, parameters, conditions) for x in args)
+    if fn == "Fn::And":
+        return all(evaluate(x, parameters, conditions) for x in args)
+    return value
+
+
+def transformed(overrides):
+    """The template after the SAM transform, with `overrides` over the defaults; and the
+    parameters as CloudFormation passes them."""
+    template, problems = decode("template.yaml")
+    if problems:
+        sys.exit(f"template.yaml does not parse: {problems}")
+    parameters = {}
+    for name, spec in template.get("Parameters", {}).items():
+        value = overrides.get(name, spec.get("Default", "placeholder"))
+        if spec.get("Type") == "CommaDelimitedList":
+            value = [part.strip() for part in str(value).split(",")]
+        parameters[name] = value
+    transform = Transform("template.yaml", template, "us-east-1")
+    transform._parameters = parameters  # as CloudFormation passes them, lists included
+    errors = transform.transform_template()
+    if errors:
+        sys.exit(f"the SAM transform failed: {errors}")
+    output = transform.template()
+    conditions = output.get("Conditions", {})
+    for resource in output["Resources"].values():
+        condition = resource.get("Condition")
+        resource["deployed"] = condition is None or evaluate({"Condition": condition}, parameters, conditions)
+        for key in ("Architectures", "CompatibleArchitectures"):
+            if key in resource.get("Properties", {}):
+                resource["Properties"][key] = evaluate(resource["Properties"][key], parameters, conditions)
+    return output["Resources"], parameters
+
+
+resources, parameters = transformed(overrides)
 print(f"SAM transform: {len(resources)} resources")
 
 failed = []
@@ -66,6 +116,19 @@ for name, url in urls.items():
     # CloudFormation resolves a Function URL's `Ref` at deploy; SAM leaves it as written.
     if allowed not in (origins, {"Ref": "AllowedOrigins"}):
         failed.append(f"{name}: AllowOrigins {allowed!r}, not AllowedOrigins {origins!r}")
+# A region without arm64 Lambda: Architecture=x86_64 leaves no arm64 anywhere, with either
+# embedder (the bundled model's functions and layer are x86_64).
+for embedder in ("bundled", "api"):
+    x86, _ = transformed({**overrides, "Architecture": "x86_64", "Embedder": embedder, "EmbeddingApiKey": "k"})
+    for name, resource in x86.items():
+        if not resource["deployed"]:
+            continue
+        props = resource.get("Properties", {})
+        archs = props.get("Architectures", []) + props.get("CompatibleArchitectures", [])
+        if "arm64" in archs:
+            failed.append(f"Architecture=x86_64, Embedder={embedder}: {name} is still {archs}")
+    print(f"Architecture=x86_64, Embedder={embedder}: no arm64")
+
 for problem in failed:
     print(f"FAILED: {problem}")
 sys.exit(1 if failed else 0)
