@@ -208,6 +208,10 @@ impl Retrieval {
         if let Some(query) = &req.semantic_query {
             self.explain(query, &mut results, started, request_id).await;
         }
+        if degraded_reason.is_some() {
+            let degraded = [("DegradedAnswer", "Count", 1.0)];
+            crate::core::metrics::emit(&crate::core::metrics::render(&[], &degraded, self.clock.now().timestamp_millis()));
+        }
         Ok(SearchResponse {
             results,
             strategy,

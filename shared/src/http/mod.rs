@@ -94,6 +94,7 @@ pub fn error(e: &Error, request_id: &str) -> Response<Body> {
     let status = e.status();
     if status >= 500 {
         tracing::error!(request_id, code = e.code(), error = %e, "request failed");
+        answered_5xx();
     } else {
         tracing::info!(request_id, code = e.code(), error = %e, "request refused");
     }
@@ -102,6 +103,17 @@ pub fn error(e: &Error, request_id: &str) -> Response<Body> {
         response.headers_mut().insert(lambda_http::http::header::RETRY_AFTER, secs.into());
     }
     response
+}
+
+/// Counts one JSON 5xx answer in the EMF metric `Answered5xx`, by function and version: an
+/// answer is not a Lambda error, so the canary alarms watch this too, on the version being
+/// deployed alone.
+fn answered_5xx() {
+    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
+    let version = std::env::var("AWS_LAMBDA_FUNCTION_VERSION").unwrap_or_default();
+    let dimensions = [("FunctionName", function.as_str()), ("Version", version.as_str())];
+    let metric = [("Answered5xx", "Count", 1.0)];
+    crate::core::metrics::emit(&crate::core::metrics::render(&dimensions, &metric, chrono::Utc::now().timestamp_millis()));
 }
 
 /// What the caller is told of `e`: our own faults' detail (table ARNs, file paths, setting

@@ -35,9 +35,12 @@ where
 }
 
 /// Logs `records` for replay at ERROR: `what` could not be stored because of `error`.
+/// Each such line counts its records in the EMF metric `RecordsOwed` (`RecordsOwedAlarm`).
 pub fn log(what: &str, records: &[Record], error: &dyn std::fmt::Display) {
     let replay = encode(records).to_string();
     tracing::error!(error = %error, %replay, "{what} {MARKER}");
+    let owed = [("RecordsOwed", "Count", records.len() as f64)];
+    crate::core::metrics::emit(&crate::core::metrics::render(&[], &owed, chrono::Utc::now().timestamp_millis()));
 }
 
 /// The `replay` field's value for `records`.
