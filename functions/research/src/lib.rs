@@ -73,8 +73,8 @@ const PLACE_GRACE: Duration = Duration::from_secs(15);
 /// quota): a stream resumes about every 90 s, a page reload or two on top.
 const LINK_OPENS_PER_MINUTE: u32 = 10;
 const LINK_OPENS_PER_DAY: u32 = 300;
-/// How often an open stream looks whether its place is still its own.
-const PLACE_CHECK: Duration = Duration::from_secs(2);
+/// How often an open stream looks whether its places are still its own.
+const PLACE_CHECK: Duration = Duration::from_secs(5);
 /// How often an open stream marks its session read (a run looks each [`CANCEL_POLL`]).
 const READ_BEAT: Duration = Duration::from_secs(15);
 
@@ -107,7 +107,8 @@ impl App {
             timeline: Arc::new(timeline),
             users: Users::from_settings(&config.http)?,
             quota: Quota::from_settings(&config.costs, Arc::clone(&records), Arc::clone(&clock)),
-            link_opens: Quota::new(LINK_OPENS_PER_MINUTE, LINK_OPENS_PER_DAY, Arc::clone(&records), Arc::clone(&clock)),
+            link_opens: Quota::new(LINK_OPENS_PER_MINUTE, LINK_OPENS_PER_DAY, Arc::clone(&records), Arc::clone(&clock))
+                .for_links(),
             links: StreamLinks::from_settings(&config.http),
             settings: config.timeline.clone(),
             records,
@@ -232,7 +233,7 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
     // first against a small quota of the session's own, so a leaked link can spend at most that
     // much of its owner's.
     if token.is_some() {
-        app.link_opens.take(&format!("session:{id}")).await?;
+        app.link_opens.take(id).await?;
     }
     if let Some(user) = user_of(&owner) {
         app.quota.take(user).await?;
@@ -316,9 +317,13 @@ async fn begin(
         if !sessions::claim_run(records, id, run_limit, now).await? {
             return Ok(false);
         }
-        if sessions::cancelled(records, id, now).await? {
-            // Cancelled before it started: it never runs.
-            sessions::log(records, id, 1, &Event::Cancelled { abandoned: false }, now).await?;
+        // Claimed: from here a store fault must not leave it claimed and never run. A cancel
+        // check that fails is no cancel (the run's watcher looks again each second).
+        if sessions::cancelled(records, id, now).await.unwrap_or(false) {
+            // Cancelled before it started: it never runs (an unstored end is ended by a reader).
+            if let Err(e) = sessions::log(records, id, 1, &Event::Cancelled { abandoned: false }, now).await {
+                tracing::warn!(session = id, error = %e, "a research cancelled before it began: its end not stored");
+            }
             return Ok(false);
         }
         Ok::<_, Error>(true)
@@ -483,8 +488,12 @@ impl Reader {
                 return None;
             }
             if left.is_some_and(|l| l.is_zero()) {
-                // Its life is over, not the research: the places wait for the client's resume.
-                self.lease = None;
+                // Its life is over, not the research: the places wait for the client's resume
+                // (marked so, any opener of the research may take them).
+                if let Some(mut lease) = self.lease.take() {
+                    let mark = readers::ended_at_life(&*self.records, &mut lease, self.clock.now());
+                    let _ = tokio::time::timeout(STORE_TIME, mark).await;
+                }
                 return None;
             }
             // No store call or wait runs past the stream's end.
@@ -570,7 +579,7 @@ async fn status(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
     Ok(whole(http::json(
         200,
         &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language,
-                            "background": proposal.background.unwrap_or(false), "status": status, "events": events,
+                            "background": proposal.background.unwrap_or(user_of(&owner).is_none()), "status": status, "events": events,
                             "stream_url": stream_url(app, req, id, &owner)}),
     )))
 }

@@ -42,12 +42,14 @@ pub struct Quota {
     wait: Duration,
     /// This container's counts, kept while the store does not answer (see the module's doc).
     fallback: Mutex<HashMap<(String, String), u32>>,
+    /// Whose requests it counts: a user's (`false`), or opens of one research's stream link.
+    links: bool,
 }
 
 impl Quota {
     /// `per_minute` and `per_day` requests a user (0: no limit), counted in `records`.
     pub fn new(per_minute: u32, per_day: u32, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { per_minute, per_day, records, clock, budget_usd: 0.0, wait: WAIT, fallback: Mutex::default() }
+        Self { per_minute, per_day, records, clock, budget_usd: 0.0, wait: WAIT, fallback: Mutex::default(), links: false }
     }
 
     /// The limits `settings` set (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`,
@@ -58,6 +60,13 @@ impl Quota {
             wait: settings.budget_store_timeout,
             ..Self::new(settings.quota_per_minute, settings.quota_per_day, records, clock)
         }
+    }
+
+    /// The same limits counting the opens of one research's stream link ([`Quota::take`] of a
+    /// session id): counters of their own, apart from every user's.
+    pub fn for_links(mut self) -> Self {
+        self.links = true;
+        self
     }
 
     /// Admits one request of `user` ([`Quota::take`]), then runs `work` as the user's spending:
@@ -106,7 +115,7 @@ impl Quota {
             (self.per_minute, format!("m#{minute}"), 120, 60 - u64::from(now.second()), "minute"),
             (self.per_day, format!("d#{day}"), 2 * 86_400, crate::core::time::seconds_to_midnight(now), "day"),
         ];
-        let pk = key(user);
+        let pk = if self.links { format!("LINKQUOTA#{}", key_part(user, 12)) } else { key(user) };
         let mut store_answers = true;
         for (limit, sk, keep_secs, retry_after_secs, window) in windows {
             if limit == 0 {
@@ -132,7 +141,11 @@ impl Quota {
             };
             if !counted {
                 return Err(Error::QuotaExceeded {
-                    message: format!("user quota of {limit} requests per {window} is spent; retry later"),
+                    message: if self.links {
+                        format!("this research's link was opened {limit} times this {window}; retry later")
+                    } else {
+                        format!("user quota of {limit} requests per {window} is spent; retry later")
+                    },
                     retry_after_secs,
                 });
             }

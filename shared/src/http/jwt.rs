@@ -215,9 +215,11 @@ impl Inner {
             self.refresh_if_stale();
             return Ok(Some(key));
         }
-        match self.refetch(asked).await {
-            Fetch::Fresh => Ok(self.held(kid)),
-            Fetch::Wait(wait) => Err(Error::Unavailable {
+        match (self.refetch(asked).await, self.held(kid)) {
+            (Fetch::Fresh, key) => Ok(key),
+            // A fetch that ran while this request waited may hold its key after all.
+            (Fetch::Wait(_), Some(key)) => Ok(Some(key)),
+            (Fetch::Wait(wait), None) => Err(Error::Unavailable {
                 code: "issuer_unavailable",
                 message: "users' tokens cannot be verified right now (the issuer's keys could not be had); \
                           retry after the Retry-After seconds"

@@ -9,9 +9,10 @@
 //!
 //! A place is claimed where none is held or its lease has expired, so a reader whose Lambda was
 //! killed frees its place when its lease ends; a reader whose client leaves gives it back at
-//! once, and one that ends at its life keeps it for its grace, for the client's resume. A reader
-//! that resumes (`Last-Event-ID`) may take over the places of one reader of the same session (the
-//! one it resumes), which sees them gone and ends. A run's places are never taken over.
+//! once, and one that ends at its life keeps it for its grace, for the client's resume ([`claim`]
+//! says who may take a place over; the reader that lost it sees it gone and ends). A run holds
+//! no place among its session's readers (those count streams), and its others are never taken
+//! over.
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -63,10 +64,11 @@ fn record(pk: &str, sk: &str, lease: &Lease, rev: i64, expires_at: i64) -> Recor
 }
 
 /// Claims a place in every pool that applies to a reader of `session` (owned by `user`), held
-/// for `hold` from `now`; `resume`: the reader resumes this session's stream, and where a pool is
-/// full it takes over the places of the session's oldest reader (one stream: the one it
-/// resumes, or a stream that ended at its life, whose places wait for it). `Err(seconds)`: some
-/// pool is full, and a place frees within that.
+/// for `hold` from `now`. Where a pool is full, a stream of the same research gives way: to any
+/// opener of the research, one that ended at its life (its places wait for its client); to a
+/// resume (`resume`: `Last-Event-ID`), else its oldest open stream, the one it resumes. The same
+/// stream gives way in every pool. `Err(seconds)`: some pool is full, and a place frees within
+/// that.
 pub async fn claim(
     records: &dyn RecordStore,
     session: &str,
@@ -84,40 +86,46 @@ pub async fn claim(
         until: until.timestamp(),
         places: Vec::new(),
     };
-    let mut victim: Option<Option<String>> = None;
-    for (pk, cap) in pools(session, user, caps) {
-        let mut placed = place(records, &pk, cap, &lease, None, now).await;
-        if resume && matches!(placed, Ok(Err(_))) {
-            if victim.is_none() {
-                victim = Some(oldest_reader(records, session, now).await?);
+    let claimed = async {
+        let mut victim: Option<Option<String>> = None;
+        for (pk, cap) in pools(session, user, caps) {
+            let mut placed = place(records, &pk, cap, &lease, None, now).await?;
+            if placed.is_err() {
+                if victim.is_none() {
+                    victim = Some(giving_way(records, &lease, resume, now).await?);
+                }
+                if let Some(Some(old)) = &victim {
+                    placed = place(records, &pk, cap, &lease, Some(old), now).await?;
+                }
             }
-            if let Some(Some(old)) = &victim {
-                placed = place(records, &pk, cap, &lease, Some(old), now).await;
-            }
-        }
-        match placed {
-            Ok(Ok(place)) => lease.places.push(place),
-            Ok(Err(wait)) => {
-                release(records, &lease, now).await;
-                return Ok(Err(wait));
-            }
-            Err(e) => {
-                release(records, &lease, now).await;
-                return Err(e);
+            match placed {
+                Ok(place) => lease.places.push(place),
+                Err(wait) => return Ok(Err(wait)),
             }
         }
+        Ok::<_, crate::core::error::Error>(Ok(()))
+    };
+    let claimed = claimed.await;
+    if !matches!(claimed, Ok(Ok(()))) {
+        release(records, &lease, now).await;
     }
-    Ok(Ok(lease))
+    match claimed {
+        Ok(Ok(())) => Ok(Ok(lease)),
+        Ok(Err(wait)) => Ok(Err(wait)),
+        Err(e) => Err(e),
+    }
 }
 
-/// The holder of the oldest reader's place among `session`'s readers, if any.
-async fn oldest_reader(records: &dyn RecordStore, session: &str, now: DateTime<Utc>) -> Result<Option<String>> {
-    let held = records.query(&format!("SESSION#{session}"), PLACE, &format!("{PLACE}~"), now.timestamp()).await?;
-    Ok(held
-        .iter()
-        .filter(|r| r.body["kind"] == "reader")
-        .min_by_key(|r| r.body["until"].as_i64().unwrap_or(0))
-        .and_then(|r| r.body["holder"].as_str().map(str::to_owned)))
+/// The holder of the stream of `lease`'s research that gives way to it, if any: one that ended
+/// at its life, else (for a resume) the oldest open one; never `lease` itself.
+async fn giving_way(records: &dyn RecordStore, lease: &Lease, resume: bool, now: DateTime<Utc>) -> Result<Option<String>> {
+    let pk = format!("SESSION#{}", lease.session);
+    let held = records.query(&pk, PLACE, &format!("{PLACE}~"), now.timestamp()).await?;
+    let others = || held.iter().filter(|r| r.body["holder"] != lease.holder.as_str());
+    let ended = others().filter(|r| r.body["kind"] == "ended").min_by_key(|r| r.body["until"].as_i64().unwrap_or(0));
+    let open = || others().filter(|r| r.body["kind"] == "reader").min_by_key(|r| r.body["until"].as_i64().unwrap_or(0));
+    let victim = ended.or_else(|| if resume { open() } else { None });
+    Ok(victim.and_then(|r| r.body["holder"].as_str().map(str::to_owned)))
 }
 
 /// One place in pool `pk` of `cap` places: a free one, or (`victim`) the one that holder has;
@@ -132,19 +140,29 @@ async fn place(
 ) -> Result<std::result::Result<Place, u64>> {
     let mut wait = 1;
     for _ in 0..2 {
-        if victim.is_none() {
-            for k in 0..cap {
-                let sk = format!("{PLACE}{k:03}");
-                if records.put_new(&record(pk, &sk, lease, 1, lease.until), now.timestamp()).await? {
-                    return Ok(Ok(Place { pk: pk.to_owned(), sk, rev: 1 }));
+        let held = records.query(pk, PLACE, &format!("{PLACE}~"), now.timestamp()).await?;
+        match victim {
+            // Only the places nobody holds are tried: a full pool costs one query, not a write a place.
+            None => {
+                let taken: std::collections::HashSet<&str> = held.iter().map(|r| r.sk.as_str()).collect();
+                for k in 0..cap {
+                    let sk = format!("{PLACE}{k:03}");
+                    if !taken.contains(sk.as_str())
+                        && records.put_new(&record(pk, &sk, lease, 1, lease.until), now.timestamp()).await?
+                    {
+                        return Ok(Ok(Place { pk: pk.to_owned(), sk, rev: 1 }));
+                    }
                 }
             }
-        }
-        let held = records.query(pk, PLACE, &format!("{PLACE}~"), now.timestamp()).await?;
-        if let Some(old) = victim.and_then(|v| held.iter().find(|r| r.body["holder"] == v && r.body["kind"] == "reader")) {
-            let rev = old.body[REV].as_i64().unwrap_or(0);
-            if records.put_if(&record(pk, &old.sk, lease, rev + 1, lease.until), Some(rev), now.timestamp()).await? {
-                return Ok(Ok(Place { pk: pk.to_owned(), sk: old.sk.clone(), rev: rev + 1 }));
+            Some(victim) => {
+                let old = held.iter().find(|r| r.body["holder"] == victim && r.body["kind"] != "run");
+                if let Some(old) = old {
+                    let rev = old.body[REV].as_i64().unwrap_or(0);
+                    let taken = record(pk, &old.sk, lease, rev + 1, lease.until);
+                    if records.put_if(&taken, Some(rev), now.timestamp()).await? {
+                        return Ok(Ok(Place { pk: pk.to_owned(), sk: old.sk.clone(), rev: rev + 1 }));
+                    }
+                }
             }
         }
         let soonest = held.iter().filter_map(|r| r.expires_at).min().unwrap_or(now.timestamp() + 1);
@@ -154,6 +172,18 @@ async fn place(
         }
     }
     Ok(Err(wait))
+}
+
+/// Marks `lease`'s places as those of a stream that ended at its life: they wait for its
+/// client's resume until they expire, and any opener of the same research may take them.
+pub async fn ended_at_life(records: &dyn RecordStore, lease: &mut Lease, now: DateTime<Utc>) {
+    lease.kind = "ended";
+    for i in 0..lease.places.len() {
+        let (pk, sk, rev) = (lease.places[i].pk.clone(), lease.places[i].sk.clone(), lease.places[i].rev);
+        if let Ok(true) = records.put_if(&record(&pk, &sk, lease, rev + 1, lease.until), Some(rev), now.timestamp()).await {
+            lease.places[i].rev = rev + 1;
+        }
+    }
 }
 
 /// Whether `lease` still holds every place it claimed (false: a resuming reader took them over).
@@ -168,8 +198,11 @@ pub async fn held(records: &dyn RecordStore, lease: &Lease, now: DateTime<Utc>) 
 }
 
 /// Keeps `lease`'s places for a run that ends within `hold`: they are the run's now (never taken
-/// over), given back when it ends ([`release`]).
+/// over), given back when it ends ([`release`]); its place among its research's readers is
+/// given back now, since those count streams alone.
 pub async fn hand_to_run(records: &dyn RecordStore, lease: &mut Lease, hold: std::time::Duration, now: DateTime<Utc>) {
+    let readers = Lease { places: lease.places.drain(..1.min(lease.places.len())).collect(), ..lease.clone() };
+    release(records, &readers, now).await;
     lease.kind = "run";
     lease.until = (now + chrono::Duration::from_std(hold).unwrap_or_default()).timestamp();
     for i in 0..lease.places.len() {

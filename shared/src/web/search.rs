@@ -24,7 +24,7 @@ use crate::core::clock::Clock;
 use crate::core::error::Result;
 use crate::core::records::{HOT_PATH, Record, RecordStore, bounded};
 use crate::core::retry::{RetryPolicy, within};
-use crate::core::upstream::Usage;
+use crate::core::upstream::{ProviderError, Usage};
 use crate::costs::budget::Hold;
 use crate::costs::ledger::{CallKind, Charge, Citations, CostRecord, CostSource, Ledger, Outcome};
 use crate::web::analysis;
@@ -287,8 +287,31 @@ impl SearchService {
             let (model, ceiling) = provider.adapter.worst_case(query);
             let hold = self.ledger.hold(&query.agent, name, model, &ceiling).await?;
             let started = Instant::now();
-            let outcome = within(self.retry, until, name, |_| provider.adapter.answer(query)).await;
+            // Attempts that failed after the provider may have billed them (a failed run, a
+            // call cut short), each recorded as a failed call whatever the next attempt does.
+            let billed = std::sync::atomic::AtomicU32::new(0);
+            let attempt = |_| async {
+                let answer = provider.adapter.answer(query).await;
+                if answer.as_ref().is_err_and(ProviderError::may_have_cost) {
+                    billed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                answer
+            };
+            let outcome = within(self.retry, until, name, attempt).await;
             let took = started.elapsed();
+            let last_billed = outcome.as_ref().is_err_and(ProviderError::may_have_cost);
+            let earlier = billed.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(u32::from(last_billed));
+            for _ in 0..earlier {
+                self.ledger.charge(&self.failed_call(query, request_id, name)).await;
+            }
+            // Its hold stays counted, as for a failed call: what those attempts cost is unknown.
+            let hold = if earlier > 0 {
+                let cost = self.ledger.bill(&self.failed_call(query, request_id, name));
+                self.ledger.settle(hold, &cost, true).await;
+                Hold::free(&query.agent)
+            } else {
+                hold
+            };
             let (failure, against_upstream) = match outcome {
                 Ok(answer) => match self.answered(query, request_id, name, answer, key, hold).await {
                     Some(response) => {
@@ -301,18 +324,7 @@ impl SearchService {
                 Err(e) => {
                     // Free as far as we know (a call cut short may be billed; its record
                     // says failed), and it counts against the provider's availability.
-                    let charge = Charge {
-                        request_id,
-                        agent: &query.agent,
-                        kind: CallKind::Search,
-                        provider: name,
-                        model: "",
-                        usage: &Usage::default(),
-                        outcome: Outcome::Failed,
-                        saved_usd: 0.0,
-                        upstream_id: None,
-                    };
-                    let cost = self.ledger.charge(&charge).await;
+                    let cost = self.ledger.charge(&self.failed_call(query, request_id, name)).await;
                     self.ledger.settle(hold, &cost, e.may_have_cost()).await;
                     (e.to_string(), e.counts_against_upstream())
                 }
@@ -326,6 +338,22 @@ impl SearchService {
             failures.push(format!("{name}: {failure}"));
         }
         Ok(self.fallback(query, request_id, &format!("upstream_failed: {}", failures.join("; "))).await)
+    }
+
+    /// The record of a failed call to `provider` for `query`: $0 as far as we know, `failed`.
+    fn failed_call<'a>(&self, query: &'a Query, request_id: &'a str, provider: &'a str) -> Charge<'a> {
+        static NOTHING: std::sync::LazyLock<Usage> = std::sync::LazyLock::new(Usage::default);
+        Charge {
+            request_id,
+            agent: &query.agent,
+            kind: CallKind::Search,
+            provider,
+            model: "",
+            usage: &NOTHING,
+            outcome: Outcome::Failed,
+            saved_usd: 0.0,
+            upstream_id: None,
+        }
     }
 
     /// Accounts for a live answer and, if it is usable, cleans, caches and stores it.
