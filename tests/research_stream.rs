@@ -758,37 +758,36 @@ async fn refused(response: lambda_http::Response<research::ResponseBody>) -> (St
     (r["error"]["code"].as_str().unwrap().to_owned(), retry.expect("Retry-After"))
 }
 
-// Issue 53 item 2: open streams are capped, per research (2 streams here; its run holds no
-// place there), per user (4: their runs and streams) and for all users together (5, below the
+// Issue 53 item 2: open streams are capped, per research (2 streams here), per user (5: their
+// streams and runs, a run holding a place of its own) and for all users together (7, below the
 // function's reserved concurrency so the backend always finds an execution), each refusal a 429
 // `too_many_streams` with Retry-After. A stream that resumes (Last-Event-ID: a reconnect, a page
-// reload) takes the places of the oldest stream of its research, which ends; a stream whose
+// reload) into a full research takes the places of its oldest stream, which ends; a stream whose
 // client leaves gives its places back.
 async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: StoreKind) {
     let fake = Arc::new(FakeLlm { nodes: 12, delay: Some(|n| 4000 + 50 * n as u64), ..FakeLlm::default() });
     let env = [
         ("RESEARCH_SESSION_READERS", "2"),
-        ("RESEARCH_USER_STREAMS", "4"),
-        ("RESEARCH_USERS_STREAMS", "5"),
+        ("RESEARCH_USER_STREAMS", "5"),
+        ("RESEARCH_USERS_STREAMS", "7"),
         ("USER_QUOTA_PER_MINUTE", "100"),
     ];
     let (app, _clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), None, &env).await;
     let one = users_session(&app, "u-1", None).await;
-    // The first stream starts the run, which shares its execution (one place of u-1's).
+    // The first stream starts the run: two of u-1's places (the stream's and the run's).
     let mut first = sse(users_stream(&app, &one, "u-1", None).await);
     assert_eq!(first.next().await.map(|(id, _)| id), Some(1));
     let mut second = sse(users_stream(&app, &one, "u-1", None).await);
     assert_eq!(second.next().await.map(|(id, _)| id), Some(1));
-    let mut third = sse(users_stream(&app, &one, "u-1", None).await);
-    assert_eq!(third.next().await.map(|(id, _)| id), Some(1));
     let (code, retry) = refused(users_stream(&app, &one, "u-1", None).await).await;
     assert_eq!(code, "too_many_streams");
     assert!((1..=105).contains(&retry), "Retry-After {retry}");
-    // A resume takes the oldest stream's places; that stream ends without an ending event.
+    // A resume takes the oldest stream's places; that stream ends without an ending event, and
+    // the run goes on.
     let mut resumed = sse(users_stream(&app, &one, "u-1", Some(1)).await);
     let ended = tokio::time::timeout(Duration::from_secs(8), async {
         let mut names = Vec::new();
-        while let Some((_, name)) = second.next().await {
+        while let Some((_, name)) = first.next().await {
             names.push(name);
         }
         names
@@ -798,12 +797,13 @@ async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: S
     assert!(!ended.iter().any(|n| n == "complete" || n == "cancelled"), "{ended:?}");
     assert_eq!(resumed.next().await.map(|(id, _)| id), Some(2), "the resume goes on where it was");
 
-    // Per user: a second research of u-1 takes their fourth place, a third is refused.
+    // Per user: a second research of u-1 takes their fourth and fifth places, a third is refused.
     let two = users_session(&app, "u-1", None).await;
     let _two = sse(users_stream_when_free(&app, &two, "u-1").await);
     let three = users_session(&app, "u-1", None).await;
     assert_eq!(refused(users_stream(&app, &three, "u-1", None).await).await.0, "too_many_streams");
-    // All users: u-2 takes the fifth place, u-3 is refused; the backend is not counted.
+    // All users: u-2 takes the sixth and seventh places, u-3 is refused; the backend is not
+    // counted.
     let four = users_session(&app, "u-2", None).await;
     let _four = sse(users_stream_when_free(&app, &four, "u-2").await);
     let five = users_session(&app, "u-3", None).await;
@@ -812,11 +812,10 @@ async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: S
     let mut theirs = Box::pin(events_after(&app, &backend, None).await);
     assert!(theirs.next().await.is_some(), "the backend's stream opens while users' places are full");
 
-    // A stream whose client leaves gives its places back: u-1 closes two, and opens another.
-    drop((third, resumed));
+    // Streams whose client leaves give their places back: u-1 closes two, and opens another.
+    drop((second, resumed));
     let response = users_stream_when_free(&app, &three, "u-1").await;
-    assert_eq!(response.status(), 200, "a place freed when its streams' clients left");
-    drop(first);
+    assert_eq!(response.status(), 200, "places freed when their streams' clients left");
 }
 
 // Issue 53 item 2: a stream stays open at most RESEARCH_READER_SECS (1 here), then ends without

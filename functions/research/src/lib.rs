@@ -247,27 +247,16 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
         Err(retry_after_secs) => {
             // Someone wants to read it: an unread research does not stop while its reader waits.
             let _ = sessions::mark_read(&*app.records, id, now).await;
-            return Err(Error::TooMany {
-                code: "too_many_streams",
-                message: "this research, its owner or all users have as many streams open as they may \
-                          (close one, or retry after Retry-After)"
-                    .into(),
-                retry_after_secs,
-            });
+            return Err(too_many(retry_after_secs));
         }
     };
     let ticket = req.extensions().get::<Ticket>().cloned();
     let left = http::time_left(req);
     // A stream that does not open gives its places back.
-    let lease = match begin(app, id, &owner, proposal, left, lease, ticket.clone()).await {
-        Ok(lease) => lease,
-        Err((e, lease)) => {
-            if let Some(lease) = lease {
-                readers::release(&*app.records, &lease, now).await;
-            }
-            return Err(e);
-        }
-    };
+    if let Err(e) = begin(app, id, &owner, proposal, left, ticket.clone()).await {
+        readers::release(&*app.records, &lease, now).await;
+        return Err(e);
+    }
     let deadline = left.map_or(life, |l| l.saturating_sub(STREAM_RESERVE).min(life));
     let started = tokio::time::Instant::now();
     let reader = Reader {
@@ -280,7 +269,7 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
         checked: started,
         placed: started,
         read_marked: started,
-        lease,
+        lease: Some(lease),
         ticket,
         begun: false,
         ended: false,
@@ -297,23 +286,26 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
         .expect("status and headers are valid"))
 }
 
-/// Marks session `id` read and, for its first stream, starts its run, which takes this stream's
-/// places (it goes on in this execution after the stream ends); the places the stream keeps
-/// (`None`: the run's). On failure, the places still to give back.
-#[allow(clippy::too_many_arguments)]
+/// Marks session `id` read and, for its first stream, starts its run, with places of its own (a
+/// user's run holds one of the user's and one of all users'; none free: 429). The run goes on
+/// in this execution after the stream ends.
 async fn begin(
     app: &App,
     id: &str,
     owner: &str,
     proposal: Proposal,
     left: Option<Duration>,
-    lease: Lease,
     ticket: Option<Ticket>,
-) -> std::result::Result<Option<Lease>, (Error, Option<Lease>)> {
+) -> Result<()> {
     let (records, now) = (&*app.records, app.clock.now());
     let run_limit = left.unwrap_or(RUN_LIMIT);
+    sessions::mark_read(records, id, now).await?;
+    if sessions::deadline(records, id, now).await?.is_some() {
+        return Ok(());
+    }
+    let places = readers::claim_for_run(records, id, user_of(owner), app.settings.caps, run_limit + PLACE_GRACE, now);
+    let lease = places.await?.map_err(too_many)?;
     let started = async {
-        sessions::mark_read(records, id, now).await?;
         if !sessions::claim_run(records, id, run_limit, now).await? {
             return Ok(false);
         }
@@ -329,17 +321,29 @@ async fn begin(
         Ok::<_, Error>(true)
     };
     match started.await {
-        Err(e) => Err((e, Some(lease))),
-        Ok(false) => Ok(Some(lease)),
         Ok(true) => {
-            let mut run_lease = lease;
-            readers::hand_to_run(records, &mut run_lease, run_limit + PLACE_GRACE, now).await;
             // Sessions stored before `background` existed: the backend's run in the background.
             let background = proposal.background.unwrap_or(user_of(owner).is_none());
             let spender = user_of(owner).map(str::to_owned);
-            start(app, proposal, id, left, spender, background, run_lease, ticket);
-            Ok(None)
+            start(app, proposal, id, left, spender, background, lease, ticket);
+            Ok(())
         }
+        not_started => {
+            readers::release(records, &lease, now).await;
+            not_started.map(|_| ())
+        }
+    }
+}
+
+/// 429 `too_many_streams`: a pool of open streams and runs is full; a place frees within
+/// `retry_after_secs`.
+fn too_many(retry_after_secs: u64) -> Error {
+    Error::TooMany {
+        code: "too_many_streams",
+        message: "this research, its owner or all users have as many streams and runs as they may \
+                  (close one, or retry after Retry-After)"
+            .into(),
+        retry_after_secs,
     }
 }
 
@@ -451,7 +455,7 @@ struct Reader {
     placed: tokio::time::Instant,
     /// When it last marked its session read.
     read_marked: tokio::time::Instant,
-    /// Its places (`None`: handed to the run it started, which shares its execution).
+    /// Its places (`None` once given back or marked ended at its life).
     lease: Option<Lease>,
     /// Its invocation's, held by the task that gives its places back.
     ticket: Option<Ticket>,

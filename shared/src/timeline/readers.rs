@@ -10,9 +10,8 @@
 //! A place is claimed where none is held or its lease has expired, so a reader whose Lambda was
 //! killed frees its place when its lease ends; a reader whose client leaves gives it back at
 //! once, and one that ends at its life keeps it for its grace, for the client's resume ([`claim`]
-//! says who may take a place over; the reader that lost it sees it gone and ends). A run holds
-//! no place among its session's readers (those count streams), and its others are never taken
-//! over.
+//! says who may take a place over; the reader that lost it sees it gone and ends). A run claims
+//! its own places ([`claim_for_run`]), none among its research's streams, and never gives way.
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -28,12 +27,13 @@ pub struct Caps {
     pub users: u32,
 }
 
-/// One place held: its key and the revision this holder wrote.
+/// One place held: its key, the revision this holder wrote, and whose it was (taken over).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Place {
     pk: String,
     sk: String,
     rev: i64,
+    victim: Option<String>,
 }
 
 /// The places one reader (or, once handed over, one run) holds, until `until` (Unix seconds).
@@ -66,9 +66,9 @@ fn record(pk: &str, sk: &str, lease: &Lease, rev: i64, expires_at: i64) -> Recor
 /// Claims a place in every pool that applies to a reader of `session` (owned by `user`), held
 /// for `hold` from `now`. Where a pool is full, a stream of the same research gives way: to any
 /// opener of the research, one that ended at its life (its places wait for its client); to a
-/// resume (`resume`: `Last-Event-ID`), else its oldest open stream, the one it resumes. The same
-/// stream gives way in every pool. `Err(seconds)`: some pool is full, and a place frees within
-/// that.
+/// resume (`resume`: `Last-Event-ID`) when the research's own pool is full, else its oldest open
+/// stream, the one it resumes. One stream gives way in every pool (another is tried when two
+/// resumes chose the same). `Err(seconds)`: some pool is full, and a place frees within that.
 pub async fn claim(
     records: &dyn RecordStore,
     session: &str,
@@ -78,24 +78,68 @@ pub async fn claim(
     resume: bool,
     now: DateTime<Utc>,
 ) -> Result<std::result::Result<Lease, u64>> {
+    let lease = new_lease(session, "reader", hold, now);
+    claim_in(records, lease, pools(session, user, caps), resume, now).await
+}
+
+/// Claims a place for a run of `session` (owned by `user`), held for `hold`, in the pools that
+/// count a user's executions (a run holds none among its research's streams, and never gives
+/// way); the backend's runs hold none. `Err(seconds)`: a pool is full.
+pub async fn claim_for_run(
+    records: &dyn RecordStore,
+    session: &str,
+    user: Option<&str>,
+    caps: Caps,
+    hold: std::time::Duration,
+    now: DateTime<Utc>,
+) -> Result<std::result::Result<Lease, u64>> {
+    let lease = new_lease(session, "run", hold, now);
+    let pools = pools(session, user, caps).into_iter().skip(1).collect();
+    claim_in(records, lease, pools, false, now).await
+}
+
+fn new_lease(session: &str, kind: &'static str, hold: std::time::Duration, now: DateTime<Utc>) -> Lease {
     let until = now + chrono::Duration::from_std(hold).unwrap_or_default();
-    let mut lease = Lease {
+    Lease {
         holder: uuid::Uuid::new_v4().to_string(),
         session: session.to_owned(),
-        kind: "reader",
+        kind,
         until: until.timestamp(),
         places: Vec::new(),
-    };
+    }
+}
+
+async fn claim_in(
+    records: &dyn RecordStore,
+    mut lease: Lease,
+    pools: Vec<(String, u32)>,
+    resume: bool,
+    now: DateTime<Utc>,
+) -> Result<std::result::Result<Lease, u64>> {
     let claimed = async {
         let mut victim: Option<Option<String>> = None;
-        for (pk, cap) in pools(session, user, caps) {
-            let mut placed = place(records, &pk, cap, &lease, None, now).await?;
-            if placed.is_err() {
-                if victim.is_none() {
-                    victim = Some(giving_way(records, &lease, resume, now).await?);
+        let mut passed_over: Vec<String> = Vec::new();
+        for (i, (pk, cap)) in pools.iter().enumerate() {
+            let mut placed = place(records, pk, *cap, &lease, None, now).await?;
+            // A resume takes an open stream's places only for its research's own pool.
+            let research_full = i == 0 && placed.is_err();
+            for _ in 0..2 {
+                if placed.is_ok() || lease.kind == "run" {
+                    break;
                 }
-                if let Some(Some(old)) = &victim {
-                    placed = place(records, &pk, cap, &lease, Some(old), now).await?;
+                if victim.is_none() {
+                    let open = resume && (research_full || victim.is_some());
+                    victim = Some(giving_way(records, &lease, open, &passed_over, now).await?);
+                }
+                let Some(Some(old)) = &victim else { break };
+                placed = place(records, pk, *cap, &lease, Some(old), now).await?;
+                // Another resume took it first: the next stream gives way, if none of its
+                // places is taken yet.
+                if placed.is_err() && lease.places.iter().all(|p| p.victim.as_deref() != Some(old.as_str())) {
+                    passed_over.push(old.clone());
+                    victim = None;
+                } else {
+                    break;
                 }
             }
             match placed {
@@ -117,14 +161,27 @@ pub async fn claim(
 }
 
 /// The holder of the stream of `lease`'s research that gives way to it, if any: one that ended
-/// at its life, else (for a resume) the oldest open one; never `lease` itself.
-async fn giving_way(records: &dyn RecordStore, lease: &Lease, resume: bool, now: DateTime<Utc>) -> Result<Option<String>> {
+/// at its life, else (`open`: a resume where its research's pool is full) the oldest open one;
+/// never `lease` itself nor one `passed_over`.
+async fn giving_way(
+    records: &dyn RecordStore,
+    lease: &Lease,
+    open: bool,
+    passed_over: &[String],
+    now: DateTime<Utc>,
+) -> Result<Option<String>> {
     let pk = format!("SESSION#{}", lease.session);
     let held = records.query(&pk, PLACE, &format!("{PLACE}~"), now.timestamp()).await?;
-    let others = || held.iter().filter(|r| r.body["holder"] != lease.holder.as_str());
-    let ended = others().filter(|r| r.body["kind"] == "ended").min_by_key(|r| r.body["until"].as_i64().unwrap_or(0));
-    let open = || others().filter(|r| r.body["kind"] == "reader").min_by_key(|r| r.body["until"].as_i64().unwrap_or(0));
-    let victim = ended.or_else(|| if resume { open() } else { None });
+    let others = || {
+        held.iter().filter(|r| {
+            let holder = r.body["holder"].as_str().unwrap_or_default();
+            holder != lease.holder && !passed_over.iter().any(|p| p == holder)
+        })
+    };
+    let oldest = |kind: &str| {
+        others().filter(|r| r.body["kind"] == kind).min_by_key(|r| r.body["until"].as_i64().unwrap_or(0))
+    };
+    let victim = oldest("ended").or_else(|| if open { oldest("reader") } else { None });
     Ok(victim.and_then(|r| r.body["holder"].as_str().map(str::to_owned)))
 }
 
@@ -150,7 +207,7 @@ async fn place(
                     if !taken.contains(sk.as_str())
                         && records.put_new(&record(pk, &sk, lease, 1, lease.until), now.timestamp()).await?
                     {
-                        return Ok(Ok(Place { pk: pk.to_owned(), sk, rev: 1 }));
+                        return Ok(Ok(Place { pk: pk.to_owned(), sk, rev: 1, victim: None }));
                     }
                 }
             }
@@ -160,7 +217,8 @@ async fn place(
                     let rev = old.body[REV].as_i64().unwrap_or(0);
                     let taken = record(pk, &old.sk, lease, rev + 1, lease.until);
                     if records.put_if(&taken, Some(rev), now.timestamp()).await? {
-                        return Ok(Ok(Place { pk: pk.to_owned(), sk: old.sk.clone(), rev: rev + 1 }));
+                        let victim = Some(victim.to_owned());
+                        return Ok(Ok(Place { pk: pk.to_owned(), sk: old.sk.clone(), rev: rev + 1, victim }));
                     }
                 }
             }
@@ -195,25 +253,6 @@ pub async fn held(records: &dyn RecordStore, lease: &Lease, now: DateTime<Utc>) 
         }
     }
     Ok(true)
-}
-
-/// Keeps `lease`'s places for a run that ends within `hold`: they are the run's now (never taken
-/// over), given back when it ends ([`release`]); its place among its research's readers is
-/// given back now, since those count streams alone.
-pub async fn hand_to_run(records: &dyn RecordStore, lease: &mut Lease, hold: std::time::Duration, now: DateTime<Utc>) {
-    let readers = Lease { places: lease.places.drain(..1.min(lease.places.len())).collect(), ..lease.clone() };
-    release(records, &readers, now).await;
-    lease.kind = "run";
-    lease.until = (now + chrono::Duration::from_std(hold).unwrap_or_default()).timestamp();
-    for i in 0..lease.places.len() {
-        let (pk, sk, rev) = (lease.places[i].pk.clone(), lease.places[i].sk.clone(), lease.places[i].rev);
-        let kept = record(&pk, &sk, lease, rev + 1, lease.until);
-        match records.put_if(&kept, Some(rev), now.timestamp()).await {
-            Ok(true) => lease.places[i].rev = rev + 1,
-            Ok(false) => tracing::warn!(place = %sk, "a run's place was taken before it was handed over"),
-            Err(e) => tracing::warn!(place = %sk, error = %e, "a run's place was not extended; it expires with the reader's"),
-        }
-    }
 }
 
 /// Gives back every place `lease` still holds (one taken over is left to its new holder);

@@ -299,7 +299,10 @@ impl SearchService {
             };
             let outcome = within(self.retry, until, name, attempt).await;
             let took = started.elapsed();
-            let last_billed = outcome.as_ref().is_err_and(ProviderError::may_have_cost);
+            // The last attempt's failure is recorded below; one cut by the deadline was dropped
+            // before it could be counted here.
+            let last_billed =
+                outcome.as_ref().is_err_and(|e| e.may_have_cost() && !matches!(e, ProviderError::OutOfTime));
             let earlier = billed.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(u32::from(last_billed));
             for _ in 0..earlier {
                 self.ledger.charge(&self.failed_call(query, request_id, name)).await;
