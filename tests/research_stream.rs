@@ -762,8 +762,8 @@ async fn refused(response: lambda_http::Response<research::ResponseBody>) -> (St
 // streams and runs, a run holding a place of its own) and for all users together (7, below the
 // function's reserved concurrency so the backend always finds an execution), each refusal a 429
 // `too_many_streams` with Retry-After. A stream that resumes (Last-Event-ID: a reconnect, a page
-// reload) into a full research takes the places of its oldest stream, which ends; a stream whose
-// client leaves gives its places back.
+// reload) takes the places of its research's oldest stream open 30 s or more, which ends; a
+// stream whose client leaves gives its places back.
 async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: StoreKind) {
     let fake = Arc::new(FakeLlm { nodes: 12, delay: Some(|n| 4000 + 50 * n as u64), ..FakeLlm::default() });
     let env = [
@@ -772,7 +772,7 @@ async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: S
         ("RESEARCH_USERS_STREAMS", "7"),
         ("USER_QUOTA_PER_MINUTE", "100"),
     ];
-    let (app, _clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), None, &env).await;
+    let (app, clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), None, &env).await;
     let one = users_session(&app, "u-1", None).await;
     // The first stream starts the run: two of u-1's places (the stream's and the run's).
     let mut first = sse(users_stream(&app, &one, "u-1", None).await);
@@ -782,8 +782,11 @@ async fn open_streams_are_capped_and_a_resume_takes_the_place_it_resumes(kind: S
     let (code, retry) = refused(users_stream(&app, &one, "u-1", None).await).await;
     assert_eq!(code, "too_many_streams");
     assert!((1..=105).contains(&retry), "Retry-After {retry}");
-    // A resume takes the oldest stream's places; that stream ends without an ending event, and
-    // the run goes on.
+    // A resume never knocks off a stream that just opened (two tabs would trade places); once
+    // the streams have been open 30 s, it takes the oldest one's places (the stream it resumes,
+    // whose client may have left unseen), which ends without an ending event; the run goes on.
+    assert_eq!(refused(users_stream(&app, &one, "u-1", Some(1)).await).await.0, "too_many_streams");
+    clock.advance(chrono::Duration::seconds(31));
     let mut resumed = sse(users_stream(&app, &one, "u-1", Some(1)).await);
     let ended = tokio::time::timeout(Duration::from_secs(8), async {
         let mut names = Vec::new();

@@ -304,7 +304,12 @@ async fn begin(
         return Ok(());
     }
     let places = readers::claim_for_run(records, id, user_of(owner), app.settings.caps, run_limit + PLACE_GRACE, now);
-    let lease = places.await?.map_err(too_many)?;
+    let lease = match places.await? {
+        Ok(lease) => lease,
+        // Another first stream started it meanwhile: this one reads it.
+        Err(_) if sessions::deadline(records, id, now).await?.is_some() => return Ok(()),
+        Err(wait) => return Err(too_many(wait)),
+    };
     let started = async {
         if !sessions::claim_run(records, id, run_limit, now).await? {
             return Ok(false);

@@ -42,6 +42,8 @@ pub struct Lease {
     holder: String,
     session: String,
     kind: &'static str,
+    /// When it was claimed, and until when it is held (Unix seconds).
+    since: i64,
     until: i64,
     places: Vec<Place>,
 }
@@ -59,16 +61,18 @@ fn pools(session: &str, user: Option<&str>, caps: Caps) -> Vec<(String, u32)> {
 const PLACE: &str = "PLACE#";
 
 fn record(pk: &str, sk: &str, lease: &Lease, rev: i64, expires_at: i64) -> Record {
-    let body = json!({"holder": lease.holder, "session": lease.session, "kind": lease.kind, "until": lease.until, REV: rev});
+    let body = json!({"holder": lease.holder, "session": lease.session, "kind": lease.kind,
+                      "since": lease.since, "until": lease.until, REV: rev});
     Record { pk: pk.to_owned(), sk: sk.to_owned(), expires_at: Some(expires_at), body }
 }
 
 /// Claims a place in every pool that applies to a reader of `session` (owned by `user`), held
 /// for `hold` from `now`. Where a pool is full, a stream of the same research gives way: to any
 /// opener of the research, one that ended at its life (its places wait for its client); to a
-/// resume (`resume`: `Last-Event-ID`) when the research's own pool is full, else its oldest open
-/// stream, the one it resumes. One stream gives way in every pool (another is tried when two
-/// resumes chose the same). `Err(seconds)`: some pool is full, and a place frees within that.
+/// resume (`resume`: `Last-Event-ID`, a reconnect or a reload), else its oldest open stream
+/// opened at least [`SETTLED_SECS`] ago (the one it resumes, whose client left unseen). One
+/// stream gives way in every pool (another is tried when two resumes chose the same).
+/// `Err(seconds)`: some pool is full, and a place frees within that.
 pub async fn claim(
     records: &dyn RecordStore,
     session: &str,
@@ -104,6 +108,7 @@ fn new_lease(session: &str, kind: &'static str, hold: std::time::Duration, now: 
         holder: uuid::Uuid::new_v4().to_string(),
         session: session.to_owned(),
         kind,
+        since: now.timestamp(),
         until: until.timestamp(),
         places: Vec::new(),
     }
@@ -119,17 +124,14 @@ async fn claim_in(
     let claimed = async {
         let mut victim: Option<Option<String>> = None;
         let mut passed_over: Vec<String> = Vec::new();
-        for (i, (pk, cap)) in pools.iter().enumerate() {
+        for (pk, cap) in &pools {
             let mut placed = place(records, pk, *cap, &lease, None, now).await?;
-            // A resume takes an open stream's places only for its research's own pool.
-            let research_full = i == 0 && placed.is_err();
             for _ in 0..2 {
                 if placed.is_ok() || lease.kind == "run" {
                     break;
                 }
                 if victim.is_none() {
-                    let open = resume && (research_full || victim.is_some());
-                    victim = Some(giving_way(records, &lease, open, &passed_over, now).await?);
+                    victim = Some(giving_way(records, &lease, resume, &passed_over, now).await?);
                 }
                 let Some(Some(old)) = &victim else { break };
                 placed = place(records, pk, *cap, &lease, Some(old), now).await?;
@@ -160,9 +162,13 @@ async fn claim_in(
     }
 }
 
+/// How long an open stream is safe from being taken over: a resume never knocks off a stream
+/// that just opened (two tabs of one research trading places), only one its client may have left.
+const SETTLED_SECS: i64 = 30;
+
 /// The holder of the stream of `lease`'s research that gives way to it, if any: one that ended
-/// at its life, else (`open`: a resume where its research's pool is full) the oldest open one;
-/// never `lease` itself nor one `passed_over`.
+/// at its life, else (`open`: a resume) the oldest open one opened at least [`SETTLED_SECS`]
+/// ago; never `lease` itself nor one `passed_over`.
 async fn giving_way(
     records: &dyn RecordStore,
     lease: &Lease,
@@ -181,7 +187,13 @@ async fn giving_way(
     let oldest = |kind: &str| {
         others().filter(|r| r.body["kind"] == kind).min_by_key(|r| r.body["until"].as_i64().unwrap_or(0))
     };
-    let victim = oldest("ended").or_else(|| if open { oldest("reader") } else { None });
+    let settled = || {
+        others()
+            .filter(|r| r.body["kind"] == "reader")
+            .filter(|r| r.body["since"].as_i64().is_some_and(|since| now.timestamp() - since >= SETTLED_SECS))
+            .min_by_key(|r| r.body["until"].as_i64().unwrap_or(0))
+    };
+    let victim = oldest("ended").or_else(|| if open { settled() } else { None });
     Ok(victim.and_then(|r| r.body["holder"].as_str().map(str::to_owned)))
 }
 
