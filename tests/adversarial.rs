@@ -108,7 +108,8 @@ async fn any_issuers_subject_is_a_user_at_every_door() {
             let req = as_user(request(method, &path, &body.to_string()), user);
             async move { respond(rag_search::handle(rag, req).await) }
         };
-        let (status, r) = send("POST", format!("/users/{in_path}/feedback"), json!({"activityId": "quiet", "satisfied": true})).await;
+        let (status, r) =
+            send("POST", format!("/users/{in_path}/feedback"), json!({"activityId": "quiet", "satisfied": true})).await;
         assert_eq!(status, 200, "{user}: {r}");
         let (status, r) = send("PUT", format!("/users/{in_path}/preferences"), json!({"tags": ["读书"]})).await;
         assert_eq!((status, r["userId"].as_str()), (200, Some(user)), "{r}");

@@ -253,8 +253,8 @@ async fn users_spending_all_they_may_never_stop_the_backend(kind: StoreKind) {
         .with_user_cap(0.2)
         .with_users_share(0.5);
     let prices = Arc::new(shared::costs::pricing::PriceTable::default());
-    let ledger =
-        Ledger::new(records.clone(), prices, clock.clone(), shared::core::retry::STORE_RETRY).with_budgets(Arc::new(budgets));
+    let ledger = Ledger::new(records.clone(), prices, clock.clone(), shared::core::retry::STORE_RETRY)
+        .with_budgets(Arc::new(budgets));
     // A call priced at $0.10 (the reported cost wins over the table).
     let usage = Usage { provider_cost_usd: Some(0.1), ..Usage::default() };
     let call = |request_id: &'static str| Charge {

@@ -152,7 +152,13 @@ async fn transient_upstream_faults_cost_nothing_visible() {
     assert!(failed_runs >= 2, "{calls} calls");
     let recorded = costs.iter().filter(|c| c.failed).count();
     assert_eq!(recorded, failed_runs, "one failed record per failed run: {costs:?}");
-    row("Perplexity fails 30% (5xx, failed runs)", "POST /search", 200, took, "20 of 20 live, each costed once; each failed run recorded");
+    row(
+        "Perplexity fails 30% (5xx, failed runs)",
+        "POST /search",
+        200,
+        took,
+        "20 of 20 live, each costed once; each failed run recorded",
+    );
 }
 
 // Given an invocation with 8 s left before Lambda's deadline and Perplexity that hangs, then the
@@ -224,11 +230,8 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
         }
     };
     let head = String::from_utf8_lossy(&bytes[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
     while bytes.len() < head_end + length {
         match stream.read(&mut chunk).await {
             Ok(0) | Err(_) => return None,
@@ -262,7 +265,8 @@ async fn losing_answers(target: String, lose: &'static [usize]) -> String {
                     // DynamoDB's answer begins: the update is applied. Its client never hears it.
                     let mut answer = [0u8; 64];
                     let _ = outbound.read(&mut answer).await;
-                    let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"answer lost"}"#;
+                    let body =
+                        r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"answer lost"}"#;
                     let lost = format!(
                         "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/x-amz-json-1.0\r\n\
                          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",

@@ -157,7 +157,9 @@ async fn held_keys_serve_while_the_issuer_is_slow_and_refresh_in_the_background(
     let (a, b) = (issuer.token("key-a", "key-a"), issuer.token("key-b", "key-b"));
     assert!(verifier.verify(&a).await.is_ok());
     let slow = |file: &str| {
-        ResponseTemplate::new(200).set_body_raw(reference(file), "application/json").set_delay(Duration::from_millis(1500))
+        ResponseTemplate::new(200)
+            .set_body_raw(reference(file), "application/json")
+            .set_delay(Duration::from_millis(1500))
     };
     issuer.publish(slow("jwks-ab.json")).await;
     let pending = tokio::spawn({

@@ -883,7 +883,8 @@ async fn an_unread_research_stops_itself_unless_in_the_background(kind: StoreKin
 
     // In the background (asked, or the backend's by default), the same runs to its end.
     let kept = users_session(&app, "u-1", Some(true)).await;
-    let (status, r) = json_of(request(&app, "POST", "/api/research", &json!({"topic": "iPhone"}).to_string()).await).await;
+    let (status, r) =
+        json_of(request(&app, "POST", "/api/research", &json!({"topic": "iPhone"}).to_string()).await).await;
     assert_eq!((status, &r["background"]), (200, &json!(true)), "the backend's: {r}");
     let backend = r["session_id"].as_str().unwrap().to_owned();
     let mut theirs = Box::pin(events_after(&app, &backend, None).await);

@@ -310,12 +310,15 @@ mod tests {
         let api = &template["Resources"]["HttpApi"]["Properties"];
         let routes = api["RouteSettings"].as_mapping().unwrap();
         let spending = ["/search", "/tools/", "/me/tools/", "/research", "/chat"];
-        let events = template["Resources"].as_mapping().unwrap().values().filter_map(|r| r["Properties"]["Events"].as_mapping());
+        let events =
+            template["Resources"].as_mapping().unwrap().values().filter_map(|r| r["Properties"]["Events"].as_mapping());
         let mut checked = 0;
         for event in events.flat_map(|e| e.values()) {
             let props = &event["Properties"];
             let (Some(path), Some(method)) = (props["Path"].as_str(), props["Method"].as_str()) else { continue };
-            if method.eq_ignore_ascii_case("post") && spending.iter().any(|s| path.starts_with(s) || path.starts_with(&format!("/api{s}"))) {
+            if method.eq_ignore_ascii_case("post")
+                && spending.iter().any(|s| path.starts_with(s) || path.starts_with(&format!("/api{s}")))
+            {
                 let key = format!("{} {path}", method.to_ascii_uppercase());
                 let set = routes.get(Value::from(key.clone())).unwrap_or_else(|| panic!("{key} has no route throttle"));
                 let reference = match &set["ThrottlingRateLimit"] {

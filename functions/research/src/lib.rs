@@ -241,7 +241,8 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
     // A place in each pool that applies, held at most the stream's life: a resume takes the
     // places of the stream it resumes.
     let life = app.settings.reader_life;
-    let places = readers::claim(&*app.records, id, user_of(&owner), app.settings.caps, life + PLACE_GRACE, after > 0, now);
+    let places =
+        readers::claim(&*app.records, id, user_of(&owner), app.settings.caps, life + PLACE_GRACE, after > 0, now);
     let lease = match places.await? {
         Ok(lease) => lease,
         Err(retry_after_secs) => {
@@ -524,8 +525,12 @@ impl Reader {
                 self.placed = tokio::time::Instant::now();
                 // A resuming stream took this one's place: it ends (its client is gone).
                 if let Some(lease) = &self.lease
-                    && let Ok(false) =
-                        bounded(read_time, "checking a reader's place", readers::held(&*self.records, lease, self.clock.now())).await
+                    && let Ok(false) = bounded(
+                        read_time,
+                        "checking a reader's place",
+                        readers::held(&*self.records, lease, self.clock.now()),
+                    )
+                    .await
                 {
                     return None;
                 }

@@ -209,8 +209,7 @@ impl Retrieval {
             self.explain(query, &mut results, started, request_id).await;
         }
         if degraded_reason.is_some() {
-            let degraded = [("DegradedAnswer", "Count", 1.0)];
-            crate::core::metrics::emit(&crate::core::metrics::render(&[], &degraded, self.clock.now().timestamp_millis()));
+            crate::core::metrics::count("DegradedAnswer", &[], 1.0);
         }
         Ok(SearchResponse {
             results,

@@ -38,6 +38,11 @@ pub fn enabled() -> bool {
     *ENABLED.get_or_init(|| std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some())
 }
 
+/// Counts `n` of `name` (unit `Count`) split by `dimensions`, now: one EMF line.
+pub fn count(name: &str, dimensions: &[(&str, &str)], n: f64) {
+    emit(&render(dimensions, &[(name, "Count", n)], chrono::Utc::now().timestamp_millis()));
+}
+
 /// Writes one EMF line to standard output (where Lambda's log agent picks it up).
 pub fn emit(line: &str) {
     if enabled() {

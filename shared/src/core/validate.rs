@@ -58,8 +58,14 @@ mod tests {
         for bad in ["a b", "a/b", "a.b", "日本", "a\u{0}"] {
             assert!(!is_id(bad, 64), "{bad:?}");
         }
-        for subject in ["auth0|abc123", "samlp|corp|ann.lee+x@example.com", "google-oauth2|1043",
-                        "3f1c2a9e-5b7d-4e21-9c8a-0d6b2f4e7a11", "kX9aQ2bR7tY1uI3oP5sD8fG0hJ4l", "用户-1"] {
+        for subject in [
+            "auth0|abc123",
+            "samlp|corp|ann.lee+x@example.com",
+            "google-oauth2|1043",
+            "3f1c2a9e-5b7d-4e21-9c8a-0d6b2f4e7a11",
+            "kX9aQ2bR7tY1uI3oP5sD8fG0hJ4l",
+            "用户-1",
+        ] {
             assert!(user_id(subject).is_ok(), "{subject:?}");
         }
         for bad in ["", "a\nb", "a\u{0}", &"x".repeat(USER_ID_MAX + 1)] {

@@ -482,8 +482,7 @@ impl Budgets {
                 cost_usd,
                 "a call cost more than its hold: the price table's worst case is too low for it"
             );
-            let metric = [("SettledAboveHold", "Count", 1.0)];
-            metrics::emit(&metrics::render(&[], &metric, now.timestamp_millis()));
+            metrics::count("SettledAboveHold", &[], 1.0);
         }
         // A free hold that cost something after all (a reported cost) is the user's too.
         let user = hold.user.clone().or_else(|| {

@@ -49,7 +49,16 @@ pub struct Quota {
 impl Quota {
     /// `per_minute` and `per_day` requests a user (0: no limit), counted in `records`.
     pub fn new(per_minute: u32, per_day: u32, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { per_minute, per_day, records, clock, budget_usd: 0.0, wait: WAIT, fallback: Mutex::default(), links: false }
+        Self {
+            per_minute,
+            per_day,
+            records,
+            clock,
+            budget_usd: 0.0,
+            wait: WAIT,
+            fallback: Mutex::default(),
+            links: false,
+        }
     }
 
     /// The limits `settings` set (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`,
@@ -127,11 +136,7 @@ impl Quota {
                     Ok(counted) => counted.is_some(),
                     Err(e) => {
                         tracing::warn!(error = %e, "quota store unavailable: counted in this container");
-                        crate::core::metrics::emit(&crate::core::metrics::render(
-                            &[],
-                            &[("QuotaFailedOpen", "Count", 1.0)],
-                            now.timestamp_millis(),
-                        ));
+                        crate::core::metrics::count("QuotaFailedOpen", &[], 1.0);
                         store_answers = false;
                         self.count_here(&pk, &sk, limit)
                     }

@@ -152,7 +152,6 @@ impl Verifier {
         Ok(Self { inner: Arc::new(inner) })
     }
 
-
     /// The claims of `token` (as API Gateway passes them: every value a string) once it is
     /// verified; 401 for a token that is not (forged, expired, another issuer or audience), 503
     /// `issuer_unavailable` with `Retry-After` when the issuer's keys cannot be had.
@@ -202,7 +201,6 @@ impl Verifier {
             })
             .collect())
     }
-
 }
 
 impl Inner {
@@ -304,11 +302,7 @@ impl Inner {
             Err(why) => {
                 self.keys_mut().failed = Some(Instant::now());
                 tracing::error!(issuer = %self.issuer.url, %why, "the issuer's keys could not be fetched");
-                crate::core::metrics::emit(&crate::core::metrics::render(
-                    &[],
-                    &[("IssuerUnavailable", "Count", 1.0)],
-                    chrono::Utc::now().timestamp_millis(),
-                ));
+                crate::core::metrics::count("IssuerUnavailable", &[], 1.0);
                 false
             }
         }

@@ -111,9 +111,7 @@ pub fn error(e: &Error, request_id: &str) -> Response<Body> {
 fn answered_5xx() {
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
     let version = std::env::var("AWS_LAMBDA_FUNCTION_VERSION").unwrap_or_default();
-    let dimensions = [("FunctionName", function.as_str()), ("Version", version.as_str())];
-    let metric = [("Answered5xx", "Count", 1.0)];
-    crate::core::metrics::emit(&crate::core::metrics::render(&dimensions, &metric, chrono::Utc::now().timestamp_millis()));
+    crate::core::metrics::count("Answered5xx", &[("FunctionName", &function), ("Version", &version)], 1.0);
 }
 
 /// What the caller is told of `e`: our own faults' detail (table ARNs, file paths, setting

@@ -69,7 +69,9 @@ pub enum Event {
     },
     /// The research stopped before its end (an addition to seed 003's events): its owner asked
     /// (`abandoned: false`), or nobody read it for `RESEARCH_ABANDON_AFTER_S`.
-    Cancelled { abandoned: bool },
+    Cancelled {
+        abandoned: bool,
+    },
 }
 
 impl Event {

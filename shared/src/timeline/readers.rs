@@ -184,9 +184,8 @@ async fn giving_way(
             holder != lease.holder && !passed_over.iter().any(|p| p == holder)
         })
     };
-    let oldest = |kind: &str| {
-        others().filter(|r| r.body["kind"] == kind).min_by_key(|r| r.body["until"].as_i64().unwrap_or(0))
-    };
+    let oldest =
+        |kind: &str| others().filter(|r| r.body["kind"] == kind).min_by_key(|r| r.body["until"].as_i64().unwrap_or(0));
     let settled = || {
         others()
             .filter(|r| r.body["kind"] == "reader")
@@ -250,7 +249,9 @@ pub async fn ended_at_life(records: &dyn RecordStore, lease: &mut Lease, now: Da
     lease.kind = "ended";
     for i in 0..lease.places.len() {
         let (pk, sk, rev) = (lease.places[i].pk.clone(), lease.places[i].sk.clone(), lease.places[i].rev);
-        if let Ok(true) = records.put_if(&record(&pk, &sk, lease, rev + 1, lease.until), Some(rev), now.timestamp()).await {
+        if let Ok(true) =
+            records.put_if(&record(&pk, &sk, lease, rev + 1, lease.until), Some(rev), now.timestamp()).await
+        {
             lease.places[i].rev = rev + 1;
         }
     }

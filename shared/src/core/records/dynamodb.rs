@@ -81,6 +81,30 @@ impl DynamoRecords {
         }
     }
 
+    /// Removes an update's mark from its counter once the update is done (its retries too), on a
+    /// task of its own, so a counter's item stays small however many processes write it; a mark
+    /// that cannot be removed (a fault, a frozen environment) stays, about 30 bytes.
+    fn unmark(&self, pk: &str, sk: &str, attribute: String, token: String) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let remove = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk.to_owned()))
+            .key("sk", AttributeValue::S(sk.to_owned()))
+            .update_expression("REMOVE #o")
+            .condition_expression("#o = :op")
+            .expression_attribute_names("#o", attribute)
+            .expression_attribute_values(":op", AttributeValue::S(token));
+        runtime.spawn(async move {
+            if let Err(e) = remove.send().await
+                && !e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception())
+            {
+                tracing::debug!(error = %DisplayErrorContext(e), "a counter's update mark stays");
+            }
+        });
+    }
+
     /// The raw item at `(pk, sk)`, read consistently.
     async fn item(&self, pk: &str, sk: &str) -> Result<Option<HashMap<String, AttributeValue>>> {
         let out = self
@@ -416,32 +440,6 @@ impl RecordStore for DynamoRecords {
                 e => Err(Error::Store(format!("dynamodb: {}", DisplayErrorContext(e)))),
             },
         }
-    }
-}
-
-impl DynamoRecords {
-    /// Removes an update's mark from its counter once the update is done (its retries too), on a
-    /// task of its own, so a counter's item stays small however many processes write it; a mark
-    /// that cannot be removed (a fault, a frozen environment) stays, about 30 bytes.
-    fn unmark(&self, pk: &str, sk: &str, attribute: String, token: String) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let remove = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", AttributeValue::S(pk.to_owned()))
-            .key("sk", AttributeValue::S(sk.to_owned()))
-            .update_expression("REMOVE #o")
-            .condition_expression("#o = :op")
-            .expression_attribute_names("#o", attribute)
-            .expression_attribute_values(":op", AttributeValue::S(token));
-        runtime.spawn(async move {
-            if let Err(e) = remove.send().await
-                && !e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception())
-            {
-                tracing::debug!(error = %DisplayErrorContext(e), "a counter's update mark stays");
-            }
-        });
     }
 }
 

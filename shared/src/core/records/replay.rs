@@ -39,8 +39,7 @@ where
 pub fn log(what: &str, records: &[Record], error: &dyn std::fmt::Display) {
     let replay = encode(records).to_string();
     tracing::error!(error = %error, %replay, "{what} {MARKER}");
-    let owed = [("RecordsOwed", "Count", records.len() as f64)];
-    crate::core::metrics::emit(&crate::core::metrics::render(&[], &owed, chrono::Utc::now().timestamp_millis()));
+    crate::core::metrics::count("RecordsOwed", &[], records.len() as f64);
 }
 
 /// The `replay` field's value for `records`.
