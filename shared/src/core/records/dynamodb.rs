@@ -24,17 +24,21 @@ const BATCH: usize = 25;
 pub const LOCAL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The SDK's explicit bounds: connecting within a fifth of `timeout` (at most 1 s), the whole
-/// operation within it, and the standard retry mode with two attempts. An attempt has the whole
-/// `timeout` too: a timed-out attempt is never sent again, since it may have been applied (a
-/// counter's `add` twice). Without them a table that accepts connections and never answers
-/// holds a request until Lambda ends it.
+/// operation within it, and the standard retry mode with two attempts, the retry waiting at most
+/// a tenth of `timeout` (the SDK's default waits up to 1 s, which a 1 s operation bound cuts, so
+/// a 500 after an applied counter update, whose retry the update's mark answers, would time out).
+/// An attempt has the whole `timeout` too: a timed-out attempt is never sent again, since it may
+/// have been applied (a counter's `add` twice). Without them a table that accepts connections and
+/// never answers holds a request until Lambda ends it.
 fn bounded(loader: aws_config::ConfigLoader, timeout: Duration) -> aws_config::ConfigLoader {
     let timeouts = aws_config::timeout::TimeoutConfig::builder()
         .connect_timeout((timeout / 5).min(Duration::from_secs(1)))
         .operation_attempt_timeout(timeout)
         .operation_timeout(timeout)
         .build();
-    loader.timeout_config(timeouts).retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(2))
+    loader.timeout_config(timeouts).retry_config(
+        aws_config::retry::RetryConfig::standard().with_max_attempts(2).with_initial_backoff(timeout / 10),
+    )
 }
 
 /// Records in a DynamoDB table.
