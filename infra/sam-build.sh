@@ -17,15 +17,9 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${RESEARCH_BUNDLE_CACHE:-$HOME/.cac
 args=("$@")
 if [[ " $* " != *" --parameter-overrides"* ]] && [ -f samconfig.toml ]; then
   saved=$(python3 -c 'import tomllib; c = tomllib.load(open("samconfig.toml", "rb")); v = c.get("default", {}).get("deploy", {}).get("parameters", {}).get("parameter_overrides", ""); print(" ".join(v) if isinstance(v, list) else v)')
-  embedder=$(grep -oE 'Embedder=\\?"?[a-z]+' <<<"$saved" | grep -oE '[a-z]+$' || true)
-  if [ "$embedder" != bundled ] && [ "$embedder" != api ]; then
-    # The key decides `auto`, and it is NoEcho, never saved: this build would guess the
-    # architecture the deploy then picks from the stack's key.
-    echo "sam-build: samconfig.toml saves Embedder=${embedder:-(none)}; set it to bundled or api once" \
-      "(sam deploy --guided), or build with --parameter-overrides Embedder=bundled|api" >&2
-    exit 1
-  fi
-  echo "sam-build: the parameters saved in samconfig.toml (Embedder=$embedder)"
+  # Every parameter is saved (no key is NoEcho: keys are secrets' names), so `Embedder=auto`
+  # picks the same architectures here as in the deploy.
+  echo "sam-build: the parameters saved in samconfig.toml"
   args+=(--parameter-overrides "$saved")
 fi
 started=$(date +%s)

@@ -7,11 +7,15 @@ output shows (docs/deploy.md):
   (the `x-amazon-apigateway-cors` of its OpenAPI body) and each Function URL's `Cors`;
 - the HTTP API's CORS allows what its user routes need (their methods, the Authorization
   header) and lets a browser read `Retry-After`;
-- `Architecture=x86_64` (a region without arm64 Lambda) leaves no arm64 function or layer.
+- `Architecture=x86_64` (a region without arm64 Lambda) leaves no arm64 function or layer;
+- no parameter is `NoEcho` (a key is a Secrets Manager secret's name, read at run time), and
+  each function may read exactly the secrets its `*_SECRET` variables name, with every key
+  given and with none.
 
 Usage: python infra/sam-check.py [Name=Value ...]; prints the resources and exits 1 on a
 failed check.
 """
+import json
 import os
 import sys
 
@@ -52,7 +56,22 @@ def evaluate(value, parameters, conditions):
         return any(evaluate(x, parameters, conditions) for x in args)
     if fn == "Fn::And":
         return all(evaluate(x, parameters, conditions) for x in args)
+    if fn == "Fn::Sub" and isinstance(args, str):
+        for name, given in parameters.items():
+            if isinstance(given, str):
+                args = args.replace("${" + name + "}", given)
+        return args
     return value
+
+
+def text(value):
+    """A resolved value as a string (an unresolved intrinsic as its JSON)."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def present(values):
+    """`values` without `AWS::NoValue`."""
+    return [v for v in values if v != {"Ref": "AWS::NoValue"}]
 
 
 def transformed(overrides):
@@ -119,7 +138,7 @@ for name, url in urls.items():
 # A region without arm64 Lambda: Architecture=x86_64 leaves no arm64 anywhere, with either
 # embedder (the bundled model's functions and layer are x86_64).
 for embedder in ("bundled", "api"):
-    x86, _ = transformed({**overrides, "Architecture": "x86_64", "Embedder": embedder, "EmbeddingApiKey": "k"})
+    x86, _ = transformed({**overrides, "Architecture": "x86_64", "Embedder": embedder, "EmbeddingApiKeySecret": "k"})
     for name, resource in x86.items():
         if not resource["deployed"]:
             continue
@@ -128,6 +147,35 @@ for embedder in ("bundled", "api"):
         if "arm64" in archs:
             failed.append(f"Architecture=x86_64, Embedder={embedder}: {name} is still {archs}")
     print(f"Architecture=x86_64, Embedder={embedder}: no arm64")
+
+# Keys: no NoEcho parameter (SAM CLI's guided deploy cannot leave one empty, and its value is
+# fixed at deploy); each function reads exactly the secrets its *_SECRET variables name.
+secret_parameters = [n for n in template["Parameters"] if n.endswith("Secret")]
+noecho = [n for n, spec in template["Parameters"].items() if spec.get("NoEcho")]
+if noecho:
+    failed.append(f"NoEcho parameters {noecho}: keep keys in Secrets Manager, named by a *Secret parameter")
+for keys in ({}, {name: f"research/{name}" for name in secret_parameters}):
+    deployed, given = transformed({**overrides, **keys})
+    conditions = decode("template.yaml")[0].get("Conditions", {})
+    roles = {n: r for n, r in deployed.items() if r["Type"] == "AWS::IAM::Role"}
+    for name, function in deployed.items():
+        if function["Type"] != "AWS::Lambda::Function":
+            continue
+        env = function["Properties"].get("Environment", {}).get("Variables", {})
+        named = {text(v) for v in present([evaluate(v, given, conditions) for k, v in env.items() if k.endswith("_SECRET")])}
+        role = roles.get(function["Properties"]["Role"]["Fn::GetAtt"][0], {})
+        readable = set()
+        for policy in present(evaluate(role.get("Properties", {}).get("Policies", []), given, conditions)):
+            for statement in policy["PolicyDocument"]["Statement"]:
+                if "secretsmanager:GetSecretValue" in str(statement.get("Action")):
+                    resources = statement["Resource"]
+                    for arn in present(evaluate(resources if isinstance(resources, list) else [resources], given, conditions)):
+                        readable.add(text(arn))
+        # An ARN built from a name ends with `:secret:<name>-??????`; the stack's own secret is a Ref.
+        got = {a.split(":secret:", 1)[1][: -len("-??????")] if ":secret:" in a else a for a in readable}
+        if named != got:
+            failed.append(f"{name} ({'every key' if keys else 'no key'}): reads {sorted(named)}, may read {sorted(got)}")
+    print(f"{'every key given' if keys else 'no key given'}: each function may read exactly the secrets it names")
 
 for problem in failed:
     print(f"FAILED: {problem}")

@@ -18,9 +18,12 @@ fn read(path: impl AsRef<Path>) -> String {
 }
 
 /// Variables set by the platform or the shell: documented, but not in `.env.example`.
-const PLATFORM: [&str; 8] = [
+const PLATFORM: [&str; 11] = [
     "HOME",
     "AWS_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
     "RESEARCH_BUNDLE_CACHE",
     "AWS_LAMBDA_LOG_LEVEL",
     "RUST_LOG",
@@ -54,13 +57,17 @@ fn calls<'a>(src: &'a str, call: &str) -> Vec<(String, &'a str)> {
     out
 }
 
-/// Every variable the settings read (`shared/src/core/config.rs` and each capability's
-/// `settings.rs`), with its default where the code states it as a literal (`number("X", 30)`,
+/// Every variable the settings read (`shared/src/core/config.rs`, `core/secrets.rs` and each
+/// capability's `settings.rs`), with its default where the code states it as a literal (`number("X", 30)`,
 /// `base_url("X", "https://…")`, `choice("X", "v", …)`, `get("X")…unwrap_or("v")`).
 fn config_vars() -> BTreeMap<String, Option<String>> {
     let text: String = rust_files()
         .into_iter()
-        .filter(|f| f.ends_with("core/config.rs") || f.file_name().is_some_and(|n| n == "settings.rs"))
+        .filter(|f| {
+            f.ends_with("core/config.rs")
+                || f.ends_with("core/secrets.rs")
+                || f.file_name().is_some_and(|n| n == "settings.rs")
+        })
         .map(|f| std::fs::read_to_string(f).unwrap().split("#[cfg(test)]").next().unwrap().to_owned())
         .collect();
     let src = text.as_str();

@@ -11,6 +11,7 @@ pub mod embedding;
 pub mod logs;
 pub mod perplexity;
 pub mod rag;
+pub mod secrets_manager;
 
 use std::sync::Arc;
 

@@ -262,11 +262,15 @@ mod tests {
         let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
         assert_eq!(rag.get("QDRANT_URL").map(String::as_str), Some("https://xyz.cloud.qdrant.io:6334"));
         assert_eq!(rag.get("QDRANT_READ_ONLY").map(String::as_str), Some("false"), "no read-only key given");
-        assert!(!rag.contains_key("QDRANT_API_KEY"), "no key secret: AWS::NoValue");
+        assert!(!rag.contains_key("QDRANT_API_KEY_SECRET"), "no key secret: AWS::NoValue");
         let with_key = environments(&template(), &answers(&[("QdrantReadOnlyApiKeySecret", "ro")])).unwrap();
         let rag = &with_key.iter().find(|(f, _)| f == "rag-search").unwrap().1;
         assert_eq!(rag.get("QDRANT_READ_ONLY").map(String::as_str), Some("true"));
-        assert_eq!(rag.get("QDRANT_API_KEY").map(String::as_str), Some(DEPLOY_TIME), "resolved at deploy");
+        assert_eq!(rag.get("QDRANT_API_KEY_SECRET").map(String::as_str), Some("ro"), "read at run time");
+        // No function is given a key's value: every key is read from Secrets Manager at run time.
+        for (function, env) in &with_key {
+            assert!(env.keys().all(|k| !k.ends_with("_API_KEY") && k != "STREAM_TOKEN_KEY"), "{function}: {env:?}");
+        }
     }
 
     // Issue 43: a bad parameter is found before the deploy, naming the variable; a missing
@@ -285,8 +289,8 @@ mod tests {
         let starved = environments(&template(), &answers(&[("ResearchConcurrency", "10")])).err().unwrap().to_string();
         assert!(starved.contains("ResearchUsersStreams (40) must stay below ResearchConcurrency (10)"), "{starved}");
         let rule = environments(&template(), &answers(&[("Embedder", "api")])).err().unwrap().to_string();
-        assert!(rule.contains("Embedder=api needs EmbeddingApiKey"), "{rule}");
-        let envs = environments(&template(), &answers(&[("Embedder", "api"), ("EmbeddingApiKey", "k")])).unwrap();
+        assert!(rule.contains("Embedder=api needs EmbeddingApiKeySecret"), "{rule}");
+        let envs = environments(&template(), &answers(&[("Embedder", "api"), ("EmbeddingApiKeySecret", "k")])).unwrap();
         let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
         assert_eq!(rag.get("EMBEDDING_PROVIDER").map(String::as_str), Some("openai"));
     }
@@ -337,8 +341,8 @@ mod tests {
     // its variable; the template's default model is priced.
     #[test]
     fn an_unpriced_model_is_refused_before_a_deploy() {
-        assert_eq!(misconfigured(&answers(&[("LlmApiKey", "k")])), []);
-        let bad = misconfigured(&answers(&[("LlmApiKey", "k"), ("LlmModel", "anthropic/claude-opus-9")]));
+        assert_eq!(misconfigured(&answers(&[("LlmApiKeySecret", "k")])), []);
+        let bad = misconfigured(&answers(&[("LlmApiKeySecret", "k"), ("LlmModel", "anthropic/claude-opus-9")]));
         let functions: Vec<&str> = bad.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(functions, ["research", "rag-search", "assistant"], "{bad:?}");
         for (_, e) in &bad {
@@ -359,10 +363,14 @@ mod drift {
         let root = crate::root();
         let template = std::fs::read_to_string(root.join("template.yaml")).unwrap();
         let docs = std::fs::read_to_string(root.join("docs/configuration.md")).unwrap();
+        // Every key's secret named, so that each *_SECRET variable is set where it is read.
+        let keys = ["Perplexity", "Tavily", "Llm", "Embedding", "Qdrant", "QdrantReadOnly"]
+            .map(|k| format!("{k}ApiKeySecret"));
         let answers: BTreeMap<String, String> =
             [("QdrantUrl", "https://q.example.com:6334"), ("JwtIssuer", "https://i.example.com"), ("JwtAudience", "a")]
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
+                .chain(keys.into_iter().chain(["AppToolTokenSecret".to_owned()]).map(|k| (k, "research/k".to_owned())))
                 .collect();
         let envs = environments(&template, &answers).unwrap();
         let global: Vec<&String> =

@@ -157,13 +157,13 @@ fn user_of(owner: &str) -> Option<&str> {
 /// The stream URL of session `id` for `owner`, with a fresh link token: absolute when `req`
 /// came through the Function URL, else the path to append to it (the stack's `ResearchUrl`,
 /// which ends with `/`).
-fn stream_url(app: &App, req: &Request, id: &str, owner: &str) -> String {
-    let token = app.links.issue(owner, id, app.clock.now());
+async fn stream_url(app: &App, req: &Request, id: &str, owner: &str) -> Result<String> {
+    let token = app.links.issue(owner, id, app.clock.now()).await?;
     let path = format!("api/research/{id}/stream?token={token}");
-    match door_url(req) {
+    Ok(match door_url(req) {
         Some(door) => format!("{door}/{path}"),
         None => path,
-    }
+    })
 }
 
 async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
@@ -180,7 +180,7 @@ async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
     Ok(whole(http::json(
         200,
         &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language,
-                            "background": proposal.background, "stream_url": stream_url(app, req, &id, &owner)}),
+                            "background": proposal.background, "stream_url": stream_url(app, req, &id, &owner).await?}),
     )))
 }
 
@@ -208,7 +208,7 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
     // A stream link's token (a browser's EventSource sends no header), else the caller's own.
     let token = req.query_string_parameters_ref().and_then(|q| q.first("token").map(str::to_owned));
     let owner = match &token {
-        Some(token) => app.links.verify(token, id, now)?,
+        Some(token) => app.links.verify(token, id, now).await?,
         None => owner(app, req).await?,
     };
     let after = last_event_id(req)?;
@@ -594,7 +594,7 @@ async fn status(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
         200,
         &serde_json::json!({"session_id": id, "topic": proposal.topic, "language": proposal.language,
                             "background": proposal.background.unwrap_or(user_of(&owner).is_none()), "status": status, "events": events,
-                            "stream_url": stream_url(app, req, id, &owner)}),
+                            "stream_url": stream_url(app, req, id, &owner).await?}),
     )))
 }
 

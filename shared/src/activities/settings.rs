@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::core::config::{Env, Secret};
+use crate::core::config::Env;
 use crate::core::error::{Error, Result};
+use crate::core::secrets::Secret;
 use crate::llm::settings::model;
 
 /// Weight of the lexical list when it is fused, against 1 for the dense list: routed fusion
@@ -148,7 +149,7 @@ impl Settings {
                 })?,
             },
             embedder: {
-                let keyed = if env.get("EMBEDDING_API_KEY").is_some() { "openai" } else { "local" };
+                let keyed = if env.secret("EMBEDDING_API_KEY")?.is_some() { "openai" } else { "local" };
                 env.choice(
                     "EMBEDDING_PROVIDER",
                     keyed,
@@ -165,7 +166,7 @@ impl Settings {
                 },
                 PathBuf::from,
             ),
-            embedding_api_key: env.secret("EMBEDDING_API_KEY"),
+            embedding_api_key: env.secret("EMBEDDING_API_KEY")?,
             embedding_base_url: env.base_url("EMBEDDING_BASE_URL", "https://open.bigmodel.cn/api/paas/v4"),
             embedding_provider: env.get("EMBEDDING_PROVIDER_NAME").unwrap_or_else(|| "zhipu".into()),
             embedding_model: env.get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
@@ -174,7 +175,7 @@ impl Settings {
                 "edge" => VectorStoreKind::Edge,
                 "qdrant" => VectorStoreKind::Qdrant {
                     url: qdrant_url(env.get("QDRANT_URL"))?,
-                    api_key: env.secret("QDRANT_API_KEY"),
+                    api_key: env.secret("QDRANT_API_KEY")?,
                     read_only: env.choice("QDRANT_READ_ONLY", "false", &[("true", true), ("false", false)])?,
                 },
                 other => return Err(Error::Config(format!("VECTOR_STORE must be edge or qdrant, not {other:?}"))),
@@ -207,7 +208,7 @@ impl Settings {
             search_embed_timeout: env.millis("RAG_EMBED_TIMEOUT_MS", 1500)?,
             // A model writes the reasons when one is configured (seed 004 R5.3), else the template.
             match_reason: {
-                let modelled = if env.get("LLM_API_KEY").is_some() { "llm" } else { "template" };
+                let modelled = if env.secret("LLM_API_KEY")?.is_some() { "llm" } else { "template" };
                 env.choice(
                     "RAG_MATCH_REASON",
                     modelled,

@@ -5,12 +5,13 @@
 //! goes to the model as it is (at most [`MAX_ANSWER_BYTES`]); any failure becomes a
 //! `{"error", "message"}` string, so the model can tell the user.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use aws_credential_types::provider::SharedCredentialsProvider;
 use serde_json::{Value, json};
 
 use crate::assistant::settings::{AppTool, ToolAuth};
+use crate::core::aws::Signer;
 use crate::web::tools::error_string;
 
 /// The most of a tool's answer handed to the model.
@@ -20,8 +21,8 @@ pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
 pub struct AppTools {
     tools: Vec<AppTool>,
     http: reqwest::Client,
-    /// The function's own credentials (its role), found on the first signed call.
-    credentials: tokio::sync::OnceCell<Option<SharedCredentialsProvider>>,
+    /// Signs with the function's own credentials (its role).
+    signer: Signer,
 }
 
 /// Who and where a call is made for.
@@ -54,13 +55,13 @@ impl AppTools {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| crate::core::error::Error::Config(format!("cannot build the tools' HTTP client: {e}")))?;
-        Ok(Self { tools, http, credentials: tokio::sync::OnceCell::new() })
+        Ok(Self { tools, http, signer: Signer::default() })
     }
 
     /// The same tools, signing with `credentials` instead of the function's own (a role
     /// assumed elsewhere; tests).
     pub fn signing_with(mut self, credentials: SharedCredentialsProvider) -> Self {
-        self.credentials = tokio::sync::OnceCell::from(Some(credentials));
+        self.signer = Signer::with(credentials);
         self
     }
 
@@ -83,8 +84,24 @@ impl AppTools {
             .header("content-type", "application/json")
             .header("idempotency-key", caller.idempotency_key);
         match &tool.auth {
-            ToolAuth::Bearer(secret) => request = request.bearer_auth(secret.expose()),
-            ToolAuth::SigV4 { service, region } => match self.sigv4_headers(tool, service, region, &body).await {
+            ToolAuth::Bearer(secret) => match secret.value().await {
+                Ok(token) => request = request.bearer_auth(token),
+                Err(e) => {
+                    tracing::error!(tool = %tool.name, error = %e, "the app tool's token could not be read");
+                    return error_string("tool_failed", "the tool is not available right now");
+                }
+            },
+            ToolAuth::SigV4 { service, region } => match self
+                .signer
+                .post_headers(
+                    tool.url.as_str(),
+                    service,
+                    region,
+                    &[("content-type", "application/json")],
+                    body.as_bytes(),
+                )
+                .await
+            {
                 Ok(headers) => {
                     for (name, value) in headers {
                         request = request.header(name, value);
@@ -112,6 +129,9 @@ impl AppTools {
                 }
             }
             Ok((status, _)) => {
+                if let (401 | 403, ToolAuth::Bearer(secret)) = (status.as_u16(), &tool.auth) {
+                    secret.refused();
+                }
                 tracing::warn!(tool = %tool.name, %status, "app tool refused");
                 error_string("tool_failed", &format!("the tool answered HTTP {}", status.as_u16()))
             }
@@ -122,43 +142,5 @@ impl AppTools {
                 error_string("tool_failed", why)
             }
         }
-    }
-
-    /// The SigV4 headers (`authorization`, `x-amz-date`, `x-amz-security-token`) of a `POST`
-    /// of `body` to `tool`'s URL, signed with the function's own credentials.
-    async fn sigv4_headers(
-        &self,
-        tool: &AppTool,
-        service: &str,
-        region: &str,
-        body: &str,
-    ) -> Result<Vec<(String, String)>, String> {
-        use aws_credential_types::provider::ProvideCredentials;
-        use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-        let provider = self
-            .credentials
-            .get_or_init(|| async {
-                aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await.credentials_provider()
-            })
-            .await
-            .as_ref()
-            .ok_or("no AWS credentials provider")?;
-        let credentials = provider.provide_credentials().await.map_err(|e| format!("no AWS credentials: {e}"))?;
-        let identity = aws_smithy_runtime_api::client::identity::Identity::from(credentials);
-        let params = aws_sigv4::sign::v4::SigningParams::builder()
-            .identity(&identity)
-            .region(region)
-            .name(service)
-            .time(SystemTime::now())
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|e| e.to_string())?
-            .into();
-        let headers = [("content-type", "application/json")];
-        let signable =
-            SignableRequest::new("POST", tool.url.as_str(), headers.into_iter(), SignableBody::Bytes(body.as_bytes()))
-                .map_err(|e| e.to_string())?;
-        let (instructions, _) = sign(signable, &params).map_err(|e| e.to_string())?.into_parts();
-        Ok(instructions.headers().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
     }
 }

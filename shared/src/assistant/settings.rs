@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use crate::core::config::{Env, Secret};
+use crate::core::config::Env;
 use crate::core::error::{Error, Result};
+use crate::core::secrets::Secret;
 use crate::llm::settings::model;
 
 #[derive(Debug, Clone)]
@@ -131,7 +132,7 @@ fn app_tools(json: &str, env: &Env) -> Result<Vec<AppTool>> {
                 if !var.starts_with("APP_TOOL_") {
                     return Err(bad(&name, format!("secretEnv must name an APP_TOOL_* variable, not {var}")));
                 }
-                ToolAuth::Bearer(env.secret(&var).ok_or_else(|| bad(&name, format!("secretEnv {var} is not set")))?)
+                ToolAuth::Bearer(env.secret(&var)?.ok_or_else(|| bad(&name, format!("secretEnv {var} is not set")))?)
             }
             "sigv4" => ToolAuth::SigV4 {
                 service: e.service.unwrap_or_else(|| "execute-api".into()),

@@ -3,28 +3,11 @@
 //! `settings` module); [`crate::compose::Config`] holds them for a function. Defaults make a
 //! fresh checkout run with no keys and no cloud (see README, `.env.example`).
 
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::core::error::{Error, Result};
-
-/// A secret from the environment. Its `Debug` never shows the value.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// The value, for building an `Authorization` header and nothing else.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+use crate::core::secrets::Secret;
 
 /// The environment as the bundle reads it: values trimmed, an empty value unset. Every reader
 /// names the variable in the error it returns (`Error::Config`, a JSON 500 `misconfigured`).
@@ -59,9 +42,10 @@ impl<'a> Env<'a> {
         (self.lookup)(key).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
     }
 
-    /// `key`'s value as a secret.
-    pub fn secret(&self, key: &str) -> Option<Secret> {
-        self.get(key).map(Secret)
+    /// `key`'s value as a secret, or the Secrets Manager secret `key_SECRET` names (see
+    /// [`Secret`]); `None` when neither is set.
+    pub fn secret(&self, key: &str) -> Result<Option<Secret>> {
+        Secret::read(self, key)
     }
 
     /// An upstream's base URL, without a trailing slash.
@@ -193,12 +177,5 @@ mod tests {
         assert_eq!((s.retry_base, s.upstream_timeout), (Duration::from_secs(1), Duration::from_secs(30)));
         let e = Settings::read(&Env::from_pairs(&[("RECORD_STORE", "dynamodb")])).unwrap_err();
         assert!(e.to_string().contains("TABLE_NAME"));
-    }
-
-    #[test]
-    fn secrets_never_show_in_debug_output() {
-        let s = Env::from_pairs(&[("K", "pplx-very-secret")]).secret("K").unwrap();
-        assert!(!format!("{s:?}").contains("very-secret"));
-        assert_eq!(s.expose(), "pplx-very-secret");
     }
 }

@@ -1,9 +1,11 @@
-//! What every capability stands on, and nothing else: errors, configuration, clock, retries and
+//! What every capability stands on, and nothing else: errors, configuration and its secrets,
+//! signed AWS requests, clock, retries and
 //! time budgets, text helpers, the upstream HTTP client with its usage and failure types, the
 //! record store port with its SQLite and DynamoDB adapters, and
 //! CloudWatch EMF metrics. Depends
 //! on no capability.
 
+pub mod aws;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -12,6 +14,7 @@ pub mod metrics;
 pub mod records;
 pub mod retry;
 pub mod script;
+pub mod secrets;
 pub mod time;
 pub mod upstream;
 pub mod validate;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::core::config::Secret;
 use crate::core::retry::{Retryable, parse_retry_after};
+use crate::core::secrets::Secret;
 
 /// Token counts and, when the upstream reports it, its own price for the call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,6 +56,9 @@ pub enum ProviderError {
     /// An in-process model could not run (its file missing or broken); not retried.
     #[error("{0}")]
     Local(String),
+    /// The upstream's key could not be read (Secrets Manager): the call was not made.
+    #[error("{0}")]
+    KeyUnavailable(String),
     /// Our own daily budget for the agent is spent: the call was not made.
     #[error("{0}")]
     OverBudget(String),
@@ -76,6 +79,7 @@ impl Retryable for ProviderError {
             | Self::Malformed(_)
             | Self::OutOfTime
             | Self::Local(_)
+            | Self::KeyUnavailable(_)
             | Self::OverBudget(_)
             | Self::Interrupted(_) => None,
         }
@@ -138,8 +142,9 @@ impl JsonClient {
         key: &Secret,
         body: &Value,
     ) -> Result<reqwest::Response, ProviderError> {
+        let bearer = key.value().await.map_err(|e| ProviderError::KeyUnavailable(e.to_string()))?;
         let response =
-            self.http.post(url).bearer_auth(key.expose()).json(body).send().await.map_err(|e| self.transport(&e))?;
+            self.http.post(url).bearer_auth(bearer).json(body).send().await.map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
         if (200..=299).contains(&status) {
             return Ok(response);
@@ -147,7 +152,10 @@ impl JsonClient {
         let retry_after = wait_demanded(response.headers(), std::time::SystemTime::now());
         let bytes = response.bytes().await.map_err(|e| self.transport(&e))?;
         match status {
-            401 | 403 => Err(ProviderError::Unauthorized { status }),
+            401 | 403 => {
+                key.refused();
+                Err(ProviderError::Unauthorized { status })
+            }
             429 => Err(ProviderError::RateLimited { retry_after }),
             432 | 433 => Err(ProviderError::LimitReached { status, message: error_message(&bytes) }),
             408 | 500..=599 => Err(ProviderError::Unavailable { status, retry_after }),

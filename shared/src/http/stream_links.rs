@@ -13,7 +13,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::core::error::{Error, Result};
-use crate::http::settings::Settings;
+use crate::core::secrets::Secret;
+use crate::http::settings::{STREAM_KEY_LEN, Settings};
 
 /// How long a link opens its stream: past a research's longest run (15 minutes), so a client
 /// reconnecting with the same URL is let in to the end; a fresh one comes with the session's status.
@@ -30,48 +31,73 @@ struct Claims {
 
 /// Issues and checks stream links with one key. Built once per process.
 pub struct StreamLinks {
-    encoding: EncodingKey,
-    decoding: DecodingKey,
+    key: Key,
+}
+
+enum Key {
+    /// The deployment's (a managed one as it is now: a rotated key signs from its next read on,
+    /// and links signed with the old one are refused; their clients get fresh ones with the
+    /// session's status).
+    Secret(Secret),
+    /// This process's own.
+    Drawn(Vec<u8>),
 }
 
 impl StreamLinks {
     /// Links signed with `key`.
     pub fn new(key: &[u8]) -> Self {
-        Self { encoding: EncodingKey::from_secret(key), decoding: DecodingKey::from_secret(key) }
+        Self { key: Key::Drawn(key.to_vec()) }
     }
 
     /// Links signed with `STREAM_TOKEN_KEY`, or with a key of this process's own when it is unset
     /// (a laptop's single process; a deployment always sets it, from a generated secret).
     pub fn from_settings(settings: &Settings) -> Self {
         match &settings.stream_token_key {
-            Some(key) => Self::new(key.expose().as_bytes()),
+            Some(key) => Self { key: Key::Secret(key.clone()) },
             None => {
                 tracing::warn!("STREAM_TOKEN_KEY is not set: stream links open only in this process");
-                let key = [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()].map(|u| *u.as_bytes()).concat();
-                Self::new(&key)
+                Self::new(&[uuid::Uuid::new_v4(), uuid::Uuid::new_v4()].map(|u| *u.as_bytes()).concat())
+            }
+        }
+    }
+
+    /// The key as it is now (a managed key too short is a misconfiguration).
+    async fn key(&self) -> Result<Vec<u8>> {
+        match &self.key {
+            Key::Drawn(key) => Ok(key.clone()),
+            Key::Secret(secret) => {
+                let key = secret.value().await?;
+                if key.len() < STREAM_KEY_LEN {
+                    return Err(Error::Config(format!(
+                        "STREAM_TOKEN_KEY_SECRET: its secret has fewer than {STREAM_KEY_LEN} characters"
+                    )));
+                }
+                Ok(key.as_bytes().to_vec())
             }
         }
     }
 
     /// A token opening session `session`'s stream for `owner` until [`LIFETIME`] after `now`.
-    pub fn issue(&self, owner: &str, session: &str, now: DateTime<Utc>) -> String {
+    pub async fn issue(&self, owner: &str, session: &str, now: DateTime<Utc>) -> Result<String> {
         let lifetime = i64::try_from(LIFETIME.as_secs()).unwrap_or(i64::MAX);
         let claims =
             Claims { sub: owner.into(), sid: session.into(), aud: AUDIENCE.into(), exp: now.timestamp() + lifetime };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
-            .expect("HS256 signing cannot fail")
+        let key = EncodingKey::from_secret(&self.key().await?);
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key)
+            .map_err(|e| Error::Config(format!("cannot sign a stream link: {e}")))
     }
 
     /// The owner `token` speaks for, if it is this key's, for session `session`, and not expired
     /// at `now`; 401 otherwise.
-    pub fn verify(&self, token: &str, session: &str, now: DateTime<Utc>) -> Result<String> {
+    pub async fn verify(&self, token: &str, session: &str, now: DateTime<Utc>) -> Result<String> {
         let refused = |why: &str| Error::Unauthenticated(format!("the stream link is not valid: {why}"));
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_audience(&[AUDIENCE]);
         validation.set_required_spec_claims(&["exp", "aud", "sub"]);
         // Checked below against the caller's clock, with no leeway: only this code issues them.
         validation.validate_exp = false;
-        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
+        let key = DecodingKey::from_secret(&self.key().await?);
+        let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|_| refused("not signed by this deployment"))?
             .claims;
         if claims.exp <= now.timestamp() {
@@ -88,25 +114,25 @@ impl StreamLinks {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_link_opens_its_own_session_until_it_expires() {
+    #[tokio::test]
+    async fn a_link_opens_its_own_session_until_it_expires() {
         let links = StreamLinks::new(b"0123456789abcdef0123456789abcdef");
         let now = Utc::now();
-        let token = links.issue("user:u-1", "s-1", now);
-        assert_eq!(links.verify(&token, "s-1", now).unwrap(), "user:u-1");
-        assert_eq!(links.verify(&token, "s-1", now + chrono::Duration::minutes(29)).unwrap(), "user:u-1");
+        let token = links.issue("user:u-1", "s-1", now).await.unwrap();
+        assert_eq!(links.verify(&token, "s-1", now).await.unwrap(), "user:u-1");
+        assert_eq!(links.verify(&token, "s-1", now + chrono::Duration::minutes(29)).await.unwrap(), "user:u-1");
         let refused = |r: Result<String>| r.unwrap_err().status();
-        assert_eq!(refused(links.verify(&token, "s-2", now)), 401, "another session");
-        assert_eq!(refused(links.verify(&token, "s-1", now + chrono::Duration::minutes(30))), 401, "expired");
+        assert_eq!(refused(links.verify(&token, "s-2", now).await), 401, "another session");
+        assert_eq!(refused(links.verify(&token, "s-1", now + chrono::Duration::minutes(30)).await), 401, "expired");
         let other = StreamLinks::new(b"another key of thirty-two bytes!");
-        assert_eq!(refused(other.verify(&token, "s-1", now)), 401, "another deployment's key");
+        assert_eq!(refused(other.verify(&token, "s-1", now).await), 401, "another deployment's key");
         let tampered = token.replacen('.', ".x", 1);
-        assert_eq!(refused(links.verify(&tampered, "s-1", now)), 401, "a changed token");
-        assert_eq!(refused(links.verify("", "s-1", now)), 401);
+        assert_eq!(refused(links.verify(&tampered, "s-1", now).await), 401, "a changed token");
+        assert_eq!(refused(links.verify("", "s-1", now).await), 401);
         // The same claims signed any other way (here: as an unsigned token) are refused.
         let payload = token.split('.').nth(1).unwrap();
         // {"alg":"none","typ":"JWT"}, base64url
         let unsigned = format!("eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.{payload}.");
-        assert_eq!(refused(links.verify(&unsigned, "s-1", now)), 401, "alg none");
+        assert_eq!(refused(links.verify(&unsigned, "s-1", now).await), 401, "alg none");
     }
 }

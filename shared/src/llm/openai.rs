@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{ChatModel, ChatReply, ChatRequest, Message, TextSink, ToolCall};
-use crate::core::config::Secret;
+use crate::core::secrets::Secret;
 use crate::core::upstream::JsonClient;
 use crate::core::upstream::{ProviderError, Usage};
 

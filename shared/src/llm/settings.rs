@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use crate::core::config::{Env, Secret};
+use crate::core::config::Env;
 use crate::core::error::Result;
+use crate::core::secrets::Secret;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -19,7 +20,7 @@ pub struct Settings {
 impl Settings {
     pub fn read(env: &Env) -> Result<Self> {
         Ok(Self {
-            api_key: env.secret("LLM_API_KEY"),
+            api_key: env.secret("LLM_API_KEY")?,
             base_url: env.base_url("LLM_BASE_URL", "https://openrouter.ai/api/v1"),
             provider: env.get("LLM_PROVIDER").unwrap_or_else(|| "openrouter".into()),
             timeout: env.millis("LLM_TIMEOUT_MS", 120_000)?,

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use crate::core::config::{Env, Secret};
+use crate::core::config::Env;
 use crate::core::error::{Error, Result};
+use crate::core::secrets::Secret;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -29,16 +30,19 @@ pub struct Settings {
 impl Settings {
     pub fn read(env: &Env) -> Result<Self> {
         Ok(Self {
-            perplexity_api_key: env.secret("PERPLEXITY_API_KEY"),
+            perplexity_api_key: env.secret("PERPLEXITY_API_KEY")?,
             perplexity_base_url: env.base_url("PERPLEXITY_BASE_URL", "https://api.perplexity.ai"),
-            tavily_api_key: env.secret("TAVILY_API_KEY").or_else(|| {
+            tavily_api_key: match env.secret("TAVILY_API_KEY")? {
+                Some(key) => Some(key),
                 // Seed 002's front end named it so; a key belongs here, not in a browser bundle.
-                let alias = env.secret("VITE_TAVILY_API_KEY");
-                if alias.is_some() {
-                    tracing::warn!("VITE_TAVILY_API_KEY read as TAVILY_API_KEY: rename it (docs/search.md)");
+                None => {
+                    let alias = env.get("VITE_TAVILY_API_KEY").and(env.secret("VITE_TAVILY_API_KEY")?);
+                    if alias.is_some() {
+                        tracing::warn!("VITE_TAVILY_API_KEY read as TAVILY_API_KEY: rename it (docs/search.md)");
+                    }
+                    alias
                 }
-                alias
-            }),
+            },
             tavily_base_url: env.base_url("TAVILY_BASE_URL", "https://api.tavily.com"),
             providers: {
                 let names: Vec<String> = env
@@ -80,9 +84,9 @@ mod tests {
     #[test]
     fn seed_002s_tavily_key_name_is_an_alias() {
         let alias = settings(&[("VITE_TAVILY_API_KEY", "tvly-vite")]).unwrap();
-        assert_eq!(alias.tavily_api_key.as_ref().map(Secret::expose), Some("tvly-vite"));
+        assert_eq!(alias.tavily_api_key.as_ref().and_then(Secret::given), Some("tvly-vite"));
         let both = settings(&[("VITE_TAVILY_API_KEY", "tvly-vite"), ("TAVILY_API_KEY", "tvly-own")]).unwrap();
-        assert_eq!(both.tavily_api_key.as_ref().map(Secret::expose), Some("tvly-own"), "the real name wins");
+        assert_eq!(both.tavily_api_key.as_ref().and_then(Secret::given), Some("tvly-own"), "the real name wins");
     }
 
     #[test]

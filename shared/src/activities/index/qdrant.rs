@@ -5,6 +5,7 @@
 //! for the server to apply them (`wait: true`), so an acknowledged write is durable.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -30,14 +31,18 @@ use super::{
     DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
     Stored, TOMBSTONE, VERSION,
 };
-use crate::core::config::Secret;
 use crate::core::error::{Error, Result};
+use crate::core::secrets::Secret;
 
 /// Points read per scroll page.
 const PAGE: u32 = 1000;
 
 pub struct QdrantIndex {
-    client: Qdrant,
+    url: String,
+    timeout: Duration,
+    api_key: Option<Secret>,
+    /// The client of the key as last read (a rotated key gets a client of its own).
+    client: std::sync::Mutex<Option<(Arc<str>, Arc<Qdrant>)>>,
     collection: String,
     space: DenseSpace,
     ready: OnceCell<()>,
@@ -58,12 +63,46 @@ impl QdrantIndex {
         space: DenseSpace,
         timeout: Duration,
     ) -> Result<Self> {
-        let mut builder = Qdrant::from_url(url).timeout(timeout).connect_timeout(timeout).skip_compatibility_check();
-        if let Some(key) = api_key {
-            builder = builder.api_key(key.expose().to_owned());
+        let index = Self {
+            url: url.to_owned(),
+            timeout,
+            api_key: api_key.cloned(),
+            client: std::sync::Mutex::new(None),
+            collection: collection.to_owned(),
+            space,
+            ready: OnceCell::new(),
+            read_only: false,
+        };
+        if index.api_key.is_none() {
+            // No key to read: the URL is checked now.
+            index.build("")?;
         }
-        let client = builder.build().map_err(|e| Error::Config(format!("QDRANT_URL: {e}")))?;
-        Ok(Self { client, collection: collection.to_owned(), space, ready: OnceCell::new(), read_only: false })
+        Ok(index)
+    }
+
+    fn build(&self, key: &str) -> Result<Arc<Qdrant>> {
+        let mut builder =
+            Qdrant::from_url(&self.url).timeout(self.timeout).connect_timeout(self.timeout).skip_compatibility_check();
+        if !key.is_empty() {
+            builder = builder.api_key(key.to_owned());
+        }
+        let client = Arc::new(builder.build().map_err(|e| Error::Config(format!("QDRANT_URL: {e}")))?);
+        *self.client.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((key.into(), Arc::clone(&client)));
+        Ok(client)
+    }
+
+    /// The client of the API key as it is now.
+    async fn client(&self) -> Result<Arc<Qdrant>> {
+        let key = match &self.api_key {
+            Some(secret) => secret.value().await?,
+            None => Arc::from(""),
+        };
+        let held = self.client.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        match held {
+            Some((k, client)) if k == key => Ok(client),
+            _ => self.build(&key),
+        }
     }
 
     /// The same client for a function that only reads, with a read-only API key: it checks the
@@ -79,9 +118,11 @@ impl QdrantIndex {
 
     async fn create_if_missing(&self) -> Result<()> {
         let name = &self.collection;
-        let exists = self.client.collection_exists(name).await.map_err(|e| store_error("collection_exists", e))?;
+        let exists =
+            self.client().await?.collection_exists(name).await.map_err(|e| store_error("collection_exists", e))?;
         if exists {
-            let info = self.client.collection_info(name).await.map_err(|e| store_error("collection_info", e))?;
+            let info =
+                self.client().await?.collection_info(name).await.map_err(|e| store_error("collection_info", e))?;
             let found: Vec<(String, usize)> = info
                 .result
                 .and_then(|i| i.config)
@@ -112,7 +153,7 @@ impl QdrantIndex {
             let mut sparse = SparseVectorsConfigBuilder::default();
             sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(Modifier::Idf));
             let create = CreateCollectionBuilder::new(name).vectors_config(vectors).sparse_vectors_config(sparse);
-            match self.client.create_collection(create).await {
+            match self.client().await?.create_collection(create).await {
                 Ok(_) => {}
                 // Another process created it first: fine, it is the same collection.
                 Err(e) if e.to_string().contains("already exists") => {}
@@ -130,7 +171,7 @@ impl QdrantIndex {
                 PayloadIndex::Integer => FieldType::Integer,
             };
             let create = CreateFieldIndexCollectionBuilder::new(name, *field, kind).wait(true);
-            self.client.create_field_index(create).await.map_err(|e| store_error("create_field_index", e))?;
+            self.client().await?.create_field_index(create).await.map_err(|e| store_error("create_field_index", e))?;
         }
         Ok(())
     }
@@ -194,7 +235,7 @@ impl super::VectorIndex for QdrantIndex {
     }
 
     async fn exists(&self) -> Result<bool> {
-        self.client.collection_exists(&self.collection).await.map_err(grpc("collection_exists"))
+        self.client().await?.collection_exists(&self.collection).await.map_err(grpc("collection_exists"))
     }
 
     async fn ensure(&self) -> Result<()> {
@@ -215,7 +256,7 @@ impl super::VectorIndex for QdrantIndex {
         if let Some(offset) = offset {
             request = request.offset(PointId::from(offset.to_string()));
         }
-        let response = self.client.scroll(request).await.map_err(grpc("scan"))?;
+        let response = self.client().await?.scroll(request).await.map_err(grpc("scan"))?;
         let points = response
             .result
             .into_iter()
@@ -270,7 +311,7 @@ impl super::VectorIndex for QdrantIndex {
             });
         }
         let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
-        self.client.update_points_batch(request).await.map_err(grpc("upsert"))?;
+        self.client().await?.update_points_batch(request).await.map_err(grpc("upsert"))?;
         Ok(())
     }
 
@@ -304,7 +345,7 @@ impl super::VectorIndex for QdrantIndex {
             });
         }
         let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
-        self.client.update_points_batch(request).await.map_err(grpc("set dense vector"))?;
+        self.client().await?.update_points_batch(request).await.map_err(grpc("set dense vector"))?;
         Ok(())
     }
 
@@ -312,7 +353,7 @@ impl super::VectorIndex for QdrantIndex {
         self.ready().await?;
         let ids: Vec<PointId> = ids.iter().map(|id| id.to_string().into()).collect();
         let request = DeletePointsBuilder::new(&self.collection).points(PointsIdsList { ids }).wait(true);
-        self.client.delete_points(request).await.map_err(grpc("delete"))?;
+        self.client().await?.delete_points(request).await.map_err(grpc("delete"))?;
         Ok(())
     }
 
@@ -325,7 +366,7 @@ impl super::VectorIndex for QdrantIndex {
                 qdrant_client::qdrant::VectorsSelector { names: vec![self.space.name.clone()] },
             ));
         }
-        let response = self.client.get_points(request).await.map_err(grpc("get"))?;
+        let response = self.client().await?.get_points(request).await.map_err(grpc("get"))?;
         let mut found: HashMap<Uuid, Stored> = HashMap::new();
         for p in response.result {
             let id = uuid_of(p.id)?;
@@ -360,7 +401,7 @@ impl super::VectorIndex for QdrantIndex {
             if let Some(offset) = offset.take() {
                 request = request.offset(offset);
             }
-            let response = self.client.scroll(request).await.map_err(grpc("scroll"))?;
+            let response = self.client().await?.scroll(request).await.map_err(grpc("scroll"))?;
             for p in response.result {
                 out.push(Stored { id: uuid_of(p.id)?, payload: payload_of(p.payload), dense: None });
             }
@@ -384,7 +425,7 @@ impl super::VectorIndex for QdrantIndex {
             )))))
             .limit(limit as u64)
             .with_payload(true);
-        let response = self.client.query(request).await.map_err(grpc("nearest"))?;
+        let response = self.client().await?.query(request).await.map_err(grpc("nearest"))?;
         response
             .result
             .into_iter()
@@ -395,7 +436,7 @@ impl super::VectorIndex for QdrantIndex {
     async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {
         self.ready().await?;
         let request = self.dense_query(vector, f, limit, threshold);
-        hits(self.client.query(request).await.map_err(grpc("dense query"))?.result)
+        hits(self.client().await?.query(request).await.map_err(grpc("dense query"))?.result)
     }
 
     async fn search_sparse(&self, q: &SparseVector, f: &HardFilter, limit: usize) -> Result<Vec<Hit>> {
@@ -403,7 +444,7 @@ impl super::VectorIndex for QdrantIndex {
         if q.indices.is_empty() {
             return Ok(vec![]);
         }
-        hits(self.client.query(self.sparse_query(q, f, limit)).await.map_err(grpc("sparse query"))?.result)
+        hits(self.client().await?.query(self.sparse_query(q, f, limit)).await.map_err(grpc("sparse query"))?.result)
     }
 
     /// One `QueryBatch` request for both channels. Not one `Query` with prefetches and RRF:
@@ -431,7 +472,8 @@ impl super::VectorIndex for QdrantIndex {
             read_consistency: None,
             timeout: None,
         };
-        let mut results = self.client.query_batch(batch).await.map_err(grpc("hybrid query"))?.result.into_iter();
+        let mut results =
+            self.client().await?.query_batch(batch).await.map_err(grpc("hybrid query"))?.result.into_iter();
         match (results.next(), results.next()) {
             (Some(dense), Some(sparse)) => Ok((hits(dense.result)?, hits(sparse.result)?)),
             _ => Err(store_error("hybrid query", "the server answered fewer than two result lists")),
@@ -444,7 +486,7 @@ impl QdrantIndex {
     async fn counted(&self, f: &HardFilter, exact: bool) -> Result<usize> {
         self.ready().await?;
         let request = CountPointsBuilder::new(&self.collection).filter(filter(f)).exact(exact);
-        let response = self.client.count(request).await.map_err(grpc("count"))?;
+        let response = self.client().await?.count(request).await.map_err(grpc("count"))?;
         Ok(response.result.map_or(0, |r| r.count as usize))
     }
 

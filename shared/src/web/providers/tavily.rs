@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::Answer;
-use crate::core::config::Secret;
+use crate::core::secrets::Secret;
 use crate::core::upstream::{JsonClient, ProviderError, Usage};
 use crate::web::citations::SearchHit;
 use crate::web::query::{Kind, Query, Recency};

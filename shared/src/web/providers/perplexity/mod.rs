@@ -27,7 +27,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::Answer;
-use crate::core::config::Secret;
+use crate::core::secrets::Secret;
 use crate::core::upstream::{JsonClient, ProviderError, Usage};
 use crate::web::analysis;
 use crate::web::query::{Kind, Model, Query, Recency};

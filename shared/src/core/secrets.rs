@@ -1,0 +1,315 @@
+//! Secrets: a key given in the environment (`NAME`), or one kept in AWS Secrets Manager and
+//! named by `NAME_SECRET` (the secret's name or ARN; its value plain text), read at run time so
+//! a rotated key reaches running functions without a deploy.
+//!
+//! A managed secret is read when first used (`GetSecretValue`, signed with the function's role,
+//! within [`READ_TIMEOUT`]) and held for `SECRETS_CACHE_S` (300 s); past that it is read again in
+//! the background while the held value serves, and an upstream that refuses the key (401/403)
+//! has it read again before its next use (at most every 10 s). With Secrets Manager down the held value serves on; with
+//! none held the call fails, naming the variable, never the value. Wire format: botocore
+//! 1.44.8's `secretsmanager/2017-10-17/service-2.json` (JSON 1.1, target prefix `secretsmanager`).
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::core::aws::Signer;
+use crate::core::config::Env;
+use crate::core::error::{Error, Result};
+
+/// How long one read of a secret may take.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// After a failed read, how long before the next (a request then fails at once).
+const FAILED_PAUSE: Duration = Duration::from_secs(5);
+/// The least time between two reads forced by refusals (a revoked key refused on every call).
+const REFUSED_PAUSE: Duration = Duration::from_secs(10);
+
+/// A secret. Its `Debug` never shows the value.
+#[derive(Clone)]
+pub struct Secret(Arc<Inner>);
+
+#[allow(clippy::large_enum_variant)] // one per secret, behind an Arc
+enum Inner {
+    Given(Arc<str>),
+    Managed(Managed),
+}
+
+struct Managed {
+    /// The variable naming the secret (`PERPLEXITY_API_KEY_SECRET`), for errors and logs.
+    variable: String,
+    /// The secret's name or ARN.
+    id: String,
+    region: Option<String>,
+    endpoint: Option<String>,
+    signer: Arc<Signer>,
+    cache: Duration,
+    held: Mutex<Held>,
+    /// One read at a time.
+    reading: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Held {
+    value: Option<Arc<str>>,
+    read_at: Option<Instant>,
+    failed_at: Option<Instant>,
+    /// An upstream refused the value: it is read again before the next use.
+    refused: bool,
+    /// When a refusal last had the value read again.
+    refused_at: Option<Instant>,
+    refreshing: bool,
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.0 {
+            Inner::Given(_) => f.write_str("Secret(***)"),
+            Inner::Managed(m) => write!(f, "Secret({} = {:?})", m.variable, m.id),
+        }
+    }
+}
+
+impl Eq for Secret {}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || matches!((&*self.0, &*other.0), (Inner::Given(a), Inner::Given(b)) if a == b)
+    }
+}
+
+impl Secret {
+    /// `name`'s value in `env`, or the Secrets Manager secret `name_SECRET` names; `None` when
+    /// neither is set.
+    pub fn read(env: &Env, name: &str) -> Result<Option<Self>> {
+        if let Some(value) = env.get(name) {
+            return Ok(Some(Self(Arc::new(Inner::Given(value.into())))));
+        }
+        let variable = format!("{name}_SECRET");
+        let Some(id) = env.get(&variable) else { return Ok(None) };
+        if id.len() > 2048 {
+            return Err(Error::Config(format!("{variable} is not a secret's name or ARN (at most 2048 characters)")));
+        }
+        let endpoint = env.get("AWS_ENDPOINT_URL_SECRETS_MANAGER");
+        Ok(Some(Self(Arc::new(Inner::Managed(Managed {
+            variable,
+            id,
+            region: env.get("AWS_REGION"),
+            endpoint: endpoint.map(|e| e.trim_end_matches('/').to_owned()),
+            signer: match (env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")) {
+                // Lambda gives the role's credentials in the environment.
+                (Some(id), Some(key)) => {
+                    Arc::new(Signer::with(aws_credential_types::provider::SharedCredentialsProvider::new(
+                        aws_credential_types::Credentials::new(
+                            id,
+                            key,
+                            env.get("AWS_SESSION_TOKEN"),
+                            None,
+                            "environment",
+                        ),
+                    )))
+                }
+                _ => default_signer(),
+            },
+            cache: env.secs("SECRETS_CACHE_S", 300)?,
+            held: Mutex::default(),
+            reading: tokio::sync::Mutex::new(()),
+        })))))
+    }
+
+    /// The value, for building an `Authorization` header or a signing key and nothing else:
+    /// the given one, or the managed secret's as held (read first when none is held or the
+    /// held one was refused; read again in the background when older than `SECRETS_CACHE_S`).
+    pub async fn value(&self) -> Result<Arc<str>> {
+        let managed = match &*self.0 {
+            Inner::Given(value) => return Ok(Arc::clone(value)),
+            Inner::Managed(m) => m,
+        };
+        let (held, refused, may_read) = {
+            let mut h = lock(&managed.held);
+            let expired = h.read_at.is_none_or(|at| at.elapsed() >= managed.cache);
+            let may_read = !h.refreshing && h.failed_at.is_none_or(|at| at.elapsed() >= FAILED_PAUSE);
+            if h.value.is_some() && !h.refused && expired && may_read {
+                h.refreshing = true;
+                drop(self.fetch());
+            }
+            (h.value.clone(), h.refused, may_read)
+        };
+        match held {
+            Some(value) if !refused || !may_read => Ok(value),
+            // Refused: the new value, else the held one (the upstream may have refused for a while).
+            Some(value) => Ok(self.fetch().await.unwrap_or(value)),
+            None if may_read => self.fetch().await,
+            None => Err(managed.unavailable("its last read failed; the next is tried in a few seconds")),
+        }
+    }
+
+    /// Reads the managed secret in a task of its own, so a caller that stops waiting (its
+    /// deadline) neither cuts the read short nor loses its outcome.
+    fn fetch(&self) -> impl Future<Output = Result<Arc<str>>> + use<> {
+        let this = self.clone();
+        let task = tokio::spawn(async move {
+            match &*this.0 {
+                Inner::Given(value) => Ok(Arc::clone(value)),
+                Inner::Managed(m) => {
+                    let read = m.refresh().await;
+                    lock(&m.held).refreshing = false;
+                    read
+                }
+            }
+        });
+        async move {
+            task.await.unwrap_or_else(|e| {
+                Err(Error::Unavailable {
+                    code: "secret_unavailable",
+                    message: format!("reading a secret failed: {e}"),
+                    retry_after_secs: 1,
+                })
+            })
+        }
+    }
+
+    /// An upstream refused the value (HTTP 401 or 403): it is read again before its next use (a
+    /// rotated key), at most once every 10 s.
+    pub fn refused(&self) {
+        if let Inner::Managed(m) = &*self.0 {
+            let mut h = lock(&m.held);
+            if h.refused_at.is_none_or(|at| at.elapsed() >= REFUSED_PAUSE) {
+                (h.refused, h.refused_at) = (true, Some(Instant::now()));
+            }
+        }
+    }
+
+    /// The value when given in the environment (checked when the settings are read); `None`
+    /// for a managed one (checked when used).
+    pub fn given(&self) -> Option<&str> {
+        match &*self.0 {
+            Inner::Given(value) => Some(value),
+            Inner::Managed(_) => None,
+        }
+    }
+}
+
+fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
+    held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Managed {
+    fn unavailable(&self, why: &str) -> Error {
+        Error::Unavailable {
+            code: "secret_unavailable",
+            message: format!("the secret {} names could not be read: {why}", self.variable),
+            retry_after_secs: FAILED_PAUSE.as_secs(),
+        }
+    }
+
+    /// Reads the secret (one read at a time; a reader that waited takes the read it waited on).
+    async fn refresh(&self) -> Result<Arc<str>> {
+        let started = Instant::now();
+        let _one = self.reading.lock().await;
+        {
+            let h = lock(&self.held);
+            if let (Some(value), Some(at)) = (&h.value, h.read_at)
+                && at >= started
+            {
+                return Ok(Arc::clone(value));
+            }
+        }
+        match tokio::time::timeout(READ_TIMEOUT, self.get_secret_value()).await {
+            Ok(Ok(value)) => {
+                let mut h = lock(&self.held);
+                let value: Arc<str> = value.into();
+                (h.value, h.read_at, h.failed_at, h.refused) =
+                    (Some(Arc::clone(&value)), Some(Instant::now()), None, false);
+                Ok(value)
+            }
+            failed => {
+                let why = match failed {
+                    Ok(Err(why)) => why,
+                    _ => format!("Secrets Manager did not answer within {READ_TIMEOUT:?}"),
+                };
+                let mut h = lock(&self.held);
+                h.failed_at = Some(Instant::now());
+                let serving = if h.value.is_some() { "the value held serves on" } else { "no value is held" };
+                tracing::error!(variable = %self.variable, secret = %self.id, error = %why, "{serving}: the secret could not be read");
+                crate::core::metrics::count("SecretUnavailable", &[], 1.0);
+                Err(self.unavailable(&why))
+            }
+        }
+    }
+
+    /// One `GetSecretValue` of the current version: its `SecretString`.
+    async fn get_secret_value(&self) -> std::result::Result<String, String> {
+        let region = self.region.as_deref().ok_or("AWS_REGION is not set")?;
+        let url = match &self.endpoint {
+            Some(endpoint) => format!("{endpoint}/"),
+            None if region.starts_with("cn-") => format!("https://secretsmanager.{region}.amazonaws.com.cn/"),
+            None => format!("https://secretsmanager.{region}.amazonaws.com/"),
+        };
+        let body = json!({"SecretId": self.id}).to_string();
+        let headers =
+            [("content-type", "application/x-amz-json-1.1"), ("x-amz-target", "secretsmanager.GetSecretValue")];
+        let signed = self.signer.post_headers(&url, "secretsmanager", region, &headers, body.as_bytes()).await?;
+        let mut request = http().post(&url).body(body);
+        for (name, value) in headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).chain(signed) {
+            request = request.header(name, value);
+        }
+        let response = request.send().await.map_err(|e| format!("Secrets Manager: {}", e.without_url()))?;
+        let status = response.status();
+        let answer: Value =
+            response.json().await.map_err(|e| format!("Secrets Manager's answer: {}", e.without_url()))?;
+        if !status.is_success() {
+            // `__type` is `[namespace#]Code`; the message names the secret, never its value.
+            let code = answer["__type"].as_str().unwrap_or("unknown").rsplit('#').next().unwrap_or("unknown");
+            let message = answer["Message"].as_str().or(answer["message"].as_str()).unwrap_or("");
+            return Err(format!("Secrets Manager answered HTTP {} {code}: {message}", status.as_u16()));
+        }
+        match answer["SecretString"].as_str().map(str::trim) {
+            Some(value) if !value.is_empty() => Ok(value.to_owned()),
+            Some(_) => Err("the secret is empty".into()),
+            None => Err("the secret has no SecretString (store the key as plain text)".into()),
+        }
+    }
+}
+
+/// The signer of the default credentials chain, one per process.
+fn default_signer() -> Arc<Signer> {
+    static SIGNER: std::sync::OnceLock<Arc<Signer>> = std::sync::OnceLock::new();
+    Arc::clone(SIGNER.get_or_init(Arc::default))
+}
+
+/// The one HTTP client of the process's secret reads.
+fn http() -> &'static reqwest::Client {
+    static HTTP: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    HTTP.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(1))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_given_secret_is_its_value_and_never_shows_in_debug_output() {
+        let s = Env::from_pairs(&[("K", "pplx-very-secret")]).secret("K").unwrap().unwrap();
+        assert!(!format!("{s:?}").contains("very-secret"));
+        assert_eq!(&*s.value().await.unwrap(), "pplx-very-secret");
+        assert_eq!(s.given(), Some("pplx-very-secret"));
+    }
+
+    #[tokio::test]
+    async fn a_managed_secret_without_a_region_is_unavailable_naming_its_variable() {
+        let s = Env::from_pairs(&[("K_SECRET", "prod/k")]).secret("K").unwrap().unwrap();
+        assert_eq!(format!("{s:?}"), "Secret(K_SECRET = \"prod/k\")");
+        let e = s.value().await.unwrap_err();
+        assert_eq!(e.status(), 503);
+        assert!(e.to_string().contains("K_SECRET") && e.to_string().contains("AWS_REGION"), "{e}");
+        assert!(Env::from_pairs(&[]).secret("K").unwrap().is_none());
+    }
+}
