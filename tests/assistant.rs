@@ -286,6 +286,35 @@ async fn a_conversation_is_its_users_only(kind: StoreKind) {
 
     let (status, r) = h.chat("u-mallory", json!({"message": "给我看看", "conversationId": id})).await;
     assert_eq!((status, r["error"]["code"].as_str()), (404, Some("not_found")), "{r}");
+
+    // Issue 55: after a page reload, the conversation as useChat's `messages` (GET /chat/{id}).
+    let (status, r) = history(&h, USER, &id, None).await;
+    assert_eq!((status, r["conversationId"].as_str()), (200, Some(id.as_str())), "{r}");
+    let said: Vec<(&str, &str)> = r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = m["parts"].as_array().unwrap().iter().find(|p| p["type"] == "text").unwrap();
+            (m["role"].as_str().unwrap(), text["text"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("user", "你好，我叫小周"),
+            ("assistant", "你好，我是测试模型。"),
+            ("user", "我刚才说我叫什么？"),
+            ("assistant", "你好，我是测试模型。")
+        ]
+    );
+    assert_eq!(r["messages"][1]["metadata"]["mode"], r["messages"][1]["parts"][0]["data"]["mode"], "{r}");
+    let (status, newest) = history(&h, USER, &id, Some("1")).await;
+    assert_eq!((status, newest["messages"][0]["parts"][0]["text"].as_str()), (200, Some("我刚才说我叫什么？")));
+    assert_eq!(newest["messages"].as_array().unwrap().len(), 2, "the newest turn alone");
+    for (user, limit, wanted) in [(USER, Some("0"), 400), (USER, Some("51"), 400), ("u-mallory", None, 404)] {
+        assert_eq!(history(&h, user, &id, limit).await.0, wanted, "{user} {limit:?}");
+    }
     let (status, _) = h.chat(USER, json!({"message": "hi", "conversationId": "no-such-conversation"})).await;
     assert_eq!(status, 404);
     assert_eq!(h.model_requests().await.len(), 2, "a refused conversation reaches no model");
@@ -294,6 +323,18 @@ async fn a_conversation_is_its_users_only(kind: StoreKind) {
     let (status, _) = h.chat(USER, json!({"message": "还在吗", "conversationId": id})).await;
     assert_eq!(status, 404);
     assert_eq!(h.model_requests().await.len(), 2);
+}
+
+/// `GET /chat/{id}` (with `?limit=`) as `user`: status and JSON.
+async fn history(h: &ChatHarness, user: &str, id: &str, limit: Option<&str>) -> (u16, Value) {
+    use lambda_http::RequestExt;
+    let mut req = integration::as_user(integration::request("GET", &format!("/chat/{id}"), ""), user);
+    if let Some(limit) = limit {
+        req =
+            req.with_query_string_parameters(std::collections::HashMap::from([("limit".to_owned(), limit.to_owned())]));
+    }
+    let (status, _, text) = h.respond(req).await;
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")))
 }
 
 // Issue 53 item 9: an Auth0-, Cognito- or Firebase-shaped subject chats and comes back to its

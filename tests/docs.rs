@@ -389,3 +389,47 @@ fn the_table_rights_are_what_the_record_store_calls() {
     }
     assert!(!template.contains("DynamoDBCrudPolicy") && !template.contains("DynamoDBReadPolicy"), "no Scan anywhere");
 }
+
+/// The text between `// #region name` and `// #endregion` in `source`, without the common
+/// indent.
+fn region(source: &str, name: &str) -> Option<String> {
+    let start = source.lines().position(|l| l.trim() == format!("// #region {name}"))?;
+    let lines: Vec<&str> = source.lines().skip(start + 1).take_while(|l| l.trim() != "// #endregion").collect();
+    let indent = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| l.len() - l.trim_start().len()).min()?;
+    Some(lines.iter().map(|l| l.get(indent..).unwrap_or("").trim_end()).collect::<Vec<_>>().join("\n"))
+}
+
+// Issue 55: the code the docs give a front end to copy is the playground's own (which a headless
+// Chromium runs in tests/clients/playground.test.mjs): every block marked
+// `<!-- from playground/src/<file>#<region> -->` is that region of that file, exactly.
+#[test]
+fn front_end_samples_are_the_playgrounds_code() {
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (at, line) in lines.iter().enumerate() {
+            let mark = line.trim_start().strip_prefix("<!-- from ").and_then(|l| l.strip_suffix(" -->"));
+            let Some(mark) = mark else { continue };
+            let (file, name) = mark.split_once('#').expect("<!-- from <file>#<region> -->");
+            let wanted = region(&read(file), name).unwrap_or_else(|| panic!("{file} has no region {name}"));
+            // The block may sit in a list item: its lines carry the mark's indent.
+            let indent = line.len() - line.trim_start().len();
+            let unindented = |l: &&str| l.get(indent..).unwrap_or("").to_owned();
+            let fence = lines.get(at + 1).map(unindented).is_some_and(|l| l.starts_with("```"));
+            let block: Vec<String> =
+                lines[at + 2..].iter().map(unindented).take_while(|l| !l.starts_with("```")).collect();
+            if !fence || block.join("\n") != wanted {
+                problems.push(format!("{}: the block from {mark} is not that region as it is", path.display()));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 7, "only {checked} blocks are taken from the playground");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -1,10 +1,12 @@
 // Issue 41: an app tool with side effects (`"approval": true`) through `cargo xtask serve` with
 // the AI SDK's own chat (`AbstractChat`, what `useChat` wraps): the model's call arrives as a
 // `tool-approval-request`, `addToolApprovalResponse` answers it and `sendAutomaticallyWhen:
-// lastAssistantMessageIsCompleteWithApprovalResponses` sends the answer, as an app does.
+// lastAssistantMessageIsCompleteWithApprovalResponses` sends the answer, as an app does. Each
+// AI SDK major the docs claim runs it: `ai` 7 and 6 (5 has no approvals).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
+import * as ai7 from 'ai';
+import * as ai6 from 'ai6';
 import { startAppTool, startBundle } from './support.mjs';
 
 let bundle;
@@ -38,9 +40,6 @@ class State {
   snapshot(thing) { return structuredClone(thing); }
 }
 
-class TestChat extends AbstractChat {
-  constructor(options) { super({ ...options, state: new State() }); }
-}
 
 async function until(what, ok, ms = 60_000) {
   const end = Date.now() + ms;
@@ -50,70 +49,83 @@ async function until(what, ok, ms = 60_000) {
   }
 }
 
-/** A chat of `sub` in MANAGE mode, answering approvals as an app does. */
-function chatOf(sub = 'user-1') {
+/** A chat of `sub` in MANAGE mode with `ai`'s own chat, answering approvals as an app does. */
+function chatOf(ai, sub) {
+  class TestChat extends ai.AbstractChat {
+    constructor(options) { super({ ...options, state: new State() }); }
+  }
   const token = bundle.issuer.token({ sub });
-  const transport = new DefaultChatTransport({
+  const transport = new ai.DefaultChatTransport({
     api: `${bundle.door.url}/chat`, headers: { Authorization: `Bearer ${token}` }, body: { mode: 'MANAGE' },
   });
   const chat = new TestChat({
-    id: `approvals-${sub}-${Date.now()}`, transport, sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    id: `approvals-${sub}-${Date.now()}`, transport, sendAutomaticallyWhen: ai.lastAssistantMessageIsCompleteWithApprovalResponses,
   });
   return { chat, token };
 }
 
 const cancelPart = (chat) => chat.messages.at(-1)?.parts.find((p) => p.type === 'tool-cancelActivity');
 
-test('a cancel the model calls waits for the user\'s approval, runs once when approved, and its replay is refused', async () => {
-  const { chat, token } = chatOf();
-  await chat.sendMessage({ text: 'cancel my Saturday frisbee' });
-  await until('the reply', () => chat.status === 'ready' && cancelPart(chat));
-  const asked = cancelPart(chat);
-  assert.equal(asked.state, 'approval-requested', JSON.stringify(chat.messages.at(-1).parts));
-  assert.deepEqual(asked.input, { activityId: 'a-1' }, 'shown exactly as it will be sent: the user is not the model\'s to name');
-  assert.equal(app.requests.length, 0, 'nothing ran on the model\'s word');
+for (const [major, ai] of [['7', ai7], ['6', ai6]]) {
+  test(`ai ${major}: a cancel the model calls waits for the user's approval, with its expiry, runs once when approved, and its replay is refused`, async () => {
+    const { chat, token } = chatOf(ai, `user-1-ai${major}`);
+    const ranBefore = app.requests.length;
+    await chat.sendMessage({ text: 'cancel my Saturday frisbee' });
+    await until('the reply', () => chat.status === 'ready' && cancelPart(chat));
+    const asked = cancelPart(chat);
+    assert.equal(asked.state, 'approval-requested', JSON.stringify(chat.messages.at(-1).parts));
+    assert.deepEqual(asked.input, { activityId: 'a-1' }, 'shown exactly as it will be sent: the user is not the model\'s to name');
+    assert.equal(app.requests.length, ranBefore, 'nothing ran on the model\'s word');
+    // Its expiry, in the data-approval part with the approval's id (the approval chunk has no field for it).
+    const expiry = chat.messages.at(-1).parts.find((p) => p.type === 'data-approval' && p.id === asked.approval.id);
+    assert.ok(expiry, JSON.stringify(chat.messages.at(-1).parts));
+    const left = Date.parse(expiry.data.expiresAt) - Date.now();
+    assert.ok(left > 14 * 60_000 && left <= 15 * 60_000, `expires in 15 minutes: ${expiry.data.expiresAt}`);
+    assert.equal(expiry.data.toolCallId, asked.toolCallId);
 
-  await chat.addToolApprovalResponse({ id: asked.approval.id, approved: true });
-  await until('the approved call', () => chat.status === 'ready' && cancelPart(chat)?.state === 'output-available');
-  assert.deepEqual(cancelPart(chat).output, { cancelled: true });
-  assert.equal(app.requests.length, 1);
-  assert.equal(app.requests[0].key, `approval-${asked.approval.id}`);
-  assert.deepEqual(app.requests[0].body.arguments, { activityId: 'a-1' });
-  assert.equal(app.requests[0].body.userId, 'user-1');
-  const text = chat.messages.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
-  assert.match(text, /Cancelled as you said/);
+    await chat.addToolApprovalResponse({ id: asked.approval.id, approved: true });
+    await until('the approved call', () => chat.status === 'ready' && cancelPart(chat)?.state === 'output-available');
+    assert.deepEqual(cancelPart(chat).output, { cancelled: true });
+    assert.equal(app.requests.length, ranBefore + 1);
+    const ran = app.requests.at(-1);
+    assert.equal(ran.key, `approval-${asked.approval.id}`);
+    assert.deepEqual(ran.body.arguments, { activityId: 'a-1' });
+    assert.equal(ran.body.userId, `user-1-ai${major}`);
+    const text = chat.messages.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+    assert.match(text, /Cancelled as you said/);
 
-  // The same answer again (a client that retries), and the answer sent as another user: refused.
-  const answered = (toolCallId) => ({
-    id: chat.id, trigger: 'submit-message', messageId: 'm-2',
-    messages: [{ id: 'm-2', role: 'assistant', parts: [{
-      type: 'tool-cancelActivity', toolCallId, state: 'approval-responded', input: asked.input,
-      approval: { id: asked.approval.id, approved: true },
-    }] }],
-  });
-  const other = bundle.issuer.token({ sub: 'user-2' });
-  for (const [who, bearer, callId, status, code] of [
-    ['replay', token, asked.toolCallId, 409, 'approval_used'],
-    ['another user', other, asked.toolCallId, 404, 'not_found'],
-    ['another card', token, 'call-forged-0', 409, 'approval_mismatch'],
-  ]) {
-    const response = await fetch(`${bundle.door.url}/chat`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` }, body: JSON.stringify(answered(callId)),
+    // The same answer again (a client that retries), and the answer sent as another user: refused.
+    const answered = (toolCallId) => ({
+      id: chat.id, trigger: 'submit-message', messageId: 'm-2',
+      messages: [{ id: 'm-2', role: 'assistant', parts: [{
+        type: 'tool-cancelActivity', toolCallId, state: 'approval-responded', input: asked.input,
+        approval: { id: asked.approval.id, approved: true },
+      }] }],
     });
-    assert.equal(response.status, status, who);
-    assert.equal((await response.json()).error.code, code, who);
-  }
-  assert.equal(app.requests.length, 1, 'one cancel in all');
-});
+    const other = bundle.issuer.token({ sub: `user-2-ai${major}` });
+    for (const [who, bearer, callId, status, code] of [
+      ['replay', token, asked.toolCallId, 409, 'approval_used'],
+      ['another user', other, asked.toolCallId, 404, 'not_found'],
+      ['another card', token, 'call-forged-0', 409, 'approval_mismatch'],
+    ]) {
+      const response = await fetch(`${bundle.door.url}/chat`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` }, body: JSON.stringify(answered(callId)),
+      });
+      assert.equal(response.status, status, who);
+      assert.equal((await response.json()).error.code, code, who);
+    }
+    assert.equal(app.requests.length, ranBefore + 1, 'one cancel in all');
+  });
 
-test('a declined call does not run and the model is told', async () => {
-  const { chat } = chatOf('user-3');
-  const before = app.requests.length;
-  await chat.sendMessage({ text: 'cancel my Saturday frisbee' });
-  await until('the reply', () => chat.status === 'ready' && cancelPart(chat));
-  await chat.addToolApprovalResponse({ id: cancelPart(chat).approval.id, approved: false });
-  await until('the declined call', () => chat.status === 'ready' && cancelPart(chat)?.state === 'output-denied');
-  const text = chat.messages.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
-  assert.match(text, /Nothing as you said/);
-  assert.equal(app.requests.length, before);
-});
+  test(`ai ${major}: a declined call does not run and the model is told`, async () => {
+    const { chat } = chatOf(ai, `user-3-ai${major}`);
+    const before = app.requests.length;
+    await chat.sendMessage({ text: 'cancel my Saturday frisbee' });
+    await until('the reply', () => chat.status === 'ready' && cancelPart(chat));
+    await chat.addToolApprovalResponse({ id: cancelPart(chat).approval.id, approved: false });
+    await until('the declined call', () => chat.status === 'ready' && cancelPart(chat)?.state === 'output-denied');
+    const text = chat.messages.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+    assert.match(text, /Nothing as you said/);
+    assert.equal(app.requests.length, before);
+  });
+}

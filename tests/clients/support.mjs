@@ -159,31 +159,55 @@ export async function startBundle(script, env = {}) {
 }
 
 /** A proxy in front of `target` that cuts the first timeline stream through it (the client sees
- * its connection drop, as on a phone losing signal) once `cutAfter` events went by. Each stream
+ * its connection drop, as on a phone losing signal) once `cutAfter` events went by, and with
+ * `refuseReconnect` answers the stream's next connection 503 itself. Each stream
  * connection is kept: its `Last-Event-ID` header, the event ids it carried and in how many
- * deliveries (a replay, then each event as the research stores it). The Host header
+ * deliveries (a replay, then each event as the research stores it), and every request's method
+ * and URL in order (`requests`). The Host header
  * is passed on, so the stream URLs the function gives name this proxy. */
-export async function startCutter(target, { cutAfter }) {
+export async function startCutter(target, { cutAfter, refuseReconnect = false }) {
   const streams = [];
+  const requests = [];
   const server = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
     const stream = /\/stream(\?|$)/.test(req.url) && req.method === 'GET';
-    const conn = { lastEventId: req.headers['last-event-id'] ?? null, ids: [], deliveries: 0, status: null, cut: false };
+    const conn = { lastEventId: req.headers['last-event-id'] ?? null, url: req.url, ids: [], deliveries: 0, status: null, cut: false };
     if (stream) streams.push(conn);
     const cutting = stream && streams.length === 1;
+    if (stream && refuseReconnect && streams.length === 2) {
+      // The browser's own reconnect is refused (a 503 from an overloaded door): EventSource
+      // gives up (CLOSED) and the page must recover by itself.
+      conn.status = 503;
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', 'access-control-allow-origin': '*' });
+      res.end(JSON.stringify({ error: { code: 'unavailable', message: 'try again' } }));
+      return;
+    }
     const up = httpRequest(`${target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
       conn.status = answer.statusCode;
       res.writeHead(answer.statusCode, answer.headers);
       let text = '';
+      let sent = 0;
       answer.on('data', (chunk) => {
         if (conn.cut) return;
         text += chunk;
         const before = conn.ids.length;
-        conn.ids = [...text.matchAll(/^id: ?(\d+)$/gm)].map((m) => Number(m[1]));
+        let ids = [...text.matchAll(/^id: ?(\d+)$/gm)];
+        let upTo = text.length;
+        const cut = cutting && ids.length >= cutAfter;
+        if (cut) {
+          // Events may come many to a chunk: pass on exactly the first `cutAfter`, up to the
+          // blank line that ends the last of them, and cut there.
+          const end = text.indexOf('\n\n', ids[cutAfter - 1].index);
+          upTo = end < 0 ? text.length : end + 2;
+          ids = ids.slice(0, cutAfter);
+          conn.cut = true;
+        }
+        conn.ids = ids.map((m) => Number(m[1]));
         if (conn.ids.length > before) conn.deliveries += 1;
-        const cut = cutting && conn.ids.length >= cutAfter;
-        if (cut) conn.cut = true;
+        const part = text.slice(sent, upTo);
+        sent = upTo;
         // Cut once what was written reached the client: it had every id counted here.
-        res.write(chunk, () => {
+        res.write(part, () => {
           if (!cut) return;
           res.socket.destroy();
           answer.destroy();
@@ -196,7 +220,7 @@ export async function startCutter(target, { cutAfter }) {
     req.pipe(up);
   });
   const url = await listen(server);
-  return { url, streams, close: () => server.close() };
+  return { url, streams, requests, close: () => server.close() };
 }
 
 /** A fake app tool endpoint (`POST /ai/tools/<name>`, bearer `app-tool-secret`) as an app should

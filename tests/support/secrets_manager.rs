@@ -1,8 +1,9 @@
 //! A fake AWS Secrets Manager on 127.0.0.1: `GetSecretValue` as botocore 1.44.8's service model
 //! (`secretsmanager/2017-10-17/service-2.json`) defines it, JSON 1.1 over `POST /` with
 //! `X-Amz-Target: secretsmanager.GetSecretValue`, as strict as the real service: an unsigned
-//! request or one signed for another service is refused (`MissingAuthenticationTokenException`,
-//! `InvalidSignatureException`), an unknown field or a missing `SecretId` is a
+//! request, or one whose SigV4 signature is not the one [`ACCESS_KEY_ID`]'s secret key makes for
+//! `secretsmanager` in `us-east-1` over what was received, is refused
+//! (`MissingAuthenticationTokenException`, `InvalidSignatureException`), an unknown field or a missing `SecretId` is a
 //! `ValidationException`, an unknown secret `ResourceNotFoundException`; each 4xx in the
 //! service's `{"__type", "Message"}` envelope.
 
@@ -39,17 +40,14 @@ impl Respond for Service {
             return ResponseTemplate::new(200).set_delay(Duration::from_secs(60));
         }
         let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let Some(credential) = header("authorization").strip_prefix("AWS4-HMAC-SHA256 Credential=") else {
+        if !header("authorization").starts_with("AWS4-HMAC-SHA256 Credential=") {
             return refuse(400, "MissingAuthenticationTokenException", "Missing Authentication Token");
-        };
-        // AKID/yyyymmdd/region/service/aws4_request
-        if credential.split(',').next().unwrap_or("").split('/').nth(3) != Some("secretsmanager")
-            || header("x-amz-date").is_empty()
-        {
+        }
+        if signed(request).as_deref() != Some(header("authorization")) {
             return refuse(
                 400,
                 "InvalidSignatureException",
-                "Credential should be scoped to correct service: 'secretsmanager'.",
+                "The request signature we calculated does not match the signature you provided.",
             );
         }
         if request.method.as_str() != "POST" || request.url.path() != "/" {
@@ -86,6 +84,46 @@ impl Respond for Service {
     }
 }
 
+/// The credentials a function under test signs with (its environment's, as Lambda gives them).
+pub const ACCESS_KEY_ID: &str = "AKIDEXAMPLE";
+const SECRET_ACCESS_KEY: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+const SESSION_TOKEN: &str = "session-token";
+
+/// The `Authorization` header the test credentials give `request` as received (its host, the
+/// headers it says it signed, its body, its `X-Amz-Date`), for `secretsmanager` in `us-east-1`.
+fn signed(request: &Request) -> Option<String> {
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+    let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
+    let names = header("authorization")?.split("SignedHeaders=").nth(1)?.split(',').next()?.to_owned();
+    let headers: Vec<(&str, &str)> = names
+        .split(';')
+        .filter(|n| !["host", "x-amz-date", "x-amz-security-token"].contains(n))
+        .map(|n| Some((n, header(n)?)))
+        .collect::<Option<_>>()?;
+    let at = chrono::NaiveDateTime::parse_from_str(header("x-amz-date")?, "%Y%m%dT%H%M%SZ").ok()?.and_utc();
+    let credentials = aws_credential_types::Credentials::new(
+        ACCESS_KEY_ID,
+        SECRET_ACCESS_KEY,
+        Some(SESSION_TOKEN.to_owned()),
+        None,
+        "test",
+    );
+    let identity = aws_smithy_runtime_api::client::identity::Identity::from(credentials);
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region("us-east-1")
+        .name("secretsmanager")
+        .time(at.into())
+        .settings(SigningSettings::default())
+        .build()
+        .ok()?
+        .into();
+    let url = format!("http://{}{}", header("host")?, request.url.path());
+    let signable = SignableRequest::new("POST", &url, headers.into_iter(), SignableBody::Bytes(&request.body)).ok()?;
+    let (instructions, _) = sign(signable, &params).ok()?.into_parts();
+    instructions.headers().find(|(k, _)| *k == "authorization").map(|(_, v)| v.to_owned())
+}
+
 impl SecretsManager {
     pub async fn start() -> Self {
         let server = FakeServer::start().await;
@@ -120,9 +158,9 @@ impl SecretsManager {
             (variable.to_owned(), String::new()),
             ("AWS_ENDPOINT_URL_SECRETS_MANAGER".into(), self.server.uri()),
             ("AWS_REGION".into(), "us-east-1".into()),
-            ("AWS_ACCESS_KEY_ID".into(), "AKIDEXAMPLE".into()),
-            ("AWS_SECRET_ACCESS_KEY".into(), "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into()),
-            ("AWS_SESSION_TOKEN".into(), "session-token".into()),
+            ("AWS_ACCESS_KEY_ID".into(), ACCESS_KEY_ID.into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), SECRET_ACCESS_KEY.into()),
+            ("AWS_SESSION_TOKEN".into(), SESSION_TOKEN.into()),
         ]
         .into()
     }

@@ -28,6 +28,7 @@ mod bench;
 mod check_config;
 mod demo;
 mod embed_bench;
+mod playground;
 mod quality;
 mod rag_bench;
 mod runtime_api;

@@ -1,4 +1,5 @@
-//! `cargo xtask serve`: the streaming front door on a laptop, for a front-end developer.
+//! `cargo xtask serve`: the streaming front door on a laptop, for a newcomer and a front-end
+//! developer, with the playground at `/` ([`crate::playground`]).
 //!
 //! At start the sample activities are indexed (through `index-activity`, into the local vector
 //! store the assistant reads), so `explore_nearby` recommends from them;
@@ -11,9 +12,15 @@
 //! `LLM_BASE_URL`, `JWT_*`, stores) reaches the functions as it is. Routes: `/chat` (the
 //! assistant, one instance, 30 s an invocation) and `/api/research...` (the timeline,
 //! [`RESEARCH_INSTANCES`] instances, 900 s, one stream link key for all: `STREAM_TOKEN_KEY` or
-//! one drawn here). Each instance is one process serving one request at a time, as a Lambda
-//! environment does; a request goes to the least busy. CORS: any origin (`CORS_ORIGINS`,
-//! comma-separated, narrows it), as the Function URLs' `Cors` does for `AllowedOrigins`.
+//! one drawn here), as their Function URLs; `/rag/search` and `/users/...` (rag-search) as the
+//! HTTP API passes them, the user's JWT verified here as its authorizer does; `/cost-report`
+//! (cost-report) as the HTTP API passes a SigV4 caller's (on a laptop, you are its operator).
+//! Without `JWT_ISSUER`, a local OpenID issuer at `/issuer` signs in any name
+//! (`POST /issuer/token {"sub"}`, audience `JWT_AUDIENCE` or `playground`); without
+//! `ASSISTANT_TOOLS`, a sample app tool (`cancelActivity`, MANAGE) waits for approvals. Each
+//! instance is one process serving one request at a time, as a Lambda environment does; a
+//! request goes to the least busy. CORS: any origin (`CORS_ORIGINS`, comma-separated, narrows
+//! it) on every route, as the template's `AllowedOrigins` does on every door.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -41,9 +48,25 @@ const EXPOSE_HEADERS: &str = "x-user-budget-left-usd, x-vercel-ai-ui-message-str
 const RESEARCH_INSTANCES: usize = 4;
 
 struct Door {
-    /// First path segment -> the function serving it.
-    functions: HashMap<&'static str, Function>,
+    /// First path segment -> the function serving it, and how it is reached.
+    functions: HashMap<&'static str, (Arc<Function>, Reached)>,
     origins: Option<Vec<String>>,
+    /// Verifies users' tokens for the HTTP API's routes (its JWT authorizer's part).
+    verifier: shared::http::jwt::Verifier,
+    issuer: Option<crate::playground::Issuer>,
+    /// The bearer token the sample app tool accepts (`APP_TOOL_TOKEN`), when it runs.
+    sample_tool_token: Option<String>,
+    /// The playground's page and bundle.
+    playground: Option<std::path::PathBuf>,
+}
+
+/// How a function is reached: as its Function URL passes requests, or as the HTTP API does
+/// after its JWT or its IAM authorizer.
+#[derive(Clone, Copy, PartialEq)]
+enum Reached {
+    FunctionUrl,
+    UserJwt,
+    Iam,
 }
 
 /// A function's instances: one process each, under its own Runtime API.
@@ -90,32 +113,70 @@ impl Drop for Busy {
 /// free port) until stopped. Prints `serving on http://127.0.0.1:<port>` once it answers.
 pub async fn run() -> crate::Result {
     crate::ensure_model()?;
-    let [assistant, research, indexer] = crate::build_functions(["assistant", "research", "index-activity"], false)?;
-    if std::env::var_os("JWT_ISSUER").is_none() {
-        eprintln!("JWT_ISSUER is not set: every request is refused (401). Set JWT_ISSUER and JWT_AUDIENCE.");
+    let playground = crate::playground::build()
+        .map_err(|e| eprintln!("the playground is not built ({e}); the door serves the API alone"))
+        .ok();
+    let [assistant, research, indexer, rag, costs] =
+        crate::build_functions(["assistant", "research", "index-activity", "rag-search", "cost-report"], false)?;
+    let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8787);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
+    let here = format!("http://{addr}");
+    // Who signs users in: JWT_ISSUER's, else the door's own.
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let issuer = match var("JWT_ISSUER") {
+        Some(_) => None,
+        None => Some(crate::playground::Issuer::new(
+            format!("{here}/issuer"),
+            var("JWT_AUDIENCE").unwrap_or_else(|| "playground".into()),
+        )?),
+    };
+    let (issuer_url, audience) = match &issuer {
+        Some(local) => (local.url.clone(), local.audience.clone()),
+        None => (var("JWT_ISSUER").unwrap_or_default(), var("JWT_AUDIENCE").unwrap_or_default()),
+    };
+    let verifier = shared::http::jwt::Issuer::parse(Some(&issuer_url), Some(&audience))?
+        .ok_or("JWT_ISSUER and JWT_AUDIENCE are needed")
+        .and_then(|i| shared::http::jwt::Verifier::new(i).map_err(|_| "the issuer cannot be used"))?;
+    let mut users = vec![("JWT_ISSUER", issuer_url.clone()), ("JWT_AUDIENCE", audience.clone())];
+    // The sample app tool, unless the app's own are configured.
+    let sample_tool_token = var("ASSISTANT_TOOLS").is_none().then(|| uuid::Uuid::new_v4().simple().to_string());
+    let mut chat_env = users.clone();
+    if let Some(token) = &sample_tool_token {
+        chat_env
+            .extend([("ASSISTANT_TOOLS", crate::playground::sample_tools(&here)), ("APP_TOOL_TOKEN", token.clone())]);
     }
     // One key for every research instance: a link issued by one opens the stream on another.
     let key = std::env::var("STREAM_TOKEN_KEY")
         .unwrap_or_else(|_| format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()));
     index_samples(&indexer).await;
-    let chat = Function::start(&assistant, 1, Duration::from_secs(30), &[]).await?;
-    let research =
-        Function::start(&research, RESEARCH_INSTANCES, Duration::from_secs(900), &[("STREAM_TOKEN_KEY", key)]).await?;
+    let chat = Function::start(&assistant, 1, Duration::from_secs(30), &chat_env).await?;
+    users.push(("STREAM_TOKEN_KEY", key));
+    let research = Function::start(&research, RESEARCH_INSTANCES, Duration::from_secs(900), &users).await?;
+    let rag = Function::start(&rag, 1, Duration::from_secs(30), &[]).await?;
+    let costs = Function::start(&costs, 1, Duration::from_secs(30), &[]).await?;
     let origins = std::env::var("CORS_ORIGINS")
         .ok()
         .map(|o| o.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
-    let door = Arc::new(Door { functions: HashMap::from([("chat", chat), ("api", research)]), origins });
-    let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8787);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    let addr = listener.local_addr()?;
+    let rag = Arc::new(rag);
+    let functions = HashMap::from([
+        ("chat", (Arc::new(chat), Reached::FunctionUrl)),
+        ("api", (Arc::new(research), Reached::FunctionUrl)),
+        // rag-search's routes: /rag/search, and its users' feedback and preferences.
+        ("rag", (Arc::clone(&rag), Reached::UserJwt)),
+        ("users", (rag, Reached::UserJwt)),
+        ("cost-report", (Arc::new(costs), Reached::Iam)),
+    ]);
+    let door = Arc::new(Door { functions, origins, verifier, issuer, sample_tool_token, playground });
     let app = Router::new().fallback(pass).with_state(door);
     // Each chunk leaves at once (no Nagle wait for the next).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
     println!(
-        "serving on http://{addr}  (POST /chat: the assistant, JSON, SSE or the AI SDK's UI message stream; \
-         POST /api/research: the timeline, its stream_url for an EventSource)"
+        "serving on http://{addr}  (open it: the playground; POST /chat: the assistant, JSON, SSE or the AI SDK's \
+         UI message stream; POST /api/research: the timeline, its stream_url for an EventSource; POST /rag/search; \
+         GET /cost-report; a local issuer at /issuer unless JWT_ISSUER is set)"
     );
     // Stopped (Ctrl-C, or SIGTERM from a test runner): the door and its function processes go.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -201,16 +262,100 @@ fn cors(door: &Door, origin: Option<HeaderValue>, headers: &mut HeaderMap) {
 
 async fn forward(door: &Door, request: Request<Body>) -> Result<Response<Body>, (StatusCode, String)> {
     let first = request.uri().path().trim_start_matches('/').split('/').next().unwrap_or_default().to_owned();
-    let Some(function) = door.functions.get(first.as_str()) else {
+    if let Some(answer) = local(door, &first, request.method(), request.uri().path()) {
+        return answer;
+    }
+    if first == "issuer" || first == "sample-app" {
+        return own(door, request).await;
+    }
+    let Some((function, reached)) = door.functions.get(first.as_str()) else {
         return Err((StatusCode::NOT_FOUND, format!("no function serves /{first} here")));
     };
-    let event = function_url_event(request).await?;
+    let authorizer = match reached {
+        Reached::FunctionUrl => None,
+        // As the HTTP API's JWT authorizer: a 401 before the function is invoked.
+        Reached::UserJwt => {
+            let token = request
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .ok_or((StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>".to_owned()))?;
+            let claims = door.verifier.verify(token).await.map_err(|e| (StatusCode::UNAUTHORIZED, e.to_string()))?;
+            Some(json!({"jwt": {"claims": claims, "scopes": null}}))
+        }
+        Reached::Iam => Some(json!({"iam": {"accountId": "000000000000", "callerId": "LOCAL:operator",
+            "userArn": "arn:aws:sts::000000000000:assumed-role/local-operator/you", "userId": "LOCAL:operator"}})),
+    };
+    let mut event = function_url_event(request).await?;
+    if let Some(authorizer) = authorizer {
+        // The HTTP API's payload 2.0: its domain, and what its authorizer verified.
+        event["requestContext"]["domainName"] = json!("local.execute-api.us-east-1.amazonaws.com");
+        event["requestContext"]["authorizer"] = authorizer;
+    }
     let (api, busy) = function.least_busy();
     let reply = api.invoke_streaming(event).await.map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
     match reply {
         Reply::Whole(Ok(v)) => Ok(buffered(&v)),
         Reply::Whole(Err(e)) => Err((StatusCode::BAD_GATEWAY, format!("the function failed: {e}"))),
         Reply::Stream(chunks) => streamed(chunks, busy).await,
+    }
+}
+
+/// The playground's page and bundle, when asked for.
+fn local(
+    door: &Door,
+    first: &str,
+    method: &Method,
+    path: &str,
+) -> Option<Result<Response<Body>, (StatusCode, String)>> {
+    if method != Method::GET || !(first.is_empty() || path == "/app.js") {
+        return None;
+    }
+    let Some(bundle) = &door.playground else {
+        return Some(Err((StatusCode::NOT_FOUND, "the playground is not built (npm is needed: see the log)".into())));
+    };
+    let (file, kind) = if path == "/app.js" {
+        (bundle.clone(), "text/javascript; charset=utf-8")
+    } else {
+        (crate::playground::dir().join("index.html"), "text/html; charset=utf-8")
+    };
+    Some(match std::fs::read(&file) {
+        Ok(bytes) => Ok(Response::builder()
+            .header("content-type", kind)
+            .header("cache-control", "no-store")
+            .body(bytes.into())
+            .expect("valid")),
+        Err(e) => Err((StatusCode::NOT_FOUND, format!("{}: {e}", file.display()))),
+    })
+}
+
+/// What the door answers itself: the local issuer and the sample app tool.
+async fn own(door: &Door, request: Request<Body>) -> Result<Response<Body>, (StatusCode, String)> {
+    let path = request.uri().path().to_owned();
+    let answer = |status: StatusCode, body: Value| {
+        Ok(Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(body.to_string().into())
+            .expect("valid"))
+    };
+    let bearer = request.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let body = axum::body::to_bytes(request.into_body(), 1 << 16)
+        .await
+        .map_err(|e| (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()))?;
+    match (path.as_str(), &door.issuer, &door.sample_tool_token) {
+        ("/issuer/.well-known/openid-configuration", Some(issuer), _) => answer(StatusCode::OK, issuer.discovery()),
+        ("/issuer/jwks.json", Some(issuer), _) => answer(StatusCode::OK, issuer.jwks()),
+        ("/issuer/token", Some(issuer), _) => match issuer.token(&body) {
+            Ok(token) => answer(StatusCode::OK, token),
+            Err(why) => Err((StatusCode::BAD_REQUEST, why)),
+        },
+        ("/sample-app/tools/cancel", _, Some(token)) if bearer.as_deref() == Some(&format!("Bearer {token}")) => {
+            answer(StatusCode::OK, crate::playground::sample_answer(&body))
+        }
+        ("/sample-app/tools/cancel", _, Some(_)) => Err((StatusCode::UNAUTHORIZED, "not the app tool's token".into())),
+        _ => Err((StatusCode::NOT_FOUND, format!("nothing at {path} here"))),
     }
 }
 

@@ -10,6 +10,10 @@
 //! - the AI SDK's chat body (`{id, messages, trigger}`, what `useChat` sends) answers its UI
 //!   message stream ([`shared::assistant::ui_stream`]).
 //!
+//! `GET /chat/{conversationId}?limit=10` answers `{conversationId, messages}`, the newest turns
+//! (at most 50) as `useChat`'s `messages` after a page reload; `GET /chat/{id}/stream` (its
+//! `resume`) is always 204, since replies are not kept to be resumed.
+//!
 //! Through the Function URL the events stream as they happen; API Gateway's HTTP API buffers
 //! them until the reply is done. A client that leaves stops the model; what it wrote is kept
 //! and what it cost recorded.
@@ -24,7 +28,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use lambda_http::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
-use lambda_http::{Request, Response};
+use lambda_http::{Request, RequestExt, Response};
 use shared::assistant::ui_stream::{self, Encoder};
 use shared::assistant::{Answer, Assistant, ChatInput, Event};
 use shared::compose::Config;
@@ -80,6 +84,19 @@ pub async fn handle(app: Arc<App>, req: Request) -> Response<ResponseBody> {
 async fn route(app: Arc<App>, req: &Request, request_id: &str) -> Result<Response<ResponseBody>> {
     match http::segments(req).as_slice() {
         ["chat"] => {}
+        // A conversation's turns as `useChat`'s `messages` (a page reload), newest `limit` (10).
+        ["chat", id] => {
+            let user = app.users.verified(req).await?;
+            http::allow(req, "GET")?;
+            let limit = match req.query_string_parameters_ref().and_then(|q| q.first("limit")) {
+                None => 10,
+                Some(n) => n.parse::<usize>().ok().filter(|n| (1..=50).contains(n)).ok_or_else(|| {
+                    shared::Error::invalid("invalid_limit", "limit must be a whole number from 1 to 50")
+                })?,
+            };
+            let turns = app.assistant.history.last(&user, id, limit, app.assistant.clock.now()).await?;
+            return Ok(whole(http::json(200, &ui_stream::history(id, &turns))));
+        }
         // useChat's `resume`: replies are not kept to be resumed, so there is nothing (204).
         ["chat", id, "stream"] => {
             app.users.verified(req).await?;

@@ -12,5 +12,7 @@ async fn main() -> Result<(), Error> {
         Ok(app) => Arc::new(app),
         Err(e) => return shared::http::serve_misconfigured(e).await,
     };
+    // Keys in Secrets Manager are read at once, in parallel, not inside the first request.
+    shared::core::secrets::prefetch();
     shared::http::stream::run(|req: Request| assistant::handle(Arc::clone(&app), req)).await
 }

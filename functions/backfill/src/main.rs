@@ -12,6 +12,8 @@ async fn main() -> Result<(), Error> {
     }
     shared::http::logging::init();
     let app = backfill::from_env().await?;
+    // Keys in Secrets Manager are read at once, in parallel, not inside the first request.
+    shared::core::secrets::prefetch();
     run(service_fn(|event: LambdaEvent<Value>| {
         let app = &app;
         // What the invocation has left, from its deadline (epoch milliseconds).

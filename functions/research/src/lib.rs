@@ -169,6 +169,8 @@ async fn stream_url(app: &App, req: &Request, id: &str, owner: &str) -> Result<S
 async fn create(app: &App, req: &Request) -> Result<Response<ResponseBody>> {
     let owner = owner(app, req).await?;
     let proposal = Proposal::from_json(http::body(req)?)?;
+    // The link's key first: a session is stored only when its link can be signed.
+    app.links.key().await?;
     if let Some(user) = user_of(&owner) {
         // A research is many paid calls: one whose user has spent today's budget is not begun.
         app.quota.refuse_if_spent(user).await?;

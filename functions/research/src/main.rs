@@ -10,6 +10,8 @@ async fn main() -> Result<(), Error> {
         Ok(app) => std::sync::Arc::new(app),
         Err(e) => return shared::http::serve_misconfigured(e).await,
     };
+    // Keys in Secrets Manager are read at once, in parallel, not inside the first request.
+    shared::core::secrets::prefetch();
     shared::http::stream::run(|req: Request| {
         let app = std::sync::Arc::clone(&app);
         async move { research::handle(&app, req).await }

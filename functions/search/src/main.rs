@@ -11,6 +11,8 @@ async fn main() -> Result<(), Error> {
         Ok(app) => app,
         Err(e) => return shared::http::serve_misconfigured(e).await,
     };
+    // Keys in Secrets Manager are read at once, in parallel, not inside the first request.
+    shared::core::secrets::prefetch();
     run(service_fn(|req: Request| {
         let app = &app;
         let span = shared::http::span(&req);

@@ -129,7 +129,7 @@ impl AppTools {
                 }
             }
             Ok((status, _)) => {
-                if let (401 | 403, ToolAuth::Bearer(secret)) = (status.as_u16(), &tool.auth) {
+                if let (401, ToolAuth::Bearer(secret)) = (status.as_u16(), &tool.auth) {
                     secret.refused();
                 }
                 tracing::warn!(tool = %tool.name, %status, "app tool refused");

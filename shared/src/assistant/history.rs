@@ -65,6 +65,12 @@ impl History {
         Ok(turns)
     }
 
+    /// The newest `count` turns of `user`'s `conversation` (at most 50), oldest first; as
+    /// [`Self::recent`].
+    pub async fn last(&self, user: &str, conversation: &str, count: usize, now: DateTime<Utc>) -> Result<Vec<Turn>> {
+        Self { turns: count.clamp(1, 50), ..self.clone() }.recent(user, conversation, now).await
+    }
+
     /// Stores `turn` of `user`'s `conversation`.
     pub async fn append(&self, user: &str, conversation: &str, turn: &Turn) -> Result<()> {
         let expires = turn.at.timestamp() + i64::try_from(self.ttl.as_secs()).unwrap_or(i64::MAX / 2);

@@ -1,12 +1,14 @@
 //! `/chat` as the Vercel AI SDK's chat client speaks it (`useChat` in `@ai-sdk/react`, the `ai`
-//! package's `DefaultChatTransport`, ai 5 to 7): its request body in, its UI message stream out.
+//! package's `DefaultChatTransport`, ai 6 and 7; ai 5 has no approvals): its request body in,
+//! its UI message stream out, and a conversation's history as the messages `useChat` starts from.
 //!
 //! The shapes follow the `ai` package's own schema (`uiMessageChunkSchema`, `dist/index.js` of
 //! ai 7.0.173 and 5.0): server-sent events, each `data:` one JSON chunk, then `data: [DONE]`,
 //! with the header `x-vercel-ai-ui-message-stream: v1`. A reply is `start`, the mode as a
 //! `data-mode` part, text as `text-start` / `text-delta`... / `text-end`, each tool call as
 //! `tool-input-available` then `tool-output-available` (or, for a call that waits for the user,
-//! `tool-approval-request`; declined, `tool-output-denied`), each web source as `source-url`, and
+//! `tool-approval-request` and a `data-approval` part with the same id carrying its `expiresAt`,
+//! since the approval chunk has no field for it; declined, `tool-output-denied`), each web source as `source-url`, and
 //! `finish` (its `messageMetadata`: the conversation, mode, whether the reply is the labelled
 //! mock, what was remembered), or an `error` part.
 
@@ -127,6 +129,31 @@ struct ApprovalPart {
 }
 
 /// Turns a reply's events into UI message stream frames, keeping which text part is open.
+/// `conversation`'s `turns` (oldest first) as the AI SDK's `UIMessage`s, what `useChat` takes as
+/// its `messages` after a page reload: each turn the user's text, then the assistant's with its
+/// mode (a `data-mode` part and `metadata`, as the live reply has them).
+pub fn history(conversation: &str, turns: &[super::history::Turn]) -> Value {
+    let messages: Vec<Value> = turns
+        .iter()
+        .flat_map(|turn| {
+            let at = turn.at.timestamp_micros();
+            [
+                json!({"id": format!("u-{at}"), "role": "user", "parts": [{"type": "text", "text": turn.user}]}),
+                json!({
+                    "id": format!("a-{at}"),
+                    "role": "assistant",
+                    "metadata": {"conversationId": conversation, "mode": turn.mode},
+                    "parts": [
+                        {"type": "data-mode", "data": {"conversationId": conversation, "mode": turn.mode}},
+                        {"type": "text", "text": turn.assistant, "state": "done"},
+                    ],
+                }),
+            ]
+        })
+        .collect();
+    json!({"conversationId": conversation, "messages": messages})
+}
+
 #[derive(Default)]
 pub struct Encoder {
     started: bool,
@@ -163,9 +190,12 @@ impl Encoder {
             Event::Tool { id, output, .. } => {
                 chunks.push(json!({"type": "tool-output-available", "toolCallId": id, "output": output}));
             }
-            Event::Approval(pending) => chunks.push(json!({
-                "type": "tool-approval-request", "approvalId": pending.id, "toolCallId": pending.tool_call_id,
-            })),
+            Event::Approval(pending) => chunks.extend([
+                json!({"type": "tool-approval-request", "approvalId": pending.id, "toolCallId": pending.tool_call_id}),
+                json!({"type": "data-approval", "id": pending.id, "data": {
+                    "approvalId": pending.id, "toolCallId": pending.tool_call_id, "expiresAt": pending.expires_at,
+                }}),
+            ]),
             Event::Denied { id, .. } => chunks.push(json!({"type": "tool-output-denied", "toolCallId": id})),
             Event::Source(cited) => chunks.push(json!({
                 "type": "source-url", "sourceId": cited.url, "url": cited.url, "title": cited.title,
@@ -294,6 +324,8 @@ mod tests {
             chunks[1..],
             [
                 json!({"type": "tool-approval-request", "approvalId": "ab12", "toolCallId": "call-r-0"}),
+                json!({"type": "data-approval", "id": "ab12", "data": {
+                    "approvalId": "ab12", "toolCallId": "call-r-0", "expiresAt": "2026-11-26T12:00:00Z"}}),
                 json!({"type": "tool-output-denied", "toolCallId": "call-r-0"}),
             ]
         );

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::core::error::{Error, Result};
-use crate::core::secrets::Secret;
 
 /// The environment as the bundle reads it: values trimmed, an empty value unset. Every reader
 /// names the variable in the error it returns (`Error::Config`, a JSON 500 `misconfigured`).
@@ -40,12 +39,6 @@ impl<'a> Env<'a> {
     /// `key`'s value, trimmed; `None` when unset or empty.
     pub fn get(&self, key: &str) -> Option<String> {
         (self.lookup)(key).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
-    }
-
-    /// `key`'s value as a secret, or the Secrets Manager secret `key_SECRET` names (see
-    /// [`Secret`]); `None` when neither is set.
-    pub fn secret(&self, key: &str) -> Result<Option<Secret>> {
-        Secret::read(self, key)
     }
 
     /// An upstream's base URL, without a trailing slash.

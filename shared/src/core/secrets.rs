@@ -2,10 +2,11 @@
 //! named by `NAME_SECRET` (the secret's name or ARN; its value plain text), read at run time so
 //! a rotated key reaches running functions without a deploy.
 //!
-//! A managed secret is read when first used (`GetSecretValue`, signed with the function's role,
-//! within [`READ_TIMEOUT`]) and held for `SECRETS_CACHE_S` (300 s); past that it is read again in
-//! the background while the held value serves, and an upstream that refuses the key (401/403)
-//! has it read again before its next use (at most every 10 s). With Secrets Manager down the held value serves on; with
+//! A managed secret is read at a function's start ([`prefetch`]) or when first used
+//! (`GetSecretValue`, signed with the function's role, within [`READ_TIMEOUT`]) and held for `SECRETS_CACHE_S` (300 s); past that it is read again in
+//! the background while the held value serves, and an upstream that refuses the key (401) has
+//! it read again before its next use (at most every 10 s). A failed read is not tried again for
+//! 5 s, by any caller. With Secrets Manager down the held value serves on; with
 //! none held the call fails, naming the variable, never the value. Wire format: botocore
 //! 1.44.8's `secretsmanager/2017-10-17/service-2.json` (JSON 1.1, target prefix `secretsmanager`).
 
@@ -57,6 +58,8 @@ struct Held {
     failed_at: Option<Instant>,
     /// An upstream refused the value: it is read again before the next use.
     refused: bool,
+    /// The value held before the last read changed it (links signed with it stay valid).
+    previous: Option<Arc<str>>,
     /// When a refusal last had the value read again.
     refused_at: Option<Instant>,
     refreshing: bool,
@@ -79,6 +82,14 @@ impl PartialEq for Secret {
     }
 }
 
+impl Env<'_> {
+    /// `key`'s value as a secret, or the Secrets Manager secret `key_SECRET` names (see
+    /// [`Secret`]); `None` when neither is set.
+    pub fn secret(&self, key: &str) -> Result<Option<Secret>> {
+        Secret::read(self, key)
+    }
+}
+
 impl Secret {
     /// `name`'s value in `env`, or the Secrets Manager secret `name_SECRET` names; `None` when
     /// neither is set.
@@ -92,7 +103,7 @@ impl Secret {
             return Err(Error::Config(format!("{variable} is not a secret's name or ARN (at most 2048 characters)")));
         }
         let endpoint = env.get("AWS_ENDPOINT_URL_SECRETS_MANAGER");
-        Ok(Some(Self(Arc::new(Inner::Managed(Managed {
+        let secret = Self(Arc::new(Inner::Managed(Managed {
             variable,
             id,
             region: env.get("AWS_REGION"),
@@ -112,10 +123,12 @@ impl Secret {
                 }
                 _ => default_signer(),
             },
-            cache: env.secs("SECRETS_CACHE_S", 300)?,
+            cache: env.secs("SECRETS_CACHE_S", 300)?.max(Duration::from_secs(1)),
             held: Mutex::default(),
             reading: tokio::sync::Mutex::new(()),
-        })))))
+        })));
+        lock_list().push(Arc::downgrade(&secret.0));
+        Ok(Some(secret))
     }
 
     /// The value, for building an `Authorization` header or a signing key and nothing else:
@@ -141,7 +154,7 @@ impl Secret {
             // Refused: the new value, else the held one (the upstream may have refused for a while).
             Some(value) => Ok(self.fetch().await.unwrap_or(value)),
             None if may_read => self.fetch().await,
-            None => Err(managed.unavailable("its last read failed; the next is tried in a few seconds")),
+            None => Err(managed.unavailable()),
         }
     }
 
@@ -153,9 +166,15 @@ impl Secret {
             match &*this.0 {
                 Inner::Given(value) => Ok(Arc::clone(value)),
                 Inner::Managed(m) => {
-                    let read = m.refresh().await;
-                    lock(&m.held).refreshing = false;
-                    read
+                    // Cleared however the read ends (a panic included), so reads never stop.
+                    struct Done<'a>(&'a Mutex<Held>);
+                    impl Drop for Done<'_> {
+                        fn drop(&mut self) {
+                            lock(self.0).refreshing = false;
+                        }
+                    }
+                    let _done = Done(&m.held);
+                    m.refresh().await
                 }
             }
         });
@@ -170,8 +189,17 @@ impl Secret {
         }
     }
 
-    /// An upstream refused the value (HTTP 401 or 403): it is read again before its next use (a
-    /// rotated key), at most once every 10 s.
+    /// The value held before the last read changed it, if any: what a verifier still accepts
+    /// while other containers sign with it (a key is held up to `SECRETS_CACHE_S`).
+    pub fn previous(&self) -> Option<Arc<str>> {
+        match &*self.0 {
+            Inner::Given(_) => None,
+            Inner::Managed(m) => lock(&m.held).previous.clone(),
+        }
+    }
+
+    /// An upstream refused the value (HTTP 401: the key is not valid): it is read again before
+    /// its next use (a rotated key), at most once every 10 s.
     pub fn refused(&self) {
         if let Inner::Managed(m) = &*self.0 {
             let mut h = lock(&m.held);
@@ -191,15 +219,32 @@ impl Secret {
     }
 }
 
+/// Every managed secret of the process, for [`prefetch`].
+fn lock_list() -> std::sync::MutexGuard<'static, Vec<std::sync::Weak<Inner>>> {
+    static MANAGED: Mutex<Vec<std::sync::Weak<Inner>>> = Mutex::new(Vec::new());
+    MANAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Starts reading every managed secret of the process at once, without waiting: called at a
+/// function's init, so its first request does not read them one after another inside its
+/// stages' time boxes.
+pub fn prefetch() {
+    let secrets: Vec<Secret> = lock_list().iter().filter_map(std::sync::Weak::upgrade).map(Secret).collect();
+    for secret in secrets {
+        tokio::spawn(async move { drop(secret.value().await) });
+    }
+}
+
 fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
     held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Managed {
-    fn unavailable(&self, why: &str) -> Error {
+    /// The caller's error: no detail of the account, the role or the secret (those are logged).
+    fn unavailable(&self) -> Error {
         Error::Unavailable {
             code: "secret_unavailable",
-            message: format!("the secret {} names could not be read: {why}", self.variable),
+            message: "a key this service needs could not be read; retry shortly".into(),
             retry_after_secs: FAILED_PAUSE.as_secs(),
         }
     }
@@ -209,17 +254,25 @@ impl Managed {
         let started = Instant::now();
         let _one = self.reading.lock().await;
         {
+            // A read that ended while this one waited is its answer, a failure too: one read at
+            // a time, and none within the pause after a failure.
             let h = lock(&self.held);
             if let (Some(value), Some(at)) = (&h.value, h.read_at)
                 && at >= started
             {
                 return Ok(Arc::clone(value));
             }
+            if h.failed_at.is_some_and(|at| at >= started || at.elapsed() < FAILED_PAUSE) {
+                return Err(self.unavailable());
+            }
         }
         match tokio::time::timeout(READ_TIMEOUT, self.get_secret_value()).await {
             Ok(Ok(value)) => {
                 let mut h = lock(&self.held);
                 let value: Arc<str> = value.into();
+                if h.value.as_ref().is_some_and(|held| *held != value) {
+                    h.previous = h.value.take();
+                }
                 (h.value, h.read_at, h.failed_at, h.refused) =
                     (Some(Arc::clone(&value)), Some(Instant::now()), None, false);
                 Ok(value)
@@ -234,7 +287,7 @@ impl Managed {
                 let serving = if h.value.is_some() { "the value held serves on" } else { "no value is held" };
                 tracing::error!(variable = %self.variable, secret = %self.id, error = %why, "{serving}: the secret could not be read");
                 crate::core::metrics::count("SecretUnavailable", &[], 1.0);
-                Err(self.unavailable(&why))
+                Err(self.unavailable())
             }
         }
     }
@@ -304,12 +357,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_managed_secret_without_a_region_is_unavailable_naming_its_variable() {
+    async fn a_managed_secret_that_cannot_be_read_is_a_503_naming_nothing_of_the_account() {
         let s = Env::from_pairs(&[("K_SECRET", "prod/k")]).secret("K").unwrap().unwrap();
         assert_eq!(format!("{s:?}"), "Secret(K_SECRET = \"prod/k\")");
-        let e = s.value().await.unwrap_err();
-        assert_eq!(e.status(), 503);
-        assert!(e.to_string().contains("K_SECRET") && e.to_string().contains("AWS_REGION"), "{e}");
+        let e = s.value().await.unwrap_err(); // no AWS_REGION: no read
+        assert_eq!((e.status(), e.code()), (503, "secret_unavailable"));
+        assert!(!e.to_string().contains("prod/k") && !e.to_string().contains("K_SECRET"), "{e}");
         assert!(Env::from_pairs(&[]).secret("K").unwrap().is_none());
     }
 }

@@ -109,7 +109,8 @@ impl ProviderError {
     /// request's body (HTTP 400 or 422: a field, a filter, this caller's input) does not, so it
     /// must not open the circuit for every other request; a 404 (a wrong base URL) does.
     pub fn counts_against_upstream(&self) -> bool {
-        !matches!(self, Self::Refused { status: 400 | 422, .. })
+        // Nor does a key this container could not read (other containers may hold it).
+        !matches!(self, Self::Refused { status: 400 | 422, .. } | Self::KeyUnavailable(_))
     }
 }
 
@@ -153,7 +154,9 @@ impl JsonClient {
         let bytes = response.bytes().await.map_err(|e| self.transport(&e))?;
         match status {
             401 | 403 => {
-                key.refused();
+                if status == 401 {
+                    key.refused(); // a rotated key; a 403 may be about the request, not the key
+                }
                 Err(ProviderError::Unauthorized { status })
             }
             429 => Err(ProviderError::RateLimited { retry_after }),

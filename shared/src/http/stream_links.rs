@@ -61,8 +61,9 @@ impl StreamLinks {
         }
     }
 
-    /// The key as it is now (a managed key too short is a misconfiguration).
-    async fn key(&self) -> Result<Vec<u8>> {
+    /// The key as it is now (a managed key too short is a misconfiguration): a 503 when it
+    /// cannot be read, before anything is stored for a link it would sign.
+    pub async fn key(&self) -> Result<Vec<u8>> {
         match &self.key {
             Key::Drawn(key) => Ok(key.clone()),
             Key::Secret(secret) => {
@@ -96,10 +97,23 @@ impl StreamLinks {
         validation.set_required_spec_claims(&["exp", "aud", "sub"]);
         // Checked below against the caller's clock, with no leeway: only this code issues them.
         validation.validate_exp = false;
-        let key = DecodingKey::from_secret(&self.key().await?);
-        let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
-            .map_err(|_| refused("not signed by this deployment"))?
-            .claims;
+        let decode = |key: &[u8]| jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(key), &validation);
+        // During a rotation containers sign with the old key or the new one for up to
+        // SECRETS_CACHE_S: the key held before is accepted too, and a link signed with neither
+        // has the key read again (at most every 10 s), in case it is newer than this one's.
+        let claims = match decode(&self.key().await?) {
+            Ok(decoded) => decoded.claims,
+            Err(_) => {
+                let Key::Secret(secret) = &self.key else { return Err(refused("not signed by this deployment")) };
+                match secret.previous().map(|previous| decode(previous.as_bytes())) {
+                    Some(Ok(decoded)) => decoded.claims,
+                    _ => {
+                        secret.refused();
+                        return Err(refused("not signed by this deployment"));
+                    }
+                }
+            }
+        };
         if claims.exp <= now.timestamp() {
             return Err(refused("it has expired; GET /api/research/{id} gives a fresh one"));
         }

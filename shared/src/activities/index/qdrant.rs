@@ -92,6 +92,19 @@ impl QdrantIndex {
         Ok(client)
     }
 
+    /// The store error of a failed `what`; a refused API key (`Unauthenticated`) has the key
+    /// read again before the next request (a rotated one).
+    fn grpc(&self, what: &'static str) -> impl Fn(QdrantError) -> Error + '_ {
+        move |e| {
+            if let (QdrantError::ResponseError { status }, Some(key)) = (&e, &self.api_key)
+                && status.code() == tonic::Code::Unauthenticated
+            {
+                key.refused();
+            }
+            store_error(what, e)
+        }
+    }
+
     /// The client of the API key as it is now.
     async fn client(&self) -> Result<Arc<Qdrant>> {
         let key = match &self.api_key {
@@ -118,11 +131,9 @@ impl QdrantIndex {
 
     async fn create_if_missing(&self) -> Result<()> {
         let name = &self.collection;
-        let exists =
-            self.client().await?.collection_exists(name).await.map_err(|e| store_error("collection_exists", e))?;
+        let exists = self.client().await?.collection_exists(name).await.map_err(self.grpc("collection_exists"))?;
         if exists {
-            let info =
-                self.client().await?.collection_info(name).await.map_err(|e| store_error("collection_info", e))?;
+            let info = self.client().await?.collection_info(name).await.map_err(self.grpc("collection_info"))?;
             let found: Vec<(String, usize)> = info
                 .result
                 .and_then(|i| i.config)
@@ -157,7 +168,7 @@ impl QdrantIndex {
                 Ok(_) => {}
                 // Another process created it first: fine, it is the same collection.
                 Err(e) if e.to_string().contains("already exists") => {}
-                Err(e) => return Err(store_error("create_collection", e)),
+                Err(e) => return Err(self.grpc("create_collection")(e)),
             }
         }
         if self.read_only {
@@ -171,7 +182,7 @@ impl QdrantIndex {
                 PayloadIndex::Integer => FieldType::Integer,
             };
             let create = CreateFieldIndexCollectionBuilder::new(name, *field, kind).wait(true);
-            self.client().await?.create_field_index(create).await.map_err(|e| store_error("create_field_index", e))?;
+            self.client().await?.create_field_index(create).await.map_err(self.grpc("create_field_index"))?;
         }
         Ok(())
     }
@@ -224,10 +235,6 @@ fn hits(points: Vec<qdrant_client::qdrant::ScoredPoint>) -> Result<Vec<Hit>> {
     points.into_iter().map(|p| Ok(Hit { id: uuid_of(p.id)?, score: p.score })).collect()
 }
 
-fn grpc(what: &'static str) -> impl Fn(QdrantError) -> Error {
-    move |e| store_error(what, e)
-}
-
 #[async_trait]
 impl super::VectorIndex for QdrantIndex {
     fn backend(&self) -> &'static str {
@@ -235,7 +242,7 @@ impl super::VectorIndex for QdrantIndex {
     }
 
     async fn exists(&self) -> Result<bool> {
-        self.client().await?.collection_exists(&self.collection).await.map_err(grpc("collection_exists"))
+        self.client().await?.collection_exists(&self.collection).await.map_err(self.grpc("collection_exists"))
     }
 
     async fn ensure(&self) -> Result<()> {
@@ -256,7 +263,7 @@ impl super::VectorIndex for QdrantIndex {
         if let Some(offset) = offset {
             request = request.offset(PointId::from(offset.to_string()));
         }
-        let response = self.client().await?.scroll(request).await.map_err(grpc("scan"))?;
+        let response = self.client().await?.scroll(request).await.map_err(self.grpc("scan"))?;
         let points = response
             .result
             .into_iter()
@@ -311,7 +318,7 @@ impl super::VectorIndex for QdrantIndex {
             });
         }
         let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
-        self.client().await?.update_points_batch(request).await.map_err(grpc("upsert"))?;
+        self.client().await?.update_points_batch(request).await.map_err(self.grpc("upsert"))?;
         Ok(())
     }
 
@@ -345,7 +352,7 @@ impl super::VectorIndex for QdrantIndex {
             });
         }
         let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
-        self.client().await?.update_points_batch(request).await.map_err(grpc("set dense vector"))?;
+        self.client().await?.update_points_batch(request).await.map_err(self.grpc("set dense vector"))?;
         Ok(())
     }
 
@@ -353,7 +360,7 @@ impl super::VectorIndex for QdrantIndex {
         self.ready().await?;
         let ids: Vec<PointId> = ids.iter().map(|id| id.to_string().into()).collect();
         let request = DeletePointsBuilder::new(&self.collection).points(PointsIdsList { ids }).wait(true);
-        self.client().await?.delete_points(request).await.map_err(grpc("delete"))?;
+        self.client().await?.delete_points(request).await.map_err(self.grpc("delete"))?;
         Ok(())
     }
 
@@ -366,7 +373,7 @@ impl super::VectorIndex for QdrantIndex {
                 qdrant_client::qdrant::VectorsSelector { names: vec![self.space.name.clone()] },
             ));
         }
-        let response = self.client().await?.get_points(request).await.map_err(grpc("get"))?;
+        let response = self.client().await?.get_points(request).await.map_err(self.grpc("get"))?;
         let mut found: HashMap<Uuid, Stored> = HashMap::new();
         for p in response.result {
             let id = uuid_of(p.id)?;
@@ -401,7 +408,7 @@ impl super::VectorIndex for QdrantIndex {
             if let Some(offset) = offset.take() {
                 request = request.offset(offset);
             }
-            let response = self.client().await?.scroll(request).await.map_err(grpc("scroll"))?;
+            let response = self.client().await?.scroll(request).await.map_err(self.grpc("scroll"))?;
             for p in response.result {
                 out.push(Stored { id: uuid_of(p.id)?, payload: payload_of(p.payload), dense: None });
             }
@@ -425,7 +432,7 @@ impl super::VectorIndex for QdrantIndex {
             )))))
             .limit(limit as u64)
             .with_payload(true);
-        let response = self.client().await?.query(request).await.map_err(grpc("nearest"))?;
+        let response = self.client().await?.query(request).await.map_err(self.grpc("nearest"))?;
         response
             .result
             .into_iter()
@@ -436,7 +443,7 @@ impl super::VectorIndex for QdrantIndex {
     async fn search_dense(&self, vector: &[f32], f: &HardFilter, limit: usize, threshold: f32) -> Result<Vec<Hit>> {
         self.ready().await?;
         let request = self.dense_query(vector, f, limit, threshold);
-        hits(self.client().await?.query(request).await.map_err(grpc("dense query"))?.result)
+        hits(self.client().await?.query(request).await.map_err(self.grpc("dense query"))?.result)
     }
 
     async fn search_sparse(&self, q: &SparseVector, f: &HardFilter, limit: usize) -> Result<Vec<Hit>> {
@@ -444,7 +451,9 @@ impl super::VectorIndex for QdrantIndex {
         if q.indices.is_empty() {
             return Ok(vec![]);
         }
-        hits(self.client().await?.query(self.sparse_query(q, f, limit)).await.map_err(grpc("sparse query"))?.result)
+        hits(
+            self.client().await?.query(self.sparse_query(q, f, limit)).await.map_err(self.grpc("sparse query"))?.result,
+        )
     }
 
     /// One `QueryBatch` request for both channels. Not one `Query` with prefetches and RRF:
@@ -473,7 +482,7 @@ impl super::VectorIndex for QdrantIndex {
             timeout: None,
         };
         let mut results =
-            self.client().await?.query_batch(batch).await.map_err(grpc("hybrid query"))?.result.into_iter();
+            self.client().await?.query_batch(batch).await.map_err(self.grpc("hybrid query"))?.result.into_iter();
         match (results.next(), results.next()) {
             (Some(dense), Some(sparse)) => Ok((hits(dense.result)?, hits(sparse.result)?)),
             _ => Err(store_error("hybrid query", "the server answered fewer than two result lists")),
@@ -486,7 +495,7 @@ impl QdrantIndex {
     async fn counted(&self, f: &HardFilter, exact: bool) -> Result<usize> {
         self.ready().await?;
         let request = CountPointsBuilder::new(&self.collection).filter(filter(f)).exact(exact);
-        let response = self.client().await?.count(request).await.map_err(grpc("count"))?;
+        let response = self.client().await?.count(request).await.map_err(self.grpc("count"))?;
         Ok(response.result.map_or(0, |r| r.count as usize))
     }
 
