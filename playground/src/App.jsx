@@ -25,6 +25,13 @@ export function App() {
       setError(err.message);
     }
   };
+  const signOut = () => {
+    // What this tab followed was this user's.
+    for (const key of ['playground-research', 'playground-chat']) sessionStorage.removeItem(key);
+    storeUser(null);
+    setUser(null);
+    setConversation(newConversation());
+  };
   if (!user) {
     return (
       <>
@@ -47,7 +54,7 @@ export function App() {
     <>
       <header>
         <h1>research-bundle playground</h1>
-        <span className="who">signed in as <b>{user.name}</b> <button className="secondary" onClick={() => { storeUser(null); setUser(null); }}>sign out</button></span>
+        <span className="who">signed in as <b>{user.name}</b> <button className="secondary" onClick={signOut}>sign out</button></span>
       </header>
       <main>
         <Chat key={conversation} chatUrl={`${door}/chat`} token={user.token} conversationId={conversation}

@@ -12,7 +12,10 @@ export function Timeline({ researchUrl, token }) {
     if (!id) return undefined;
     setEvents([]);
     setStatus('running');
-    return follow(researchUrl, id, token, (e) => setEvents((all) => [...all, e]), setStatus);
+    return follow(researchUrl, id, () => token, (e) => setEvents((all) => [...all, e]), (end) => {
+      setStatus(end);
+      if (/^\d+$/.test(end)) sessionStorage.removeItem('playground-research'); // not theirs, or gone
+    });
   }, [researchUrl, id, token]);
   const start = async (e) => {
     e.preventDefault();

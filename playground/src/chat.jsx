@@ -19,7 +19,8 @@ export function Chat({ chatUrl, token, conversationId, onNewConversation }) {
       <h2>Assistant <button className="secondary" onClick={onNewConversation}>new conversation</button></h2>
       <p className="muted">conversation {conversationId} · useChat from @ai-sdk/react, history reloaded from GET /chat/{'{id}'}</p>
       {error && <p className="error">{error}</p>}
-      {history ? <Conversation chatUrl={chatUrl} token={token} id={conversationId} history={history} /> : <p className="muted">loading the conversation…</p>}
+      {history && <Conversation chatUrl={chatUrl} token={token} id={conversationId} history={history} />}
+      {!history && !error && <p className="muted">loading the conversation…</p>}
     </section>
   );
 }
@@ -31,6 +32,7 @@ function Conversation({ chatUrl, token, id, history }) {
   const transport = useMemo(() => new DefaultChatTransport({
     api: chatUrl, // the stack's AssistantUrl + 'chat'; locally http://127.0.0.1:8787/chat
     headers: () => ({ Authorization: `Bearer ${token}` }), // read again on every request
+    body: () => ({ location: SHANGHAI }), // optional: where the user is, for what is nearby
   }), [chatUrl, token]);
   const { messages, sendMessage, addToolApprovalResponse, status, error, stop } = useChat({
     id, // the conversation: the server keeps its turns under this id
@@ -46,15 +48,17 @@ function Conversation({ chatUrl, token, id, history }) {
   const send = (e) => {
     e.preventDefault();
     if (!text.trim() || busy) return;
-    // Optional, per message: where the user is (for recommendations nearby), a mode (else the
-    // assistant picks one).
-    sendMessage({ text }, { body: { location: SHANGHAI, ...(mode ? { mode } : {}) } });
+    // Optional, per message: a mode (else the assistant picks one).
+    sendMessage({ text }, { body: mode ? { mode } : {} });
     setText('');
   };
   return (
     <>
       <div className="messages" data-testid="messages" ref={list}>
-        {messages.map((message) => <Message key={message.id} message={message} answer={addToolApprovalResponse} />)}
+        {messages.map((message) => (
+          // Only the last message's approval may be answered: the answer goes back with it.
+          <Message key={message.id} message={message} answer={message === messages.at(-1) ? addToolApprovalResponse : null} />
+        ))}
         {error && <p className="error">{error.message}</p>}
       </div>
       <form onSubmit={send}>
@@ -109,15 +113,16 @@ function ApprovalCard({ part, message, answer }) {
     return () => clearInterval(timer);
   }, []);
   const expired = expiresAt !== null && expiresAt.getTime() <= now;
+  const closed = expired || !answer; // a newer message went out meanwhile: ask again
   return (
     <div className="approval" data-testid="approval">
       <b>{part.type.slice('tool-'.length)}</b> waits for your approval
       <pre>{JSON.stringify(part.input, null, 2)}</pre>
       <p className="muted">
-        {expired ? 'expired: ask again' : `expires ${expiresAt ? expiresAt.toLocaleTimeString() : 'in 15 minutes'}`}
+        {closed ? 'no longer open: ask again' : `expires ${expiresAt ? expiresAt.toLocaleTimeString() : 'in 15 minutes'}`}
       </p>
-      <button disabled={expired} onClick={() => answer({ id: part.approval.id, approved: true })}>approve</button>{' '}
-      <button disabled={expired} className="secondary" onClick={() => answer({ id: part.approval.id, approved: false })}>decline</button>
+      <button disabled={closed} onClick={() => answer({ id: part.approval.id, approved: true })}>approve</button>{' '}
+      <button disabled={closed} className="secondary" onClick={() => answer({ id: part.approval.id, approved: false })}>decline</button>
     </div>
   );
 }

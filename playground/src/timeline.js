@@ -8,9 +8,11 @@ export const EVENTS = ['skeleton', 'node_start', 'node_detail', 'node_complete',
 export const ENDINGS = ['complete', 'error', 'cancelled'];
 
 // #region follow
-/** Follows research `id` to its end: `onEvent({id, event, data})` once per event, in order, and
- * `onEnd(status)`. Returns a function that stops following. */
-export function follow(researchUrl, id, token, onEvent, onEnd) {
+/** Follows research `id` to its end: `onEvent({id, event, data})` once per event, in order, then
+ * `onEnd(status)` once: `complete`, `error`, `cancelled`, or why it cannot be followed (`401`,
+ * `403`, `404`: signed out, not theirs, gone). `getToken()` gives the user's token as it is
+ * now. Returns a function that stops following. */
+export function follow(researchUrl, id, getToken, onEvent, onEnd) {
   let lastId = 0;
   let source = null;
   let stopped = false;
@@ -26,6 +28,7 @@ export function follow(researchUrl, id, token, onEvent, onEnd) {
     onEvent(e);
     if (ENDINGS.includes(e.event)) finish(e.event);
   };
+  const backoff = (retryAfter) => Math.min(30_000, Math.max(1000 * 2 ** failures++, 1000 * (Number(retryAfter) || 0)));
   const open = (streamUrl) => {
     source = new EventSource(lastId > 0 ? `${streamUrl}&lastEventId=${lastId}` : streamUrl);
     for (const name of EVENTS) {
@@ -37,27 +40,30 @@ export function follow(researchUrl, id, token, onEvent, onEnd) {
     }
     source.onerror = () => {
       // CONNECTING: the browser resumes by itself. CLOSED: it gave up; the page takes over.
-      if (source.readyState === EventSource.CLOSED && !stopped) reopen(Math.min(30_000, 1000 * 2 ** failures++));
+      if (source.readyState === EventSource.CLOSED && !stopped) reopen(backoff());
     };
   };
   // The session's status has every event so far and a fresh link: show what was missed, then
-  // open the stream after it.
+  // open the stream after it. Only a network failure, a 429 or a 5xx is tried again.
   const reopen = async (wait) => {
     source?.close();
     await new Promise((r) => setTimeout(r, wait));
     if (stopped) return;
+    let response;
     try {
-      const response = await fetch(`${researchUrl}/api/research/${id}`, {
-        headers: { Authorization: `Bearer ${token}` },
+      response = await fetch(`${researchUrl}/api/research/${id}`, {
+        headers: { Authorization: `Bearer ${await getToken()}` },
       });
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      const status = await response.json();
-      for (const e of status.events) seen(e);
-      if (!stopped && ['failed', 'cancelled'].includes(status.status)) finish(status.status);
-      if (!stopped) open(status.stream_url);
     } catch {
-      if (!stopped) reopen(Math.min(30_000, 1000 * 2 ** failures++));
+      return reopen(backoff());
     }
+    if (response.status === 429 || response.status >= 500) return reopen(backoff(response.headers.get('Retry-After')));
+    if (!response.ok) return finish(String(response.status));
+    const status = await response.json();
+    for (const e of status.events) seen(e);
+    // Ended without its ending event (one that could not be stored is skipped): it is over.
+    if (!stopped && ['complete', 'failed', 'cancelled'].includes(status.status)) finish(status.status);
+    if (!stopped) open(status.stream_url);
   };
   reopen(0);
   return () => {

@@ -3,6 +3,7 @@
 // and a fake model that streams slowly.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
 import { startBundle, startDoor, usersOf } from './support.mjs';
@@ -136,6 +137,18 @@ test('a browser origin may call /chat and read its headers (CORS)', async () => 
   assert.equal(preflight.headers.get('access-control-allow-origin'), 'http://localhost:5173');
   assert.match(preflight.headers.get('access-control-allow-headers'), /authorization/);
   assert.match(preflight.headers.get('access-control-expose-headers'), /x-user-budget-left-usd/);
+  // A page of any other website the developer visits may not spend their keys through the door:
+  // no CORS for its origin, and a DNS-rebound host name is refused outright.
+  const foreign = await fetch(`${door.url}/chat`, {
+    method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+  });
+  assert.equal(foreign.headers.get('access-control-allow-origin'), null);
+  const rebound = await new Promise((resolve, reject) => {
+    const { port } = new URL(door.url);
+    httpRequest({ host: '127.0.0.1', port, path: '/chat', method: 'POST', headers: { host: `evil.example:${port}` } }, (r) => resolve(r.statusCode))
+      .on('error', reject).end('{}');
+  });
+  assert.equal(rebound, 421);
 });
 
 test('a misconfigured assistant answers every request with a JSON 500 naming the setting, not an init crash', async () => {

@@ -38,9 +38,15 @@ after(async () => {
 });
 
 test('a newcomer signs in, chats, approves, researches across a dropped stream, searches, sees their spend and reloads', async () => {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, locale: 'en-US' });
   const problems = [];
   page.on('pageerror', (e) => problems.push(e.message));
+  // Every refusal is a problem but those the test makes: the refused reconnect (503), a new
+  // conversation's history (404), and the browser's favicon.
+  page.on('response', (r) => {
+    const expected = r.url().includes('/stream') || /\/chat\/play-[0-9a-f]+\?/.test(r.url()) || r.url().endsWith('/favicon.ico');
+    if (r.status() >= 400 && !expected) problems.push(`${r.request().method()} ${r.url()}: ${r.status()}`);
+  });
   // Everything through the cutter: the page's origin, so the stream URLs the door gives name it.
   await page.goto(cutter.url);
 
@@ -75,21 +81,18 @@ test('a newcomer signs in, chats, approves, researches across a dropped stream, 
   assert.match(await ran.innerText(), /"cancelled":true/, 'the sample app ran the approved call');
 
   // A research: the first stream is cut after 3 events and the browser's own reconnect refused
-  // (503, so EventSource gives up); the page recovers from the session's status (and reopens
-  // the stream after the last event it has, if the run is still going) to `complete`, showing
-  // every event once.
+  // (503, so EventSource gives up); the page recovers from the session's status to `complete`,
+  // showing every event once.
   await page.click('button:text-is("research")');
   await page.locator('[data-testid=research-status]', { hasText: 'complete' }).waitFor({ timeout: 120_000 });
-  const [first, refused, ...reopened] = cutter.streams;
+  const [first, refused] = cutter.streams;
   assert.ok(first?.cut && first.ids.length === 3, `the first stream cut after 3 events: ${JSON.stringify(first)}`);
   assert.equal(refused?.status, 503, 'the browser\'s own reconnect was refused');
   assert.equal(refused.lastEventId, '3', 'it had asked to go on after event 3');
   const afterRefusal = cutter.requests.slice(cutter.requests.lastIndexOf(`GET ${refused.url}`) + 1);
   assert.ok(afterRefusal.some((r) => /^GET \/api\/research\/[0-9a-f-]+$/.test(r)), `the status read: ${afterRefusal}`);
-  for (const stream of reopened) {
-    const after = Number(stream.url.match(/lastEventId=(\d+)/)?.[1]);
-    assert.ok(after >= 3 && (stream.ids.length === 0 || stream.ids[0] === after + 1), `reopened after what it had: ${stream.url} ${stream.ids}`);
-  }
+  // (Reopening after the last event shown, when the run is still going, is timeline.test.mjs's:
+  // the mock research here ends within a second.)
   const shown = await page.locator('[data-testid=research-status]').locator('..').innerText();
   const count = Number(shown.match(/(\d+) events/)[1]);
   const last = Number(await page.locator('[data-testid=research-last]').innerText());

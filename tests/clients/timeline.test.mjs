@@ -133,6 +133,36 @@ test('the npm eventsource client resumes a dropped timeline with nothing lost or
   }
 });
 
+// The docs' front-end sample, the playground's own `follow()`, under Node's EventSource (npm
+// `eventsource`): the first stream is cut, the client's reconnect refused (503: EventSource gives
+// up), and `follow()` recovers from the session's status and reopens the stream after the last
+// event it has while the slow research runs on, to `complete` with every event once.
+test('the playground\'s follow() recovers a refused reconnect and reopens after the last event', async () => {
+  globalThis.EventSource = EventSource;
+  const { follow } = await import('../../playground/src/timeline.js');
+  const cutter = await startCutter(door.url, { cutAfter: 2, refuseReconnect: true });
+  try {
+    const created = await create(cutter.url, 'user-follow');
+    const token = issuer.token({ sub: 'user-follow' });
+    const seen = [];
+    const ended = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('follow() did not end in 90 s')), 90_000);
+      follow(cutter.url, created.session_id, () => token, (e) => seen.push(e), (end) => { clearTimeout(timer); resolve(end); });
+    });
+    assert.equal(ended, 'complete');
+    assertWhole(seen);
+    const [first, refused, ...reopened] = cutter.streams;
+    assert.ok(first.cut && first.ids.length === 2, JSON.stringify(first));
+    assert.equal(refused.status, 503);
+    assert.ok(reopened.length >= 1, 'the stream was opened again');
+    const after = Number(reopened[0].url.match(/lastEventId=(\d+)/)?.[1]);
+    assert.ok(after >= 2, `after the last event it had: ${reopened[0].url}`);
+    assert.equal(reopened[0].ids[0], after + 1, 'from the next event on');
+  } finally {
+    cutter.close();
+  }
+});
+
 /** Debian's chromium (installed by infra/test.sh), or `CHROMIUM`. */
 function chromium() {
   const found = [process.env.CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((c) => c && existsSync(c));

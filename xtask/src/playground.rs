@@ -25,11 +25,12 @@ pub fn build() -> crate::Result<PathBuf> {
     let bundle = dir.join("dist/app.js");
     let modules = dir.join("node_modules/.package-lock.json");
     let lock = dir.join("package-lock.json");
-    if newest(&lock) > modified(&modules) {
+    if newest(&lock).max(newest(&dir.join("package.json"))) > modified(&modules) {
         eprintln!("playground: npm ci (React, the AI SDK, esbuild; once)...");
         npm(&dir, &["ci", "--no-audit", "--no-fund", "--loglevel=error"])?;
     }
-    if newest(&dir.join("src")).max(newest(&lock)) > modified(&bundle) {
+    let sources = [dir.join("src"), lock, dir.join("package.json")];
+    if sources.iter().map(|p| newest(p)).max().unwrap_or(SystemTime::UNIX_EPOCH) > modified(&bundle) {
         npm(&dir, &["run", "build", "--silent"])?;
         eprintln!("playground: built {}", bundle.display());
     }
@@ -87,7 +88,8 @@ impl Issuer {
     /// The OpenID discovery document.
     pub fn discovery(&self) -> Value {
         json!({"issuer": self.url, "jwks_uri": format!("{}/jwks.json", self.url),
-               "id_token_signing_alg_values_supported": ["ES256"]})
+               "token_endpoint": format!("{}/token", self.url), "response_types_supported": ["id_token"],
+               "subject_types_supported": ["public"], "id_token_signing_alg_values_supported": ["ES256"]})
     }
 
     pub fn jwks(&self) -> Value {

@@ -223,8 +223,24 @@ async fn index_samples(indexer: &Path) {
     }
 }
 
+/// Whether `host` (a `Host` header or an origin's host, with or without its port) is this
+/// machine's loopback: the door answers no other (a DNS-rebinding page names its own host).
+fn loopback(host: &str) -> bool {
+    let name = if host.starts_with('[') { host.split(']').next().map(|h| &h[1..]) } else { host.split(':').next() };
+    matches!(name, Some("127.0.0.1" | "localhost" | "::1"))
+}
+
 async fn pass(State(door): State<Arc<Door>>, request: Request<Body>) -> Response<Body> {
     let origin = request.headers().get("origin").cloned();
+    let host = request.headers().get("host").and_then(|h| h.to_str().ok()).unwrap_or_default();
+    if !loopback(host) {
+        let body =
+            json!({"error": {"code": "local_door", "message": "the local door answers 127.0.0.1 and localhost only"}});
+        return Response::builder()
+            .status(StatusCode::MISDIRECTED_REQUEST)
+            .body(body.to_string().into())
+            .expect("valid");
+    }
     let mut response = if request.method() == Method::OPTIONS {
         Response::builder().status(StatusCode::NO_CONTENT).body(Body::empty()).expect("valid")
     } else {
@@ -244,15 +260,23 @@ async fn pass(State(door): State<Arc<Door>>, request: Request<Body>) -> Response
     response
 }
 
+/// Whether `origin` (`http://localhost:5173`) is a page on this machine.
+fn local_origin(origin: &[u8]) -> bool {
+    let origin = String::from_utf8_lossy(origin);
+    origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")).is_some_and(loopback)
+}
+
 fn cors(door: &Door, origin: Option<HeaderValue>, headers: &mut HeaderMap) {
     let Some(origin) = origin else { return };
+    // Pages on this machine by default (a dev server, the playground): a page of any website
+    // the developer visits must not spend their keys through the door.
     let allowed = match &door.origins {
-        None => true,
+        None => local_origin(origin.as_bytes()),
         Some(list) => list.iter().any(|o| o == "*" || o.as_bytes() == origin.as_bytes()),
     };
     if allowed {
         headers.insert("access-control-allow-origin", origin);
-        headers.insert("access-control-allow-methods", HeaderValue::from_static("GET, POST, DELETE, OPTIONS"));
+        headers.insert("access-control-allow-methods", HeaderValue::from_static("GET, POST, PUT, DELETE, OPTIONS"));
         headers.insert("access-control-allow-headers", HeaderValue::from_static(ALLOW_HEADERS));
         headers.insert("access-control-expose-headers", HeaderValue::from_static(EXPOSE_HEADERS));
         headers.insert("access-control-max-age", HeaderValue::from_static("600"));
@@ -271,17 +295,31 @@ async fn forward(door: &Door, request: Request<Body>) -> Result<Response<Body>, 
     let Some((function, reached)) = door.functions.get(first.as_str()) else {
         return Err((StatusCode::NOT_FOUND, format!("no function serves /{first} here")));
     };
+    // The HTTP API's routes to these functions, and no others (template.yaml).
+    let segments: Vec<&str> = request.uri().path().trim_matches('/').split('/').collect();
+    let routed = match (request.method().as_str(), segments.as_slice()) {
+        (_, _) if *reached == Reached::FunctionUrl => true,
+        ("POST", ["rag", "search"]) | ("POST", ["users", _, "feedback"]) | ("PUT", ["users", _, "preferences"]) => true,
+        ("GET", ["cost-report"]) => true,
+        _ => false,
+    };
+    if !routed {
+        return Err((StatusCode::NOT_FOUND, format!("no route {} {}", request.method(), request.uri().path())));
+    }
     let authorizer = match reached {
         Reached::FunctionUrl => None,
         // As the HTTP API's JWT authorizer: a 401 before the function is invoked.
         Reached::UserJwt => {
-            let token = request
-                .headers()
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .ok_or((StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>".to_owned()))?;
-            let claims = door.verifier.verify(token).await.map_err(|e| (StatusCode::UNAUTHORIZED, e.to_string()))?;
+            // As API Gateway's authorizer: the token, with or without `Bearer `.
+            let header = request.headers().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            let token = header.strip_prefix("Bearer ").or_else(|| header.strip_prefix("bearer ")).unwrap_or(header);
+            if token.is_empty() {
+                return Err((StatusCode::UNAUTHORIZED, "Unauthorized".to_owned()));
+            }
+            let claims =
+                door.verifier.verify(token).await.map_err(|e| {
+                    (StatusCode::from_u16(e.status()).unwrap_or(StatusCode::UNAUTHORIZED), e.to_string())
+                })?;
             Some(json!({"jwt": {"claims": claims, "scopes": null}}))
         }
         Reached::Iam => Some(json!({"iam": {"accountId": "000000000000", "callerId": "LOCAL:operator",
@@ -341,12 +379,16 @@ async fn own(door: &Door, request: Request<Body>) -> Result<Response<Body>, (Sta
             .expect("valid"))
     };
     let bearer = request.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let origin = request.headers().get("origin").cloned();
     let body = axum::body::to_bytes(request.into_body(), 1 << 16)
         .await
         .map_err(|e| (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()))?;
     match (path.as_str(), &door.issuer, &door.sample_tool_token) {
         ("/issuer/.well-known/openid-configuration", Some(issuer), _) => answer(StatusCode::OK, issuer.discovery()),
         ("/issuer/jwks.json", Some(issuer), _) => answer(StatusCode::OK, issuer.jwks()),
+        ("/issuer/token", _, _) if origin.as_ref().is_some_and(|o| !local_origin(o.as_bytes())) => {
+            Err((StatusCode::FORBIDDEN, "the local issuer signs in pages of this machine only".into()))
+        }
         ("/issuer/token", Some(issuer), _) => match issuer.token(&body) {
             Ok(token) => answer(StatusCode::OK, token),
             Err(why) => Err((StatusCode::BAD_REQUEST, why)),

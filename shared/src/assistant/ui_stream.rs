@@ -3,7 +3,7 @@
 //! its UI message stream out, and a conversation's history as the messages `useChat` starts from.
 //!
 //! The shapes follow the `ai` package's own schema (`uiMessageChunkSchema`, `dist/index.js` of
-//! ai 7.0.173 and 5.0): server-sent events, each `data:` one JSON chunk, then `data: [DONE]`,
+//! ai 7.0.173 and 6.0.325): server-sent events, each `data:` one JSON chunk, then `data: [DONE]`,
 //! with the header `x-vercel-ai-ui-message-stream: v1`. A reply is `start`, the mode as a
 //! `data-mode` part, text as `text-start` / `text-delta`... / `text-end`, each tool call as
 //! `tool-input-available` then `tool-output-available` (or, for a call that waits for the user,
@@ -128,10 +128,10 @@ struct ApprovalPart {
     approved: bool,
 }
 
-/// Turns a reply's events into UI message stream frames, keeping which text part is open.
 /// `conversation`'s `turns` (oldest first) as the AI SDK's `UIMessage`s, what `useChat` takes as
-/// its `messages` after a page reload: each turn the user's text, then the assistant's with its
-/// mode (a `data-mode` part and `metadata`, as the live reply has them).
+/// its `messages` after a page reload: each turn the user's text (an answered approval's is
+/// `[approved <tool>]` or `[declined <tool>]`), then the assistant's with its mode (a `data-mode`
+/// part and `metadata`; not how the mode was chosen, nor tool calls, which turns do not keep).
 pub fn history(conversation: &str, turns: &[super::history::Turn]) -> Value {
     let messages: Vec<Value> = turns
         .iter()
@@ -154,6 +154,7 @@ pub fn history(conversation: &str, turns: &[super::history::Turn]) -> Value {
     json!({"conversationId": conversation, "messages": messages})
 }
 
+/// Turns a reply's events into UI message stream frames, keeping which text part is open.
 #[derive(Default)]
 pub struct Encoder {
     started: bool,

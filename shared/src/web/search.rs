@@ -218,8 +218,19 @@ impl SearchService {
             Ok(Ok(false)) => {}
             // A store fault leaves this request to answer alone, never to fail.
             Ok(Err(_)) => return Flight::Alone,
-            // Cut short, the claim may still land: answer, then release it if it did.
-            Err(_) => return Flight::Leads,
+            // Cut short (a slow store), the claim may still land: another request's claim is
+            // followed; else this one answers, then releases the claim if it did land.
+            Err(_) => {
+                let held = bounded(
+                    HOT_PATH,
+                    "the single-flight claim",
+                    self.records.get(&lease.pk, &lease.sk, now.timestamp()),
+                );
+                match held.await {
+                    Ok(Some(claim)) if claim.body["owner"].as_str() != Some(owner) => {}
+                    _ => return Flight::Leads,
+                }
+            }
         }
         let waiting = Instant::now();
         let until = waiting + FOLLOW_WAIT.min(deadline.saturating_duration_since(waiting) / 2);
