@@ -127,7 +127,9 @@ impl Secret {
             held: Mutex::default(),
             reading: tokio::sync::Mutex::new(()),
         })));
-        lock_list().push(Arc::downgrade(&secret.0));
+        let mut list = lock_list();
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Arc::downgrade(&secret.0));
         Ok(Some(secret))
     }
 

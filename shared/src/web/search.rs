@@ -243,6 +243,12 @@ impl SearchService {
             let held =
                 bounded(HOT_PATH, "the single-flight claim", self.records.get(&lease.pk, &lease.sk, now.timestamp()));
             if !matches!(held.await, Ok(Some(_))) {
+                // Released: its holder cached the answer first, unless it had none. Read the
+                // cache again, or a release between the two reads above sends this one upstream.
+                let now = self.clock.now();
+                if let Some(hit) = cache::get::<SearchResponse>(&*self.records, key, now).await {
+                    return Flight::Answered(Box::new(hit));
+                }
                 return Flight::Alone; // released without a cached answer: ask ourselves
             }
         }
