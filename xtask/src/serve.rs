@@ -19,8 +19,10 @@
 //! (`POST /issuer/token {"sub"}`, audience `JWT_AUDIENCE` or `playground`); without
 //! `ASSISTANT_TOOLS`, a sample app tool (`cancelActivity`, MANAGE) waits for approvals. Each
 //! instance is one process serving one request at a time, as a Lambda environment does; a
-//! request goes to the least busy. CORS: any origin (`CORS_ORIGINS`, comma-separated, narrows
-//! it) on every route, as the template's `AllowedOrigins` does on every door.
+//! request goes to the least busy. It answers requests for 127.0.0.1 and localhost only (a
+//! DNS-rebinding page names its own host), and CORS on every route, as the template's
+//! `AllowedOrigins` does on every door: pages of this machine, or the origins `CORS_ORIGINS`
+//! (comma-separated) names.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -234,30 +236,32 @@ async fn pass(State(door): State<Arc<Door>>, request: Request<Body>) -> Response
     let origin = request.headers().get("origin").cloned();
     let host = request.headers().get("host").and_then(|h| h.to_str().ok()).unwrap_or_default();
     if !loopback(host) {
-        let body =
-            json!({"error": {"code": "local_door", "message": "the local door answers 127.0.0.1 and localhost only"}});
-        return Response::builder()
-            .status(StatusCode::MISDIRECTED_REQUEST)
-            .body(body.to_string().into())
-            .expect("valid");
+        return refused(StatusCode::MISDIRECTED_REQUEST, "the local door answers 127.0.0.1 and localhost only");
     }
     let mut response = if request.method() == Method::OPTIONS {
         Response::builder().status(StatusCode::NO_CONTENT).body(Body::empty()).expect("valid")
     } else {
         match forward(&door, request).await {
             Ok(response) => response,
-            Err((status, message)) => {
-                let body = json!({"error": {"code": "local_door", "message": message}}).to_string();
-                Response::builder()
-                    .status(status)
-                    .header("content-type", "application/json")
-                    .body(body.into())
-                    .expect("valid")
-            }
+            Err((status, message)) => refused(status, &message),
         }
     };
     cors(&door, origin, response.headers_mut());
     response
+}
+
+/// A JSON answer of the door's own.
+fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(body.to_string().into())
+        .expect("valid")
+}
+
+/// The door's own refusal: `{"error": {"code": "local_door", "message"}}`.
+fn refused(status: StatusCode, message: &str) -> Response<Body> {
+    json_response(status, &json!({"error": {"code": "local_door", "message": message}}))
 }
 
 /// Whether `origin` (`http://localhost:5173`) is a page on this machine.
@@ -371,30 +375,24 @@ fn local(
 /// What the door answers itself: the local issuer and the sample app tool.
 async fn own(door: &Door, request: Request<Body>) -> Result<Response<Body>, (StatusCode, String)> {
     let path = request.uri().path().to_owned();
-    let answer = |status: StatusCode, body: Value| {
-        Ok(Response::builder()
-            .status(status)
-            .header("content-type", "application/json")
-            .body(body.to_string().into())
-            .expect("valid"))
-    };
+    let answer = |body: Value| Ok(json_response(StatusCode::OK, &body));
     let bearer = request.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
     let origin = request.headers().get("origin").cloned();
     let body = axum::body::to_bytes(request.into_body(), 1 << 16)
         .await
         .map_err(|e| (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()))?;
     match (path.as_str(), &door.issuer, &door.sample_tool_token) {
-        ("/issuer/.well-known/openid-configuration", Some(issuer), _) => answer(StatusCode::OK, issuer.discovery()),
-        ("/issuer/jwks.json", Some(issuer), _) => answer(StatusCode::OK, issuer.jwks()),
+        ("/issuer/.well-known/openid-configuration", Some(issuer), _) => answer(issuer.discovery()),
+        ("/issuer/jwks.json", Some(issuer), _) => answer(issuer.jwks()),
         ("/issuer/token", _, _) if origin.as_ref().is_some_and(|o| !local_origin(o.as_bytes())) => {
             Err((StatusCode::FORBIDDEN, "the local issuer signs in pages of this machine only".into()))
         }
         ("/issuer/token", Some(issuer), _) => match issuer.token(&body) {
-            Ok(token) => answer(StatusCode::OK, token),
+            Ok(token) => answer(token),
             Err(why) => Err((StatusCode::BAD_REQUEST, why)),
         },
         ("/sample-app/tools/cancel", _, Some(token)) if bearer.as_deref() == Some(&format!("Bearer {token}")) => {
-            answer(StatusCode::OK, crate::playground::sample_answer(&body))
+            answer(crate::playground::sample_answer(&body))
         }
         ("/sample-app/tools/cancel", _, Some(_)) => Err((StatusCode::UNAUTHORIZED, "not the app tool's token".into())),
         _ => Err((StatusCode::NOT_FOUND, format!("nothing at {path} here"))),

@@ -3,12 +3,14 @@
 //! a rotated key reaches running functions without a deploy.
 //!
 //! A managed secret is read at a function's start ([`prefetch`]) or when first used
-//! (`GetSecretValue`, signed with the function's role, within [`READ_TIMEOUT`]) and held for `SECRETS_CACHE_S` (300 s); past that it is read again in
-//! the background while the held value serves, and an upstream that refuses the key (401) has
-//! it read again before its next use (at most every 10 s). A failed read is not tried again for
-//! 5 s, by any caller. With Secrets Manager down the held value serves on; with
-//! none held the call fails, naming the variable, never the value. Wire format: botocore
-//! 1.44.8's `secretsmanager/2017-10-17/service-2.json` (JSON 1.1, target prefix `secretsmanager`).
+//! (`GetSecretValue`, signed with the function's role, within [`READ_TIMEOUT`]) and held for
+//! `SECRETS_CACHE_S` (300 s); past that it is read again in the background while the held value
+//! serves, and an upstream that refuses the key (401) has it read again before its next use (at
+//! most every 10 s). A failed read is not tried again for 5 s, by any caller. With Secrets
+//! Manager down the held value serves on; with none held the call fails with a 503 that names
+//! nothing of the account or the secret (the log names the variable and Secrets Manager's
+//! answer, never the value). Wire format: botocore 1.44.8's
+//! `secretsmanager/2017-10-17/service-2.json` (JSON 1.1, target prefix `secretsmanager`).
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -83,39 +85,31 @@ impl PartialEq for Secret {
 }
 
 impl Env<'_> {
-    /// `key`'s value as a secret, or the Secrets Manager secret `key_SECRET` names (see
+    /// `name`'s value as a secret, or the Secrets Manager secret `name_SECRET` names (see
     /// [`Secret`]); `None` when neither is set.
-    pub fn secret(&self, key: &str) -> Result<Option<Secret>> {
-        Secret::read(self, key)
-    }
-}
-
-impl Secret {
-    /// `name`'s value in `env`, or the Secrets Manager secret `name_SECRET` names; `None` when
-    /// neither is set.
-    pub fn read(env: &Env, name: &str) -> Result<Option<Self>> {
-        if let Some(value) = env.get(name) {
-            return Ok(Some(Self(Arc::new(Inner::Given(value.into())))));
+    pub fn secret(&self, name: &str) -> Result<Option<Secret>> {
+        if let Some(value) = self.get(name) {
+            return Ok(Some(Secret(Arc::new(Inner::Given(value.into())))));
         }
         let variable = format!("{name}_SECRET");
-        let Some(id) = env.get(&variable) else { return Ok(None) };
+        let Some(id) = self.get(&variable) else { return Ok(None) };
         if id.len() > 2048 {
             return Err(Error::Config(format!("{variable} is not a secret's name or ARN (at most 2048 characters)")));
         }
-        let endpoint = env.get("AWS_ENDPOINT_URL_SECRETS_MANAGER");
-        let secret = Self(Arc::new(Inner::Managed(Managed {
+        let endpoint = self.get("AWS_ENDPOINT_URL_SECRETS_MANAGER");
+        let secret = Secret(Arc::new(Inner::Managed(Managed {
             variable,
             id,
-            region: env.get("AWS_REGION"),
+            region: self.get("AWS_REGION"),
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_owned()),
-            signer: match (env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")) {
+            signer: match (self.get("AWS_ACCESS_KEY_ID"), self.get("AWS_SECRET_ACCESS_KEY")) {
                 // Lambda gives the role's credentials in the environment.
                 (Some(id), Some(key)) => {
                     Arc::new(Signer::with(aws_credential_types::provider::SharedCredentialsProvider::new(
                         aws_credential_types::Credentials::new(
                             id,
                             key,
-                            env.get("AWS_SESSION_TOKEN"),
+                            self.get("AWS_SESSION_TOKEN"),
                             None,
                             "environment",
                         ),
@@ -123,7 +117,7 @@ impl Secret {
                 }
                 _ => default_signer(),
             },
-            cache: env.secs("SECRETS_CACHE_S", 300)?.max(Duration::from_secs(1)),
+            cache: self.secs("SECRETS_CACHE_S", 300)?.max(Duration::from_secs(1)),
             held: Mutex::default(),
             reading: tokio::sync::Mutex::new(()),
         })));
@@ -132,7 +126,9 @@ impl Secret {
         list.push(Arc::downgrade(&secret.0));
         Ok(Some(secret))
     }
+}
 
+impl Secret {
     /// The value, for building an `Authorization` header or a signing key and nothing else:
     /// the given one, or the managed secret's as held (read first when none is held or the
     /// held one was refused; read again in the background when older than `SECRETS_CACHE_S`).
@@ -156,7 +152,7 @@ impl Secret {
             // Refused: the new value, else the held one (the upstream may have refused for a while).
             Some(value) => Ok(self.fetch().await.unwrap_or(value)),
             None if may_read => self.fetch().await,
-            None => Err(managed.unavailable()),
+            None => Err(unavailable()),
         }
     }
 
@@ -182,11 +178,8 @@ impl Secret {
         });
         async move {
             task.await.unwrap_or_else(|e| {
-                Err(Error::Unavailable {
-                    code: "secret_unavailable",
-                    message: format!("reading a secret failed: {e}"),
-                    retry_after_secs: 1,
-                })
+                tracing::error!(error = %e, "reading a secret failed");
+                Err(unavailable())
             })
         }
     }
@@ -241,16 +234,17 @@ fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
     held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl Managed {
-    /// The caller's error: no detail of the account, the role or the secret (those are logged).
-    fn unavailable(&self) -> Error {
-        Error::Unavailable {
-            code: "secret_unavailable",
-            message: "a key this service needs could not be read; retry shortly".into(),
-            retry_after_secs: FAILED_PAUSE.as_secs(),
-        }
+/// The caller's error when a key cannot be read: no detail of the account, the role or the
+/// secret (those are logged).
+fn unavailable() -> Error {
+    Error::Unavailable {
+        code: "secret_unavailable",
+        message: "a key this service needs could not be read; retry shortly".into(),
+        retry_after_secs: FAILED_PAUSE.as_secs(),
     }
+}
 
+impl Managed {
     /// Reads the secret (one read at a time; a reader that waited takes the read it waited on).
     async fn refresh(&self) -> Result<Arc<str>> {
         let started = Instant::now();
@@ -265,7 +259,7 @@ impl Managed {
                 return Ok(Arc::clone(value));
             }
             if h.failed_at.is_some_and(|at| at >= started || at.elapsed() < FAILED_PAUSE) {
-                return Err(self.unavailable());
+                return Err(unavailable());
             }
         }
         match tokio::time::timeout(READ_TIMEOUT, self.get_secret_value()).await {
@@ -289,7 +283,7 @@ impl Managed {
                 let serving = if h.value.is_some() { "the value held serves on" } else { "no value is held" };
                 tracing::error!(variable = %self.variable, secret = %self.id, error = %why, "{serving}: the secret could not be read");
                 crate::core::metrics::count("SecretUnavailable", &[], 1.0);
-                Err(self.unavailable())
+                Err(unavailable())
             }
         }
     }

@@ -36,8 +36,7 @@ pub struct StreamLinks {
 
 enum Key {
     /// The deployment's (a managed one as it is now: a rotated key signs from its next read on,
-    /// and links signed with the old one are refused; their clients get fresh ones with the
-    /// session's status).
+    /// and links signed with the key held before it are still accepted, see [`StreamLinks::verify`]).
     Secret(Secret),
     /// This process's own.
     Drawn(Vec<u8>),

@@ -213,6 +213,18 @@ impl SearchService {
             expires_at: Some(now.timestamp() + LEASE_SECS),
             body: json!({"claimedAt": now.timestamp(), "owner": owner}),
         };
+        // The claim as the store has it now; the answer, once its holder cached it.
+        let claim = || {
+            bounded(
+                HOT_PATH,
+                "the single-flight claim",
+                self.records.get(&lease.pk, &lease.sk, self.clock.now().timestamp()),
+            )
+        };
+        let answered = || async {
+            let hit = cache::get::<SearchResponse>(&*self.records, key, self.clock.now()).await;
+            hit.map(|hit| Flight::Answered(Box::new(hit)))
+        };
         match tokio::time::timeout(HOT_PATH, self.records.put_new(&lease, now.timestamp())).await {
             Ok(Ok(true)) => return Flight::Leads,
             Ok(Ok(false)) => {}
@@ -220,36 +232,23 @@ impl SearchService {
             Ok(Err(_)) => return Flight::Alone,
             // Cut short (a slow store), the claim may still land: another request's claim is
             // followed; else this one answers, then releases the claim if it did land.
-            Err(_) => {
-                let held = bounded(
-                    HOT_PATH,
-                    "the single-flight claim",
-                    self.records.get(&lease.pk, &lease.sk, now.timestamp()),
-                );
-                match held.await {
-                    Ok(Some(claim)) if claim.body["owner"].as_str() != Some(owner) => {}
-                    _ => return Flight::Leads,
-                }
-            }
+            Err(_) => match claim().await {
+                Ok(Some(held)) if held.body["owner"].as_str() != Some(owner) => {}
+                _ => return Flight::Leads,
+            },
         }
         let waiting = Instant::now();
         let until = waiting + FOLLOW_WAIT.min(deadline.saturating_duration_since(waiting) / 2);
         while Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let now = self.clock.now();
-            if let Some(hit) = cache::get::<SearchResponse>(&*self.records, key, now).await {
-                return Flight::Answered(Box::new(hit));
+            if let Some(flight) = answered().await {
+                return flight;
             }
-            let held =
-                bounded(HOT_PATH, "the single-flight claim", self.records.get(&lease.pk, &lease.sk, now.timestamp()));
-            if !matches!(held.await, Ok(Some(_))) {
+            if !matches!(claim().await, Ok(Some(_))) {
                 // Released: its holder cached the answer first, unless it had none. Read the
-                // cache again, or a release between the two reads above sends this one upstream.
-                let now = self.clock.now();
-                if let Some(hit) = cache::get::<SearchResponse>(&*self.records, key, now).await {
-                    return Flight::Answered(Box::new(hit));
-                }
-                return Flight::Alone; // released without a cached answer: ask ourselves
+                // cache again, or a release between the two reads above sends this one upstream;
+                // released without a cached answer: ask ourselves.
+                return answered().await.unwrap_or(Flight::Alone);
             }
         }
         Flight::Alone
