@@ -175,3 +175,27 @@ fn every_function_logs_without_trace() {
     }
     assert!(checked >= 6, "only {checked} entrypoints found");
 }
+
+// Given every function crate, then it holds no test of its own: cargo builds no test binaries
+// of them (their Cargo.toml), so a test there would never run; behaviour is tested here.
+#[test]
+fn function_crates_hold_no_tests() {
+    let functions = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(functions).unwrap() {
+        let dir = entry.unwrap().path();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(manifest.contains("test = false"), "{}: its test targets are not turned off", dir.display());
+        for file in std::fs::read_dir(dir.join("src")).unwrap() {
+            let path = file.unwrap().path();
+            let code = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                !code.contains("#[test]") && !code.contains("#[tokio::test"),
+                "{}: a test no build runs",
+                path.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} function crates found");
+}

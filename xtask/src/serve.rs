@@ -111,6 +111,9 @@ impl Drop for Busy {
     }
 }
 
+/// The functions the door serves.
+pub const SERVED: [&str; 5] = ["assistant", "research", "index-activity", "rag-search", "cost-report"];
+
 /// Builds the functions, starts them and serves on `127.0.0.1:$PORT` (default 8787; 0 picks a
 /// free port) until stopped. Prints `serving on http://127.0.0.1:<port>` once it answers.
 pub async fn run() -> crate::Result {
@@ -118,8 +121,7 @@ pub async fn run() -> crate::Result {
     let playground = crate::playground::build()
         .map_err(|e| eprintln!("the playground is not built ({e}); the door serves the API alone"))
         .ok();
-    let [assistant, research, indexer, rag, costs] =
-        crate::build_functions(["assistant", "research", "index-activity", "rag-search", "cost-report"], false)?;
+    let [assistant, research, indexer, rag, costs] = crate::build_functions(SERVED, false)?;
     let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8787);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;

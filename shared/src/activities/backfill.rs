@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::activities::activity::Activity;
 use crate::activities::index::PAYLOAD_INDEXES;
 use crate::activities::indexing::{Embedding, Indexer};
+use crate::core::aws::Signer;
 use crate::core::error::{Error, Result};
 use crate::core::records::{Record, RecordStore};
 
@@ -137,41 +138,97 @@ impl Place<'_> {
     }
 }
 
-/// Reads S3 objects for `s3://` sources.
-pub struct Objects(aws_sdk_s3::Client);
+/// Reads S3 objects for `s3://` sources: `GetObject`, signed with [`Signer`]; the whole read
+/// within [`S3_READ_TIMEOUT`].
+pub struct Objects {
+    /// An S3-compatible endpoint, addressed path-style; `None`: AWS's own, by region.
+    endpoint: Option<String>,
+    region: String,
+    signer: Signer,
+}
+
+/// The most an import's S3 read may take (the job's own time is 15 minutes).
+pub const S3_READ_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Objects {
-    /// A client from the standard AWS environment (region, credentials, `AWS_ENDPOINT_URL_S3`).
-    pub async fn from_env() -> Self {
-        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        Self(aws_sdk_s3::Client::new(&sdk))
+    /// A reader from the standard AWS environment: `AWS_REGION` (or `AWS_DEFAULT_REGION`,
+    /// else us-east-1), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`), the default credentials.
+    pub fn from_env() -> Self {
+        let var = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()));
+        Self {
+            endpoint: var(&["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]),
+            region: var(&["AWS_REGION", "AWS_DEFAULT_REGION"]).unwrap_or_else(|| "us-east-1".into()),
+            signer: Signer::default(),
+        }
     }
 
-    /// A client for an S3-compatible endpoint with fixed credentials (local stacks, tests).
+    /// A reader of an S3-compatible endpoint with fixed credentials (local stacks, tests).
     pub fn local(endpoint: &str) -> Self {
-        let config = aws_sdk_s3::config::Builder::new()
-            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-            .region(aws_sdk_s3::config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_s3::config::Credentials::new("local", "local", None, None, "local"))
-            .endpoint_url(endpoint)
-            .force_path_style(true)
-            .build();
-        Self(aws_sdk_s3::Client::from_conf(config))
+        let credentials = aws_credential_types::Credentials::new("local", "local", None, None, "local");
+        Self {
+            endpoint: Some(endpoint.to_owned()),
+            region: "us-east-1".into(),
+            signer: Signer::with(aws_credential_types::provider::SharedCredentialsProvider::new(credentials)),
+        }
     }
 
+    /// `bucket`'s object `key` as text. A bucket name S3 could not have is refused unsent.
     async fn get(&self, bucket: &str, key: &str) -> Result<String> {
         let fail = |e: &dyn std::fmt::Display| Error::invalid("invalid_source", format!("s3://{bucket}/{key}: {e}"));
-        let object = self
-            .0
-            .get_object()
-            .bucket(bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| fail(&aws_sdk_s3::error::DisplayErrorContext(e)))?;
-        let bytes = object.body.collect().await.map_err(|e| fail(&e))?.into_bytes();
-        String::from_utf8(bytes.to_vec()).map_err(|e| fail(&e))
+        if !bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-') {
+            return Err(fail(&"not an S3 bucket name"));
+        }
+        let path: String = key.split('/').map(encode).collect::<Vec<_>>().join("/");
+        let url = match &self.endpoint {
+            Some(endpoint) => format!("{}/{bucket}/{path}", endpoint.trim_end_matches('/')),
+            // Virtual-hosted, unless a dot in the name would not match the TLS certificate.
+            None if bucket.contains('.') => {
+                format!("https://s3.{}.{}/{bucket}/{path}", self.region, aws_domain(&self.region))
+            }
+            None => format!("https://{bucket}.s3.{}.{}/{path}", self.region, aws_domain(&self.region)),
+        };
+        let signed = self.signer.headers("GET", &url, "s3", &self.region, &[], b"").await.map_err(|e| fail(&e))?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(S3_READ_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| fail(&e))?;
+        let mut request = client.get(&url);
+        for (name, value) in signed {
+            request = request.header(name, value);
+        }
+        let response = request.send().await.map_err(|e| fail(&e.without_url()))?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|e| fail(&e.without_url()))?;
+        if !status.is_success() {
+            // S3's error document: <Error><Code>NoSuchKey</Code><Message>...</Message></Error>.
+            let text = String::from_utf8_lossy(&body);
+            let tag = |t: &str| {
+                let open = format!("<{t}>");
+                text.split_once(open.as_str()).and_then(|(_, rest)| rest.split_once("</")).map(|(v, _)| v.to_owned())
+            };
+            let code = tag("Code").unwrap_or_default();
+            return Err(fail(&format!("{status} {code} {}", tag("Message").unwrap_or_default()).trim_end()));
+        }
+        String::from_utf8(body.to_vec()).map_err(|e| fail(&e))
     }
+}
+
+/// The DNS suffix of AWS's endpoints in `region`'s partition.
+fn aws_domain(region: &str) -> &'static str {
+    if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" }
+}
+
+/// A key's path segment as S3 signs it: unreserved bytes kept, every other byte `%XX`.
+fn encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// The text of `source`: a local file, or an S3 object read through `objects`.
@@ -184,7 +241,7 @@ async fn read_source(source: &str, objects: Option<&Objects>) -> Result<String> 
                 .ok_or_else(|| Error::invalid("invalid_source", format!("{source}: expected s3://bucket/key")))?;
             match objects {
                 Some(objects) => objects.get(bucket, key).await,
-                None => Objects::from_env().await.get(bucket, key).await,
+                None => Objects::from_env().get(bucket, key).await,
             }
         }
         None => std::fs::read_to_string(source)

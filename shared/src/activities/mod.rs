@@ -6,7 +6,7 @@
 //! (bundled multilingual-e5-small, any OpenAI-compatible API).
 
 pub mod activity;
-#[cfg(feature = "backfill")]
+#[cfg(feature = "vector-index")]
 pub mod backfill;
 pub mod embedder;
 #[cfg(feature = "vector-index")]

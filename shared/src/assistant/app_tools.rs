@@ -93,7 +93,8 @@ impl AppTools {
             },
             ToolAuth::SigV4 { service, region } => match self
                 .signer
-                .post_headers(
+                .headers(
+                    "POST",
                     tool.url.as_str(),
                     service,
                     region,

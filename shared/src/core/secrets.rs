@@ -299,7 +299,7 @@ impl Managed {
         let body = json!({"SecretId": self.id}).to_string();
         let headers =
             [("content-type", "application/x-amz-json-1.1"), ("x-amz-target", "secretsmanager.GetSecretValue")];
-        let signed = self.signer.post_headers(&url, "secretsmanager", region, &headers, body.as_bytes()).await?;
+        let signed = self.signer.headers("POST", &url, "secretsmanager", region, &headers, body.as_bytes()).await?;
         let mut request = http().post(&url).body(body);
         for (name, value) in headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).chain(signed) {
             request = request.header(name, value);

@@ -98,7 +98,7 @@ impl Lab {
             ("when+where", when_where),
             ("questions", |a| a.questions(ZONE)),
         ];
-        // Without `full`, what the baselines need: BM25's text and the own words.
+        // Without `full`, what the baselines need: BM25's text (sparse only) and the own words.
         for (name, view) in views.into_iter().filter(|(name, _)| full || ["plain", "own"].contains(name)) {
             let texts: Vec<String> = lab.activities.iter().map(view).collect();
             let tokens: usize = texts.iter().map(|t| lab.model.token_ids(t, false).len()).sum();
@@ -120,6 +120,9 @@ impl Lab {
             let n = docs.len() as f32;
             let idf = df.into_iter().map(|(k, c)| (k, (1.0 + (n - c + 0.5) / (c + 0.5)).ln())).collect();
             lab.sparse.insert(name, (docs, idf));
+            if !full && name == "plain" {
+                continue;
+            }
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             lab.dense.insert(name, e5::embed_parallel(&lab.model, &refs, false, threads()).0);
             let symmetric = format!("{name}+query:");
