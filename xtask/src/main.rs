@@ -56,8 +56,14 @@ async fn main() -> Result {
         Some("serve") => serve::run().await,
         #[cfg(not(feature = "tools"))]
         Some("quality" | "bench" | "replay" | "check-config") => {
-            // Built light (the alias): the same command again, built with the tools.
-            let status = cargo().current_dir(root()).args(["run", "-p", "xtask", "--"]).args(&args).status()?;
+            // Built light (the alias): the same command again, built with the tools (the bench
+            // optimised: figures from unoptimised code mean nothing).
+            let profile = if args[0] == "bench" { "bench-tools" } else { "dev" };
+            let status = cargo()
+                .current_dir(root())
+                .args(["run", "--profile", profile, "-p", "xtask", "--"])
+                .args(&args)
+                .status()?;
             std::process::exit(status.code().unwrap_or(1));
         }
         #[cfg(feature = "tools")]

@@ -27,14 +27,15 @@ fn features(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     found
 }
 
-// Given the test suite's build, then the light xtask with the demo's first functions, with its
+// Given the test suite's build, then the light xtask alone (the alias), with the demo's first functions, with its
 // rest, with the door's, and xtask with its tools each give every crate they share with it the
 // same features: nothing the demo built is built again by the next step or by the tests.
 #[test]
 fn first_builds_build_what_the_tests_reuse() {
     let tests = features(&["--workspace", "-e", "normal,build,dev"]);
     let light = ["-p", "xtask", "--no-default-features", "-e", "normal,build"];
-    let selections: [Vec<&str>; 4] = [
+    let selections: [Vec<&str>; 5] = [
+        light.to_vec(),
         light.iter().copied().chain(crate::demo::FIRST.iter().flat_map(|f| ["-p", *f])).collect(),
         light.iter().copied().chain(crate::demo::REST.iter().flat_map(|f| ["-p", *f])).collect(),
         light.iter().copied().chain(crate::serve::SERVED.iter().flat_map(|f| ["-p", *f])).collect(),

@@ -138,7 +138,7 @@ impl Place<'_> {
     }
 }
 
-/// Reads S3 objects for `s3://` sources: `GetObject`, signed with [`Signer`]; the whole read
+/// Reads S3 objects for `s3://` sources: `GetObject`, signed with [`Signer`]; each read
 /// within [`S3_READ_TIMEOUT`].
 pub struct Objects {
     /// An S3-compatible endpoint, addressed path-style; `None`: AWS's own, by region.
@@ -147,7 +147,7 @@ pub struct Objects {
     signer: Signer,
 }
 
-/// The most an import's S3 read may take (the job's own time is 15 minutes).
+/// The most one read of an import's S3 object may take (the job's own time is 15 minutes).
 pub const S3_READ_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Objects {
@@ -172,11 +172,21 @@ impl Objects {
         }
     }
 
-    /// `bucket`'s object `key` as text. A bucket name S3 could not have is refused unsent.
+    /// `bucket`'s object `key` as text: a name S3 could not have is refused unsent (400); a
+    /// failure of S3 or the network is tried [`S3_ATTEMPTS`] times, then a 503.
     async fn get(&self, bucket: &str, key: &str) -> Result<String> {
         let fail = |e: &dyn std::fmt::Display| Error::invalid("invalid_source", format!("s3://{bucket}/{key}: {e}"));
-        if !bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-') {
+        let named = (3..=63).contains(&bucket.len())
+            && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+            && bucket.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && bucket.ends_with(|c: char| c.is_ascii_alphanumeric())
+            && !bucket.contains("..");
+        if !named {
             return Err(fail(&"not an S3 bucket name"));
+        }
+        // A `.` or `..` segment would be collapsed by the URL after it was signed.
+        if key.split('/').any(|segment| segment == "." || segment == "..") {
+            return Err(fail(&"a key with a `.` or `..` segment cannot be read"));
         }
         let path: String = key.split('/').map(encode).collect::<Vec<_>>().join("/");
         let url = match &self.endpoint {
@@ -187,33 +197,69 @@ impl Objects {
             }
             None => format!("https://{bucket}.s3.{}.{}/{path}", self.region, aws_domain(&self.region)),
         };
-        let signed = self.signer.headers("GET", &url, "s3", &self.region, &[], b"").await.map_err(|e| fail(&e))?;
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(S3_READ_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| fail(&e))?;
-        let mut request = client.get(&url);
-        for (name, value) in signed {
-            request = request.header(name, value);
-        }
-        let response = request.send().await.map_err(|e| fail(&e.without_url()))?;
-        let status = response.status();
-        let body = response.bytes().await.map_err(|e| fail(&e.without_url()))?;
-        if !status.is_success() {
+        let mut last = String::new();
+        for attempt in 0..S3_ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(200 << (2 * attempt))).await;
+            }
+            let signed = self.signer.headers("GET", &url, "s3", &self.region, &[], b"").await.map_err(|e| fail(&e))?;
+            let mut request = client.get(&url);
+            for (name, value) in signed {
+                request = request.header(name, value);
+            }
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(e) => {
+                    last = e.without_url().to_string();
+                    continue;
+                }
+            };
+            let status = response.status();
+            if let Some(size) = response.content_length().filter(|n| *n > S3_MAX_BYTES) {
+                return Err(fail(&format!("{size} bytes, more than an import reads ({S3_MAX_BYTES})")));
+            }
+            // A bucket in another region answers 301 and names its own.
+            let region = response.headers().get("x-amz-bucket-region").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let body = match response.bytes().await {
+                Ok(body) => body,
+                Err(e) => {
+                    last = e.without_url().to_string();
+                    continue;
+                }
+            };
+            if status.is_success() {
+                return String::from_utf8(Vec::from(body)).map_err(|e| fail(&e));
+            }
             // S3's error document: <Error><Code>NoSuchKey</Code><Message>...</Message></Error>.
             let text = String::from_utf8_lossy(&body);
             let tag = |t: &str| {
                 let open = format!("<{t}>");
                 text.split_once(open.as_str()).and_then(|(_, rest)| rest.split_once("</")).map(|(v, _)| v.to_owned())
             };
-            let code = tag("Code").unwrap_or_default();
-            return Err(fail(&format!("{status} {code} {}", tag("Message").unwrap_or_default()).trim_end()));
+            let mut said =
+                format!("{status} {} {}", tag("Code").unwrap_or_default(), tag("Message").unwrap_or_default());
+            if let Some(region) = region.filter(|r| *r != self.region) {
+                said.push_str(&format!(" (the bucket is in {region}; this reads {})", self.region));
+            }
+            if !status.is_server_error() {
+                return Err(fail(&said.trim_end()));
+            }
+            last = said;
         }
-        String::from_utf8(body.to_vec()).map_err(|e| fail(&e))
+        Err(Error::Upstream(format!("s3://{bucket}/{key}: S3 failed {S3_ATTEMPTS} times: {}", last.trim_end())))
     }
 }
+
+/// Reads of an object tried before the import gives up (S3's 5xx and network failures).
+pub const S3_ATTEMPTS: u32 = 3;
+/// The largest object an import reads (it is held in memory).
+pub const S3_MAX_BYTES: u64 = 512 << 20;
 
 /// The DNS suffix of AWS's endpoints in `region`'s partition.
 fn aws_domain(region: &str) -> &'static str {

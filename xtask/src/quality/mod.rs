@@ -123,15 +123,6 @@ fn held_out() -> String {
     "holdout".into()
 }
 
-#[cfg(test)]
-/// The dev set under `dir` written into `config`'s vector index (with its embedder; records of
-/// the calls in `records`), and the configured retrieval over it at [`NOW`]; and its queries.
-pub async fn prepare(dir: &Path, config: &Config, records: Arc<dyn RecordStore>) -> Result<(Retrieval, Vec<DevQuery>)> {
-    let (activities, queries) = load(dir)?;
-    let now = NOW.parse().map_err(|e| Error::Config(format!("{NOW}: {e}")))?;
-    Ok((prepare_with(&activities, now, config, records).await?, queries))
-}
-
 /// `activities` written into `config`'s vector index, and the configured retrieval over it at
 /// `now`.
 pub async fn prepare_with(
@@ -205,12 +196,6 @@ impl Scores {
     }
 }
 
-/// Scores of `retrieval` on `queries` by (kind, split), plus `("all", split)`.
-#[cfg(test)]
-pub async fn evaluate(retrieval: &Retrieval, queries: &[DevQuery]) -> Result<BTreeMap<(String, String), Scores>> {
-    Ok(scores_of(queries, &ranked_by(retrieval, queries).await?))
-}
-
 /// The quality sets, each a directory of `activities.jsonl` and `queries.jsonl` with its own
 /// fixed split: `intent/` (dev, test), `asks/` (dev, test, holdout), `fresh/` (holdout only),
 /// `wish/` (tune, holdout; issue 52).
@@ -256,6 +241,7 @@ pub enum Sets {
 
 /// The methods of the table: the configured retrieval and what it must not lose to.
 const CONFIGURED: &str = "configured";
+const BM25: &str = "BM25 alone";
 /// Main's ranking before issue 52: the configured one without the wish's facets.
 const MAIN: &str = "main: no wish facets";
 const PLAIN_QUERY: &str = "plain e5 (query: both sides)";
@@ -377,6 +363,14 @@ async fn timed(retrieval: &Retrieval, queries: &[DevQuery]) -> Result<(HashMap<S
 /// table and the decision rule. Exits non-zero when the configured ranking loses to a
 /// baseline on a kind. With `tune`, the dev splits only, and no decision.
 pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Result {
+    measure(sets, env).await?.1
+}
+
+/// Scores per set, method and (kind, split).
+pub type Table = BTreeMap<String, BTreeMap<String, BTreeMap<(String, String), Scores>>>;
+
+/// [`run`]'s table and its decision (`Err`: what the configured ranking lost, in words).
+pub async fn measure(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Result<(Table, crate::Result)> {
     let (tune, sets): (bool, Vec<(String, std::path::PathBuf, std::path::PathBuf)>) = match sets {
         Sets::Bundled { tune } => (
             tune,
@@ -395,6 +389,7 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
     }
     let mut pooled = Pooled::new();
     let mut by_set: BTreeMap<String, Pooled> = BTreeMap::new();
+    let mut table = Table::new();
     // Warm search times of main's ranking and the configured one, every set.
     let mut latency: (Vec<Duration>, Vec<Duration>) = (Vec::new(), Vec::new());
     print_header("method");
@@ -425,7 +420,7 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
         let ranking = configured.ranking();
         let mut methods: Vec<(String, HashMap<String, Vec<String>>)> = Vec::new();
         for (name, retrieval) in [
-            ("BM25 alone", configured.clone().without_embedder("lexical baseline")),
+            (BM25, configured.clone().without_embedder("lexical baseline")),
             (
                 "RRF, fixed lexical weight 0.25",
                 configured.clone().ranked_by(Ranking { fusion: Fusion::Rrf, lexical_weight: 0.25, ..ranking }),
@@ -479,7 +474,9 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
             methods.push((ISSUE_19.to_owned(), ranked));
         }
         for (name, ranked) in &methods {
-            print_scores(name, set, &scores_of(&queries, ranked), tune);
+            let scores = scores_of(&queries, ranked);
+            print_scores(name, set, &scores, tune);
+            table.entry(set.clone()).or_default().insert(name.clone(), scores);
             pool(&mut pooled, name, &queries, ranked);
             pool(by_set.entry(set.clone()).or_default(), name, &queries, ranked);
         }
@@ -496,7 +493,7 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
         latency.0.len()
     );
     if tune {
-        return Ok(());
+        return Ok((table, Ok(())));
     }
     println!("\npooled held-out (every split but dev), nDCG@10, {}:", chrono::Utc::now().format("%Y-%m-%d"));
     let kinds: Vec<String> = pooled.get(CONFIGURED).map(|k| k.keys().cloned().collect()).unwrap_or_default();
@@ -514,7 +511,7 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
     }
     if !local {
         println!("decision: none (the baselines need the bundled model; compare the rows above)");
-        return Ok(());
+        return Ok((table, Ok(())));
     }
     let mut lost: Vec<String> = losses(&pooled)
         .into_iter()
@@ -529,12 +526,12 @@ pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Res
             "decision: the configured ranking is at least as good as every baseline on every kind, lifts intent \
              over main's on every set, and keeps lexical at 0.95 or more (main's figure where lower)"
         );
-        return Ok(());
+        return Ok((table, Ok(())));
     }
     for loss in &lost {
         println!("decision: LOSS {loss}");
     }
-    Err(format!("the configured ranking fails the decision rule: {}", lost.join("; ")).into())
+    Ok((table, Err(format!("the configured ranking fails the decision rule: {}", lost.join("; ")).into())))
 }
 
 #[cfg(test)]
@@ -545,18 +542,33 @@ mod tests {
         v.iter().map(|s| s.to_string()).collect()
     }
 
+    /// The bundled sets measured once for the tests that read them: the table, and the
+    /// decision (`Err`: what was lost, or why nothing could be measured).
+    async fn bundled() -> &'static (Table, std::result::Result<(), String>) {
+        static MEASURED: tokio::sync::OnceCell<(Table, std::result::Result<(), String>)> =
+            tokio::sync::OnceCell::const_new();
+        MEASURED
+            .get_or_init(|| async {
+                // Only where the model is comes from the environment.
+                let env = |k: &str| match k {
+                    "HOME" | "RESEARCH_BUNDLE_CACHE" => std::env::var(k).ok(),
+                    _ => None,
+                };
+                match measure(Sets::Bundled { tune: false }, env).await {
+                    Ok((table, decision)) => (table, decision.map_err(|e| e.to_string())),
+                    Err(e) => (Table::new(), Err(format!("{e} (MISSING model? run `bash infra/fetch-model.sh`)"))),
+                }
+            })
+            .await
+    }
+
     // The decision rule on the bundled sets: the configured ranking scores at least plain e5
     // (both ways) and issue 19's ranking on every kind of the pooled held-out queries
     // (`cargo xtask quality` prints the table). Needs the model (`infra/fetch-model.sh`).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_configured_ranking_loses_to_no_baseline_on_the_pooled_held_out_queries() {
-        // Only where the model is comes from the environment.
-        let env = |k: &str| match k {
-            "HOME" | "RESEARCH_BUNDLE_CACHE" => std::env::var(k).ok(),
-            _ => None,
-        };
-        if let Err(e) = run(Sets::Bundled { tune: false }, env).await {
-            panic!("{e} (MISSING model? run `bash infra/fetch-model.sh`)");
+        if let Err(e) = &bundled().await.1 {
+            panic!("{e}");
         }
     }
 
@@ -627,25 +639,17 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_configured_pipeline_beats_lexical_retrieval_on_intent_queries() {
         // The intent set on both splits; the second set on its dev split only (its held-out
-        // splits are read by `cargo xtask quality`, never by a check one could tune to pass).
+        // splits are read by the decision rule, never by a check one could tune to pass).
+        let (table, measured) = bundled().await;
+        if let (true, Err(e)) = (table.is_empty(), measured) {
+            panic!("{e}");
+        }
         for (set, count, splits) in [("intent", 45, &["dev", "test"][..]), ("asks", 64, &["dev"][..])] {
-            let dir = tempfile::tempdir().unwrap();
-            // Only where the model is comes from the environment.
-            let config = config_for(dir.path(), true, |k| match k {
-                "HOME" | "RESEARCH_BUNDLE_CACHE" => std::env::var(k).ok(),
-                _ => None,
-            })
-            .unwrap();
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches").join(set);
-            let records = Arc::new(LocalRecords::open(dir.path()).unwrap());
-            let (retrieval, queries) = prepare(&path, &config, records).await.unwrap_or_else(|e| {
-                panic!("MISSING or broken: the {set} set or the model ({e}); run `bash infra/fetch-model.sh`")
-            });
-            assert_eq!(queries.len(), count);
-            let configured = evaluate(&retrieval, &queries).await.unwrap();
-            let lexical = evaluate(&retrieval.clone().without_embedder("lexical baseline"), &queries).await.unwrap();
+            let (configured, lexical) = (&table[set][CONFIGURED], &table[set][BM25]);
+            let queries: usize = configured.iter().filter(|((kind, _), _)| kind == "all").map(|(_, s)| s.queries).sum();
+            assert_eq!(queries, count, "{set}'s queries");
             for split in splits {
-                let (c, l) = (get(&configured, "intent", split), get(&lexical, "intent", split));
+                let (c, l) = (get(configured, "intent", split), get(lexical, "intent", split));
                 eprintln!("{set} intent/{split}: configured {c:?}, lexical {l:?}");
                 assert!(
                     c.ndcg10 >= l.ndcg10 + 0.1,
@@ -659,7 +663,7 @@ mod tests {
                     c.recall20,
                     l.recall20
                 );
-                let (c, l) = (get(&configured, "lexical", split), get(&lexical, "lexical", split));
+                let (c, l) = (get(configured, "lexical", split), get(lexical, "lexical", split));
                 assert!(c.mrr >= l.mrr && c.ndcg10 >= l.ndcg10, "{set} exact terms/{split}: {c:?} vs lexical {l:?}");
             }
         }
