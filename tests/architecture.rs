@@ -197,14 +197,18 @@ fn function_crates_hold_no_tests() {
         let dir = entry.unwrap().path();
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         // Each target section ends at the next one; each must turn its tests off.
-        for target in ["\n[lib]\n", "\n[[bin]]\n"] {
+        for (target, off) in
+            [("\n[lib]\n", &["test = false", "doctest = false"][..]), ("\n[[bin]]\n", &["test = false"])]
+        {
             let section = manifest.split_once(target).map(|(_, rest)| rest.split("\n[").next().unwrap_or(rest));
-            assert!(
-                section.is_some_and(|s| s.lines().any(|l| l.trim() == "test = false")),
-                "{}: its {} does not say `test = false`",
-                dir.display(),
-                target.trim()
-            );
+            for line in off {
+                assert!(
+                    section.is_some_and(|s| s.lines().any(|l| l.trim() == *line)),
+                    "{}: its {} does not say `{line}`",
+                    dir.display(),
+                    target.trim()
+                );
+            }
         }
         let mut files = Vec::new();
         sources(&dir.join("src"), &mut files);

@@ -191,12 +191,24 @@ fn payloads_and_arguments_are_read_and_checked() {
 
 // Given a source in S3 (a fake S3 endpoint on 127.0.0.1 speaking GetObject, answering only a
 // request signed for S3 as S3 wants it: SigV4 scoped to s3, the payload's hash in its header),
-// then it is imported like a file; a missing object is a 400 naming it, and nothing is written.
+// then it is imported like a file, through S3's own failure (a 503 SlowDown, read again); a
+// missing object is a 400 naming it, asked once, and nothing is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_s3_source_is_imported_like_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(source(dir.path(), 5, &[])).unwrap();
     let s3 = integration::FakeServer::start().await;
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path("/imports/activities.jsonl"))
+        .respond_with(
+            ResponseTemplate::new(503).set_body_string(
+                "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>",
+            ),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&s3)
+        .await;
     Mock::given(method("GET"))
         .and(wiremock::matchers::path("/imports/activities.jsonl"))
         .and(wiremock::matchers::header_regex(
@@ -223,7 +235,11 @@ async fn an_s3_source_is_imported_like_a_file() {
     assert_eq!((s.imported, s.processed), (5, 5), "{s:?}");
     let e = backfill::cli(&app, &job(Some("s3://imports/missing.jsonl".into()), false, false, 100)).await.unwrap_err();
     assert_eq!(e.status(), 400);
-    assert!(e.to_string().contains("s3://imports/missing.jsonl"), "{e}");
+    assert!(e.to_string().contains("s3://imports/missing.jsonl") && e.to_string().contains("NoSuchKey"), "{e}");
+    let requests = s3.received_requests().await.unwrap_or_default();
+    let asked = |path: &str| requests.iter().filter(|r| r.url.path() == path).count();
+    assert_eq!(asked("/imports/activities.jsonl"), 2, "the 503 was read again");
+    assert_eq!(asked("/imports/missing.jsonl"), 1, "a refusal is not asked again");
     assert_eq!(app.indexer.index().count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 5);
 }
 

@@ -197,44 +197,62 @@ impl Objects {
             }
             None => format!("https://{bucket}.s3.{}.{}/{path}", self.region, aws_domain(&self.region)),
         };
+        // What fails on our side (the client, the credentials) is ours to answer: a 503.
+        let ours = |e: &dyn std::fmt::Display| Error::Upstream(format!("s3://{bucket}/{key}: {e}"));
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(S3_READ_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| fail(&e))?;
+            .map_err(|e| ours(&e))?;
         let mut last = String::new();
         for attempt in 0..S3_ATTEMPTS {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(200 << (2 * attempt))).await;
             }
-            let signed = self.signer.headers("GET", &url, "s3", &self.region, &[], b"").await.map_err(|e| fail(&e))?;
+            let signed = self.signer.headers("GET", &url, "s3", &self.region, &[], b"").await.map_err(|e| ours(&e))?;
             let mut request = client.get(&url);
             for (name, value) in signed {
                 request = request.header(name, value);
             }
-            let response = match request.send().await {
+            let mut response = match request.send().await {
                 Ok(response) => response,
                 Err(e) => {
-                    last = e.without_url().to_string();
+                    last = causes(&e.without_url());
                     continue;
                 }
             };
             let status = response.status();
+            let too_large =
+                |size: u64| fail(&format!("{size} bytes or more, more than an import reads ({S3_MAX_BYTES})"));
             if let Some(size) = response.content_length().filter(|n| *n > S3_MAX_BYTES) {
-                return Err(fail(&format!("{size} bytes, more than an import reads ({S3_MAX_BYTES})")));
+                return Err(too_large(size));
             }
             // A bucket in another region answers 301 and names its own.
             let region = response.headers().get("x-amz-bucket-region").and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let body = match response.bytes().await {
-                Ok(body) => body,
-                Err(e) => {
-                    last = e.without_url().to_string();
-                    continue;
+            // Read chunk by chunk into one buffer: the cap holds without a Content-Length, and
+            // the object is held once.
+            let mut body = Vec::with_capacity(response.content_length().unwrap_or(0) as usize);
+            let read = loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) if (body.len() + chunk.len()) as u64 > S3_MAX_BYTES => {
+                        return Err(too_large((body.len() + chunk.len()) as u64));
+                    }
+                    Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(causes(&e.without_url())),
                 }
             };
+            if let Err(e) = read {
+                // A refusal whose body broke is still a refusal; only S3's own failures are retried.
+                if !status.is_success() && !status.is_server_error() {
+                    return Err(fail(&status));
+                }
+                last = e;
+                continue;
+            }
             if status.is_success() {
-                return String::from_utf8(Vec::from(body)).map_err(|e| fail(&e));
+                return String::from_utf8(body).map_err(|e| fail(&e));
             }
             // S3's error document: <Error><Code>NoSuchKey</Code><Message>...</Message></Error>.
             let text = String::from_utf8_lossy(&body);
@@ -258,8 +276,21 @@ impl Objects {
 
 /// Reads of an object tried before the import gives up (S3's 5xx and network failures).
 pub const S3_ATTEMPTS: u32 = 3;
-/// The largest object an import reads (it is held in memory).
-pub const S3_MAX_BYTES: u64 = 512 << 20;
+/// The largest object an import reads: it is held in memory, with what is parsed from it, in
+/// a function of 1024 MB (split a larger import into several objects).
+pub const S3_MAX_BYTES: u64 = 128 << 20;
+
+/// `e` and the errors under it, in words (a network failure's cause: refused, reset, DNS).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut under = e.source();
+    while let Some(cause) = under {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        under = cause.source();
+    }
+    out
+}
 
 /// The DNS suffix of AWS's endpoints in `region`'s partition.
 fn aws_domain(region: &str) -> &'static str {
