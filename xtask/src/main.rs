@@ -23,6 +23,10 @@
 //! - `check-config [--template FILE] [Name=Value ...]`: each function's configuration as the
 //!   template gives it under those parameter overrides, read as the function reads it at start
 //!   (non-zero exit when one is misconfigured), before a deploy.
+//!
+//! `cargo xtask` builds it without the `tools` feature (no vector index: `demo` and `serve`
+//! start after a light build); `quality`, `bench`, `replay` and `check-config` then run
+//! themselves again, built with it.
 
 #[cfg(feature = "tools")]
 mod bench;
