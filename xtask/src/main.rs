@@ -62,13 +62,7 @@ async fn main() -> Result {
         Some("quality" | "bench" | "replay" | "check-config") => {
             // Built light (the alias): the same command again, built with the tools (the bench
             // optimised: figures from unoptimised code mean nothing).
-            let profile = if args[0] == "bench" { "bench-tools" } else { "dev" };
-            let status = cargo()
-                .current_dir(root())
-                .args(["run", "--profile", profile, "-p", "xtask", "--"])
-                .args(&args)
-                .status()?;
-            std::process::exit(status.code().unwrap_or(1));
+            run_again(if args[0] == "bench" { "bench-tools" } else { "dev" }, &args)
         }
         #[cfg(feature = "tools")]
         Some("quality") => match args.get(1).map(String::as_str) {
@@ -97,12 +91,7 @@ async fn main() -> Result {
         #[cfg(feature = "tools")]
         Some("bench") if cfg!(debug_assertions) => {
             // Figures from unoptimised code mean nothing: run again, optimised.
-            let status = cargo()
-                .current_dir(root())
-                .args(["run", "--profile", "bench-tools", "-p", "xtask", "--", "bench"])
-                .args(std::env::args().nth(2))
-                .status()?;
-            std::process::exit(status.code().unwrap_or(1));
+            run_again("bench-tools", &args[..args.len().min(2)])
         }
         #[cfg(feature = "tools")]
         Some("bench") => bench::run(std::env::args().nth(2).as_deref()).await,
@@ -137,6 +126,13 @@ async fn replay(files: &[String]) -> Result {
     }
     println!("replayed {found} lines, {written} records");
     Ok(())
+}
+
+/// Runs `cargo xtask <args>` again, built in `profile` with the tools, and exits with its status.
+fn run_again(profile: &str, args: &[String]) -> Result {
+    let status =
+        cargo().current_dir(root()).args(["run", "--profile", profile, "-p", "xtask", "--"]).args(args).status()?;
+    std::process::exit(status.code().unwrap_or(1));
 }
 
 /// The workspace root.

@@ -27,9 +27,10 @@ fn features(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     found
 }
 
-// Given the test suite's build, then the light xtask alone (the alias), with the demo's first functions, with its
-// rest, with the door's, and xtask with its tools each give every crate they share with it the
-// same features: nothing the demo built is built again by the next step or by the tests.
+// Given the test suite's build, then the light xtask alone (the alias), with the demo's first
+// functions, with its rest, with the door's, and xtask with its tools each give every crate they
+// share with it the same features: nothing the demo built is built again by the next step or by
+// the tests.
 #[test]
 fn first_builds_build_what_the_tests_reuse() {
     let tests = features(&["--workspace", "-e", "normal,build,dev"]);

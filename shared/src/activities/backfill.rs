@@ -27,6 +27,7 @@ use crate::activities::indexing::{Embedding, Indexer};
 use crate::core::aws::Signer;
 use crate::core::error::{Error, Result};
 use crate::core::records::{Record, RecordStore};
+use crate::core::retry::{RetryPolicy, Retryable, with_backoff};
 
 pub const DEFAULT_BATCH: usize = 100;
 pub const MAX_BATCH: usize = 1000;
@@ -173,7 +174,7 @@ impl Objects {
     }
 
     /// `bucket`'s object `key` as text: a name S3 could not have is refused unsent (400); a
-    /// failure of S3 or the network is tried [`S3_ATTEMPTS`] times, then a 503.
+    /// failure of S3 or the network is tried [`S3_ATTEMPTS`] times ([`with_backoff`]), then a 503.
     async fn get(&self, bucket: &str, key: &str) -> Result<String> {
         let fail = |e: &dyn std::fmt::Display| Error::invalid("invalid_source", format!("s3://{bucket}/{key}: {e}"));
         let named = (3..=63).contains(&bucket.len())
@@ -205,26 +206,21 @@ impl Objects {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ours(&e))?;
-        let mut last = String::new();
-        for attempt in 0..S3_ATTEMPTS {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(200 << (2 * attempt))).await;
-            }
-            let signed = self.signer.headers("GET", &url, "s3", &self.region, &[], b"").await.map_err(|e| ours(&e))?;
+        let read = with_backoff(S3_RETRY, "s3", |_| async {
+            let signed = self
+                .signer
+                .headers("GET", &url, "s3", &self.region, &[], b"")
+                .await
+                .map_err(|e| Read::Final(ours(&e)))?;
             let mut request = client.get(&url);
             for (name, value) in signed {
                 request = request.header(name, value);
             }
-            let mut response = match request.send().await {
-                Ok(response) => response,
-                Err(e) => {
-                    last = causes(&e.without_url());
-                    continue;
-                }
-            };
+            let mut response = request.send().await.map_err(|e| Read::Again(causes(&e.without_url())))?;
             let status = response.status();
-            let too_large =
-                |size: u64| fail(&format!("{size} bytes or more, more than an import reads ({S3_MAX_BYTES})"));
+            let too_large = |size: u64| {
+                Read::Final(fail(&format!("{size} bytes or more, more than an import reads ({S3_MAX_BYTES})")))
+            };
             if let Some(size) = response.content_length().filter(|n| *n > S3_MAX_BYTES) {
                 return Err(too_large(size));
             }
@@ -233,26 +229,23 @@ impl Objects {
             // Read chunk by chunk into one buffer: the cap holds without a Content-Length, and
             // the object is held once.
             let mut body = Vec::with_capacity(response.content_length().unwrap_or(0) as usize);
-            let read = loop {
+            loop {
                 match response.chunk().await {
                     Ok(Some(chunk)) if (body.len() + chunk.len()) as u64 > S3_MAX_BYTES => {
                         return Err(too_large((body.len() + chunk.len()) as u64));
                     }
                     Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-                    Ok(None) => break Ok(()),
-                    Err(e) => break Err(causes(&e.without_url())),
+                    Ok(None) => break,
+                    // A refusal whose body broke is still a refusal; only S3's own failures are
+                    // read again.
+                    Err(_) if !status.is_success() && !status.is_server_error() => {
+                        return Err(Read::Final(fail(&status)));
+                    }
+                    Err(e) => return Err(Read::Again(causes(&e.without_url()))),
                 }
-            };
-            if let Err(e) = read {
-                // A refusal whose body broke is still a refusal; only S3's own failures are retried.
-                if !status.is_success() && !status.is_server_error() {
-                    return Err(fail(&status));
-                }
-                last = e;
-                continue;
             }
             if status.is_success() {
-                return String::from_utf8(body).map_err(|e| fail(&e));
+                return String::from_utf8(body).map_err(|e| Read::Final(fail(&e)));
             }
             // S3's error document: <Error><Code>NoSuchKey</Code><Message>...</Message></Error>.
             let text = String::from_utf8_lossy(&body);
@@ -265,14 +258,43 @@ impl Objects {
             if let Some(region) = region.filter(|r| *r != self.region) {
                 said.push_str(&format!(" (the bucket is in {region}; this reads {})", self.region));
             }
-            if !status.is_server_error() {
-                return Err(fail(&said.trim_end()));
+            Err(if status.is_server_error() { Read::Again(said) } else { Read::Final(fail(&said.trim_end())) })
+        })
+        .await;
+        read.map_err(|failed| match failed {
+            Read::Final(e) => e,
+            Read::Again(last) => {
+                Error::Upstream(format!("s3://{bucket}/{key}: S3 failed {S3_ATTEMPTS} times: {}", last.trim_end()))
             }
-            last = said;
-        }
-        Err(Error::Upstream(format!("s3://{bucket}/{key}: S3 failed {S3_ATTEMPTS} times: {}", last.trim_end())))
+        })
     }
 }
+
+/// How one read of an S3 object failed: for good (the error to answer), or in a way another
+/// attempt may mend (S3's 5xx, the network: what happened).
+enum Read {
+    Final(Error),
+    Again(String),
+}
+
+impl Retryable for Read {
+    fn retry_after(&self) -> Option<Option<Duration>> {
+        matches!(self, Read::Again(_)).then_some(None)
+    }
+}
+
+impl std::fmt::Display for Read {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Read::Final(e) => write!(f, "{e}"),
+            Read::Again(what) => f.write_str(what.trim_end()),
+        }
+    }
+}
+
+/// The retries of an S3 read ([`S3_ATTEMPTS`] attempts, 0.8 s then 1.6 s apart).
+const S3_RETRY: RetryPolicy =
+    RetryPolicy { retries: S3_ATTEMPTS - 1, base: Duration::from_millis(800), max_wait: Duration::from_secs(5) };
 
 /// Reads of an object tried before the import gives up (S3's 5xx and network failures).
 pub const S3_ATTEMPTS: u32 = 3;
