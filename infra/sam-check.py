@@ -17,6 +17,7 @@ failed check.
 """
 import json
 import os
+import re
 import sys
 
 from cfnlint.decode import decode
@@ -176,6 +177,194 @@ for keys in ({}, {name: f"research/{name}" for name in secret_parameters}):
         if named != got:
             failed.append(f"{name} ({'every key' if keys else 'no key'}): reads {sorted(named)}, may read {sorted(got)}")
     print(f"{'every key given' if keys else 'no key given'}: each function may read exactly the secrets it names")
+
+# Settings reach the live alias: for every parameter, a second value; an aliased function
+# publishes a version (CodeDeploy then shifts its alias) when its version's logical id or its
+# description changes. The description is ConfigurationDigest's answer, computed by its own
+# code (the template's ZipFile) over the function's configuration as CloudFormation resolves it,
+# and given anew only when the custom resource's own properties change (else CloudFormation
+# does not call it). Each function must publish exactly when its configuration changes.
+PSEUDO = {"AWS::Region": "us-east-1", "AWS::Partition": "aws", "AWS::AccountId": "123456789012",
+          "AWS::StackName": "stack", "AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": None}
+
+
+def resolve(value, parameters, conditions, outputs):
+    """`value` as CloudFormation deploys it: parameters, conditions, pseudo parameters and
+    `Fn::Sub`/`Fn::Join`/`Fn::Select` resolved, a resource as `<Name>` (`<Name.Attr>`) unless
+    `outputs` holds its attribute, `AWS::NoValue` dropped."""
+    def again(v):
+        return resolve(v, parameters, conditions, outputs)
+
+    def ref(name):
+        if name in parameters:
+            return parameters[name]
+        if name in PSEUDO:
+            return PSEUDO[name]
+        return f"<{name}>"
+
+    def attribute(name):
+        return outputs.get(name, f"<{name}>")
+
+    if isinstance(value, list):
+        return [v for v in (again(v) for v in value) if v is not None]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (fn, args), = value.items()
+        if fn == "Ref":
+            return ref(args)
+        if fn == "Fn::GetAtt":
+            return attribute(".".join(args) if isinstance(args, list) else args)
+        if fn in ("Condition", "Fn::If", "Fn::Equals", "Fn::Not", "Fn::Or", "Fn::And"):
+            if fn == "Fn::If":
+                name, then, otherwise = args
+                return again(then if evaluate({"Condition": name}, parameters, conditions) else otherwise)
+            return evaluate(value, parameters, conditions)
+        if fn == "Fn::Sub":
+            text, names = (args, {}) if isinstance(args, str) else args
+            names = {k: again(v) for k, v in names.items()}
+
+            def sub(match):
+                name = match.group(1)
+                if name in names:
+                    return str(names[name])
+                if "." in name:
+                    return str(attribute(name))
+                found = ref(name)
+                return ",".join(found) if isinstance(found, list) else str(found)
+            return re.sub(r"\$\{([^}!]+)\}", sub, text)
+        if fn == "Fn::Join":
+            sep, parts = args
+            parts = again(parts)
+            return sep.join(str(p) for p in (parts if isinstance(parts, list) else [parts]))
+        if fn == "Fn::Select":
+            index, items = again(args)
+            return items[int(index)]
+    resolved = {k: again(v) for k, v in value.items()}
+    return {k: v for k, v in resolved.items() if v is not None}
+
+
+def names_in(value):
+    """The resources `value` refers to, by logical id."""
+    found = set()
+    if isinstance(value, list):
+        for v in value:
+            found |= names_in(v)
+    elif isinstance(value, dict):
+        for fn, args in value.items():
+            if fn == "Ref" and isinstance(args, str):
+                found.add(args)
+            elif fn == "Fn::GetAtt":
+                found.add(args[0] if isinstance(args, list) else args.split(".")[0])
+            elif fn == "Fn::Sub":
+                text = args if isinstance(args, str) else args[0]
+                found |= {m.split(".")[0] for m in re.findall(r"\$\{([^}!]+)\}", text)}
+                if not isinstance(args, str):
+                    found |= names_in(args[1])
+            else:
+                found |= names_in(args)
+    return found
+
+
+# What a version keeps, as GetFunctionConfiguration names it, from the function's properties.
+KEPT = ("Runtime", "Role", "Handler", "Timeout", "MemorySize", "Environment", "TracingConfig",
+        "Layers", "Architectures", "EphemeralStorage", "LoggingConfig", "Code")
+
+
+def published(overrides, previous=None):
+    """Each aliased function's configuration and the version it would publish, after a
+    deploy with `overrides` that follows `previous` (a deploy's result, or None for a create)."""
+    deployed, given = transformed(overrides)
+    conditions = deployed_conditions
+    digest_resource = deployed.get("ConfigurationDigest")
+    code = {}
+    if digest_resource:
+        fn = deployed["ConfigurationDigestFunction"]["Properties"]["Code"]["ZipFile"]
+        sys.modules.setdefault("cfnresponse", type(sys)("cfnresponse"))  # Lambda's, for inline code
+        exec(compile(fn, "ConfigurationDigestFunction", "exec"), code)
+    aliased = {}
+    for name, r in deployed.items():
+        if r["Type"] == "AWS::Lambda::Version" and r["deployed"]:
+            aliased[r["Properties"]["FunctionName"]["Ref"]] = (name, r)
+    configurations, outputs = {}, {}
+    for function, (version_id, version) in aliased.items():
+        props = deployed[function]["Properties"]
+        configuration = resolve({k: props[k] for k in KEPT if k in props}, given, conditions, {})
+        configuration["Layers"] = [{"Arn": arn} for arn in configuration.get("Layers", [])]
+        configurations[function] = configuration
+        if code:
+            outputs[f"ConfigurationDigest.{function}"] = code["digest"](configuration)
+    digest_properties = resolve(digest_resource["Properties"], given, conditions, {}) if digest_resource else None
+    if previous is not None and digest_properties == previous["digest_properties"]:
+        outputs = previous["outputs"]  # CloudFormation does not call an unchanged custom resource
+    versions = {}
+    for function, (version_id, version) in aliased.items():
+        description = resolve(version["Properties"].get("Description"), given, conditions, outputs)
+        versions[function] = (version_id, description)
+    return {"configurations": configurations, "versions": versions, "outputs": outputs,
+            "digest_properties": digest_properties, "deployed": deployed}
+
+
+def alternative(name, spec, value):
+    """A second valid value of parameter `name`."""
+    if "AllowedValues" in spec:
+        return next(str(v) for v in spec["AllowedValues"] if str(v) != str(value))
+    if spec.get("Type") == "Number":
+        return str(int(float(value)) + 1)
+    candidates = [
+        str(value) + ",https://other.example" if spec.get("Type") == "CommaDelimitedList" else None,
+        "research/changed", "https://changed.example:6334", "other-collection",
+        "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/POST/ai/tools/*",
+        "research=6,*=0", "tavily,perplexity", "research,detail", "0.25", "0.75", "email",
+        "https://issuer.example", "x", "[]", str(value) + "x",
+    ]
+    pattern = spec.get("AllowedPattern")
+    for candidate in candidates:
+        if candidate is None or candidate == str(value):
+            continue
+        if pattern is None or re.fullmatch(pattern, candidate):
+            return candidate
+    return None
+
+
+deployed_conditions = decode("template.yaml")[0].get("Conditions", {})
+baseline_overrides = {**overrides}
+if "QdrantUrl" not in baseline_overrides and "Default" not in template["Parameters"]["QdrantUrl"]:
+    baseline_overrides["QdrantUrl"] = "https://qdrant.example:6334"
+base = published(baseline_overrides)
+for function, (version_id, version) in ((f, (n, r)) for n, r in base["deployed"].items() if r["Type"] == "AWS::Lambda::Version" for f in [r["Properties"]["FunctionName"]["Ref"]]):
+    if version.get("DeletionPolicy") != "Retain":
+        failed.append(f"{version_id}: a version whose code changed is not retained (manual rollback)")
+# Every resource an aliased function's configuration names is among the digest's properties, so
+# a replaced one (a new table, layer, role or log group) calls it again.
+digest_names = names_in(base["deployed"].get("ConfigurationDigest", {}).get("Properties", {}))
+for function in base["configurations"]:
+    props = base["deployed"][function]["Properties"]
+    named = names_in({k: props[k] for k in KEPT if k in props}) - set(template["Parameters"]) - set(PSEUDO)
+    missing = named - digest_names
+    if missing:
+        failed.append(f"{function}: its configuration names {sorted(missing)}, which ConfigurationDigest's properties do not")
+pairs, reads = [], []
+for name, spec in template["Parameters"].items():
+    value = baseline_overrides.get(name, spec.get("Default", "placeholder"))
+    other = alternative(name, spec, value)
+    if other is None:
+        failed.append(f"{name}: no second valid value to try (add one to sam-check.py's alternative())")
+        continue
+    changed = published({**baseline_overrides, name: other}, previous=base)
+    for function, configuration in base["configurations"].items():
+        read = changed["configurations"][function] != configuration
+        publishes = changed["versions"][function] != base["versions"][function]
+        if read:
+            reads.append((function, name))
+        if publishes:
+            pairs.append((function, name))
+        if read != publishes:
+            failed.append(f"{name}={other!r}: {function} {'reads it' if read else 'does not read it'} "
+                          f"but {'publishes' if publishes else 'publishes no'} version")
+print(f"settings reach the live alias: {len(pairs)} of {len(reads)} function/parameter pairs that change "
+      f"a configuration publish a version ({len(base['configurations'])} aliased functions, "
+      f"{len(template['Parameters'])} parameters tried)")
 
 for problem in failed:
     print(f"FAILED: {problem}")

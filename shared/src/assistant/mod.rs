@@ -252,7 +252,7 @@ impl Assistant {
         events: &UnboundedSender<Event>,
     ) -> Result<Answer> {
         crate::core::validate::user_id(user)?;
-        let budget = left.map_or(self.budget, |l| self.budget.min(l.saturating_sub(RESERVE)));
+        let budget = crate::core::deadline::budget(self.budget, left, RESERVE, "the model and its tools");
         let deadline = Instant::now() + budget;
         let now = self.clock.now();
         // 1. Context.

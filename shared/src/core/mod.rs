@@ -1,6 +1,6 @@
 //! What every capability stands on, and nothing else: errors, configuration and its secrets,
-//! signed AWS requests, clock, retries and
-//! time budgets, text helpers, the upstream HTTP client with its usage and failure types, the
+//! signed AWS requests, clock, retries,
+//! an invocation's deadline and time budgets, text helpers, the upstream HTTP client with its usage and failure types, the
 //! record store port with its SQLite and DynamoDB adapters, and
 //! CloudWatch EMF metrics. Depends
 //! on no capability.
@@ -8,6 +8,7 @@
 pub mod aws;
 pub mod clock;
 pub mod config;
+pub mod deadline;
 pub mod error;
 pub mod json;
 pub mod metrics;

@@ -187,10 +187,10 @@ pub fn body_up_to(req: &Request, limit: usize) -> Result<&[u8], Error> {
     Ok(bytes)
 }
 
-/// The time the invocation has left before Lambda's deadline, when running in Lambda.
+/// The time the invocation has left before Lambda's deadline, when running in Lambda (none
+/// for an emulator's deadline already past: [`crate::core::deadline::left`]).
 pub fn time_left(req: &Request) -> Option<std::time::Duration> {
-    let context = req.lambda_context_ref().filter(|c| c.deadline > 0)?;
-    Some(context.deadline().duration_since(std::time::SystemTime::now()).unwrap_or_default())
+    crate::core::deadline::left(req.lambda_context_ref()?.deadline)
 }
 
 /// The Lambda request id when running in Lambda, otherwise a fresh UUID.

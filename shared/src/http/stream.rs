@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
@@ -68,8 +68,8 @@ async fn keeper(done: watch::Receiver<u64>) -> Option<impl Future<Output = Resul
                     lambda_extension::NextEvent::Invoke(invoke) => invoke.deadline_ms,
                     lambda_extension::NextEvent::Shutdown(_) => return Ok(()),
                 };
-                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
-                let left = Duration::from_millis(deadline.saturating_sub(now));
+                // An emulator's deadline already past: as long as Lambda's longest invocation.
+                let left = crate::core::deadline::left(deadline).unwrap_or(Duration::from_secs(900));
                 if tokio::time::timeout(left, done.wait_for(|d| *d >= invocation)).await.is_err() {
                     tracing::warn!("an invocation's work was still running at its deadline");
                 }

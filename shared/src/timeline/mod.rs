@@ -215,7 +215,7 @@ impl Timeline {
         events: &mpsc::Sender<Event>,
         left: Option<std::time::Duration>,
     ) {
-        let deadline = Instant::now() + left.map_or(self.budget, |l| self.budget.min(l.saturating_sub(END_RESERVE)));
+        let deadline = Instant::now() + crate::core::deadline::budget(self.budget, left, END_RESERVE, "the research");
         let send = |e: Event| async move { events.send(e).await.is_ok() };
         let lang = proposal.language.as_str();
         if !send(Event::Progress { phase: "skeleton", message: progress_message("skeleton", lang), percent: 0 }).await {

@@ -128,7 +128,7 @@ impl SearchService {
     #[tracing::instrument(skip_all, fields(request_id = %request_id, agent = %query.agent, method = query.kind.name()))]
     pub async fn run(&self, query: &Query, request_id: &str, left: Option<Duration>) -> Result<SearchResponse> {
         let mut calls: Vec<ProviderCall> = Vec::new();
-        let budget = left.map_or(self.budget, |left| self.budget.min(left.saturating_sub(OWED_RESERVE)));
+        let budget = crate::core::deadline::budget(self.budget, left, OWED_RESERVE, "the search");
         let time = TimeBox { until: Instant::now() + budget, length: budget };
         let response = match self.answer(query, request_id, time, &mut calls).await {
             Ok(response) => response,

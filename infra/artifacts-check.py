@@ -1,0 +1,125 @@
+"""The deploy build's artifacts match the template: each function's `bootstrap` is the ELF
+machine its `Architectures` name under the build's `Embedder` and `Architecture` (resolved as
+CloudFormation would: the Globals' `!Ref Architecture`, the `!If [LocalEmbedder, ...]` of the
+functions that run the bundled model), and the model layer holds the bundled model.
+
+Usage: python infra/artifacts-check.py BUILD_DIR EMBEDDER ARCHITECTURE (what
+infra/deploy-build-check.sh runs on `.aws-sam/build`), or `--self-test`: the same checks on
+artifacts it fakes (ELF headers), right and wrong, so they run in the test command and cannot rot.
+"""
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+MACHINES = {"x86_64": 62, "arm64": 183}
+
+
+class Tagged(yaml.SafeLoader):
+    pass
+
+
+def tagged(loader, suffix, node):
+    """`!If [a, b, c]` as {"!If": [a, b, c]}."""
+    if isinstance(node, yaml.SequenceNode):
+        return {"!" + suffix: loader.construct_sequence(node, deep=True)}
+    if isinstance(node, yaml.MappingNode):
+        return {"!" + suffix: loader.construct_mapping(node, deep=True)}
+    return {"!" + suffix: loader.construct_scalar(node)}
+
+
+Tagged.add_multi_constructor("!", tagged)
+
+
+def load(path):
+    return yaml.load(Path(path).read_text(), Loader=Tagged)
+
+
+def architectures(template, embedder, architecture):
+    """Each function's architecture as deployed with these parameters."""
+    local = embedder in ("bundled", "auto")  # LocalEmbedder: auto without a key is bundled
+
+    def resolve(value):
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        if isinstance(value, dict) and "!Ref" in value:
+            assert value["!Ref"] == "Architecture", f"Architectures refers to {value['!Ref']}"
+            return architecture
+        if isinstance(value, dict) and "!If" in value:
+            condition, when_true, when_false = value["!If"]
+            assert condition == "LocalEmbedder", f"Architectures depends on {condition}"
+            return resolve(when_true if local else when_false)
+        return value
+
+    default = template["Globals"]["Function"]["Architectures"]
+    return {
+        name: resolve(r["Properties"].get("Architectures", default))[0]
+        for name, r in template["Resources"].items()
+        if r["Type"] == "AWS::Serverless::Function"
+    }
+
+
+def check(build, template, embedder, architecture, say=print):
+    """The problems of the build in `build` (none: it deploys as the template says)."""
+    build, problems = Path(build), []
+    for name, arch in architectures(template, embedder, architecture).items():
+        bootstrap = build / name / "bootstrap"
+        if not bootstrap.is_file():
+            problems.append(f"{name}: no {bootstrap}")
+            continue
+        head = bootstrap.read_bytes()[:20]
+        machine = int.from_bytes(head[18:20], "little")
+        if head[:4] != b"\x7fELF" or machine != MACHINES[arch]:
+            problems.append(f"{name}: deployed as {arch}, built for ELF machine {machine}")
+        else:
+            say(f"{name}: {arch} ({bootstrap.stat().st_size // 1024} KiB)")
+    if embedder in ("bundled", "auto"):
+        uri = load(build / "template.yaml")["Resources"]["ModelLayer"]["Properties"]["ContentUri"]
+        layer = build / uri / "models/e5-small-q4.bin"
+        if not layer.is_file():
+            problems.append(f"ModelLayer: no {layer}")
+    return problems
+
+
+def fake(build, template, embedder, architecture, wrong=None):
+    """Artifacts as a build for these parameters leaves them; `wrong` built for the other architecture."""
+    for name, arch in architectures(template, embedder, architecture).items():
+        if name == wrong:
+            arch = "x86_64" if arch == "arm64" else "arm64"
+        (build / name).mkdir(parents=True)
+        head = b"\x7fELF" + bytes(14) + MACHINES[arch].to_bytes(2, "little")
+        (build / name / "bootstrap").write_bytes(head + bytes(100))
+    (build / "ModelLayer" / "models").mkdir(parents=True)
+    (build / "ModelLayer" / "models" / "e5-small-q4.bin").write_bytes(b"weights")
+    (build / "template.yaml").write_text("Resources:\n  ModelLayer:\n    Properties:\n      ContentUri: ModelLayer\n")
+
+
+def self_test():
+    template, failed = load("template.yaml"), []
+    functions = [n for n, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Function"]
+    for embedder in ("bundled", "api"):
+        for architecture in ("arm64", "x86_64"):
+            with tempfile.TemporaryDirectory() as right, tempfile.TemporaryDirectory() as wrong:
+                fake(Path(right), template, embedder, architecture)
+                if problems := check(right, template, embedder, architecture, say=lambda _: None):
+                    failed.append(f"Embedder={embedder} Architecture={architecture}: a right build refused: {problems}")
+                moved = next(n for n, a in architectures(template, embedder, architecture).items() if a == architecture)
+                fake(Path(wrong), template, embedder, architecture, wrong=moved)
+                if not check(wrong, template, embedder, architecture, say=lambda _: None):
+                    failed.append(f"Embedder={embedder} Architecture={architecture}: {moved} built wrong, not seen")
+    for problem in failed:
+        print(f"FAILED: {problem}")
+    print(f"artifacts check: {len(functions)} functions, 4 parameter sets, right builds pass and wrong ones fail")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(self_test())
+    build, embedder, architecture = sys.argv[1:4]
+    template = load("template.yaml")
+    if problems := check(build, template, embedder, architecture):
+        sys.exit("FAILED: the build does not match the template:\n" + "\n".join(problems))
+    print(f"the functions are built for the architectures the stack deploys them as "
+          f"(Embedder={embedder}, Architecture={architecture})")
