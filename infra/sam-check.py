@@ -266,9 +266,17 @@ def names_in(value):
     return found
 
 
-# What a version keeps, as GetFunctionConfiguration names it, from the function's properties.
-KEPT = ("Runtime", "Role", "Handler", "Timeout", "MemorySize", "Environment", "TracingConfig",
-        "Layers", "Architectures", "EphemeralStorage", "LoggingConfig", "Code")
+# ConfigurationDigestFunction's own code (Lambda provides `cfnresponse` to inline code), and
+# what a version keeps: its FIELDS, as the function's properties name them (the code's digest
+# as its location).
+digest_code = {}
+digest_resource = template["Resources"].get("ConfigurationDigestFunction")
+if digest_resource:
+    sys.modules.setdefault("cfnresponse", type(sys)("cfnresponse"))
+    exec(compile(digest_resource["Properties"]["Code"]["ZipFile"], "ConfigurationDigestFunction", "exec"), digest_code)
+KEPT = tuple("Code" if f == "CodeSha256" else f for f in digest_code.get("FIELDS", ()))
+if not KEPT:
+    failed.append("no ConfigurationDigestFunction with FIELDS: a changed parameter would reach no live alias")
 
 
 def published(overrides, previous=None):
@@ -277,36 +285,31 @@ def published(overrides, previous=None):
     deployed, given = transformed(overrides)
     conditions = deployed_conditions
     digest_resource = deployed.get("ConfigurationDigest")
-    code = {}
-    if digest_resource:
-        fn = deployed["ConfigurationDigestFunction"]["Properties"]["Code"]["ZipFile"]
-        sys.modules.setdefault("cfnresponse", type(sys)("cfnresponse"))  # Lambda's, for inline code
-        exec(compile(fn, "ConfigurationDigestFunction", "exec"), code)
     aliased = {}
     for name, r in deployed.items():
         if r["Type"] == "AWS::Lambda::Version" and r["deployed"]:
-            aliased[r["Properties"]["FunctionName"]["Ref"]] = (name, r)
+            aliased[r["Properties"]["FunctionName"]["Ref"]] = {**r, "logical_id": name}
     configurations, outputs = {}, {}
-    for function, (version_id, version) in aliased.items():
+    for function in aliased:
         props = deployed[function]["Properties"]
         configuration = resolve({k: props[k] for k in KEPT if k in props}, given, conditions, {})
         configuration["Layers"] = [{"Arn": arn} for arn in configuration.get("Layers", [])]
         configurations[function] = configuration
-        if code:
-            outputs[f"ConfigurationDigest.{function}"] = code["digest"](configuration)
+        if digest_code:
+            outputs[f"ConfigurationDigest.{function}"] = digest_code["digest"](configuration)
     digest_properties = resolve(digest_resource["Properties"], given, conditions, {}) if digest_resource else None
     if previous is not None and digest_properties == previous["digest_properties"]:
         outputs = previous["outputs"]  # CloudFormation does not call an unchanged custom resource
     versions = {}
-    for function, (version_id, version) in aliased.items():
+    for function, version in aliased.items():
         description = resolve(version["Properties"].get("Description"), given, conditions, outputs)
-        versions[function] = (version_id, description)
+        versions[function] = (version["logical_id"], description)
     return {"configurations": configurations, "versions": versions, "outputs": outputs,
             "digest_properties": digest_properties, "deployed": deployed}
 
 
-def alternative(name, spec, value):
-    """A second valid value of parameter `name`."""
+def alternative(spec, value):
+    """A second valid value of a parameter of `spec` whose value is `value`."""
     if "AllowedValues" in spec:
         return next(str(v) for v in spec["AllowedValues"] if str(v) != str(value))
     if spec.get("Type") == "Number":
@@ -332,8 +335,8 @@ baseline_overrides = {**overrides}
 if "QdrantUrl" not in baseline_overrides and "Default" not in template["Parameters"]["QdrantUrl"]:
     baseline_overrides["QdrantUrl"] = "https://qdrant.example:6334"
 base = published(baseline_overrides)
-for function, (version_id, version) in ((f, (n, r)) for n, r in base["deployed"].items() if r["Type"] == "AWS::Lambda::Version" for f in [r["Properties"]["FunctionName"]["Ref"]]):
-    if version.get("DeletionPolicy") != "Retain":
+for version_id, version in base["deployed"].items():
+    if version["Type"] == "AWS::Lambda::Version" and version.get("DeletionPolicy") != "Retain":
         failed.append(f"{version_id}: a version whose code changed is not retained (manual rollback)")
 # Every resource an aliased function's configuration names is among the digest's properties, so
 # a replaced one (a new table, layer, role or log group) calls it again.
@@ -347,7 +350,7 @@ for function in base["configurations"]:
 pairs, reads = [], []
 for name, spec in template["Parameters"].items():
     value = baseline_overrides.get(name, spec.get("Default", "placeholder"))
-    other = alternative(name, spec, value)
+    other = alternative(spec, value)
     if other is None:
         failed.append(f"{name}: no second valid value to try (add one to sam-check.py's alternative())")
         continue

@@ -468,7 +468,8 @@ fn the_runbooks_parameter_update_passes_values_with_commas_whole() {
     let (ok, stderr) = run(&["Budgets=research=3,assistant=2,*=0", "JwtAudience=web-app,mini-app"]);
     assert!(ok, "{stderr}");
     let recorded = std::fs::read_to_string(&calls).unwrap();
-    let update: Vec<&str> = recorded.split("----\n").find(|c| c.starts_with("cloudformation\nupdate-stack")).unwrap().lines().collect();
+    let update: Vec<&str> =
+        recorded.split("----\n").find(|c| c.starts_with("cloudformation\nupdate-stack")).unwrap().lines().collect();
     assert!(update.windows(2).any(|w| w == ["--region", "eu-west-1"]) && update.contains(&"--use-previous-template"));
     let json = update[update.iter().position(|a| *a == "--parameters").unwrap() + 1];
     let parameters: serde_json::Value = serde_json::from_str(json).unwrap();

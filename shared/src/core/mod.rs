@@ -1,9 +1,7 @@
 //! What every capability stands on, and nothing else: errors, configuration and its secrets,
-//! signed AWS requests, clock, retries,
-//! an invocation's deadline and time budgets, text helpers, the upstream HTTP client with its usage and failure types, the
-//! record store port with its SQLite and DynamoDB adapters, and
-//! CloudWatch EMF metrics. Depends
-//! on no capability.
+//! signed AWS requests, clock, retries, an invocation's deadline and time budgets, text
+//! helpers, the upstream HTTP client with its usage and failure types, the record store port
+//! with its SQLite and DynamoDB adapters, and CloudWatch EMF metrics. Depends on no capability.
 
 pub mod aws;
 pub mod clock;
