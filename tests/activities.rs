@@ -4,6 +4,7 @@
 //! on 127.0.0.1 (concept vectors, latency and faults), and the event fixtures under
 //! `infra/events/`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use integration::embedding::EmbeddingServer;
@@ -37,13 +38,13 @@ async fn invoke_index(h: &RagHarness, fixture: &str) -> (u16, Value) {
     let path = format!("{}/../infra/events/{fixture}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let req = lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{fixture}: {e}"));
-    respond(index_activity::handle(&h.indexer, req).await)
+    respond(shared::http::invoke(index_activity::routes(Arc::clone(&h.indexer)), req).await)
 }
 
 async fn invoke_search(h: &RagHarness, fixture: &str) -> (u16, Value) {
     let path = format!("{}/../infra/events/{fixture}", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    respond(rag_search::handle(&h.rag, req).await)
+    respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req).await)
 }
 
 // Given the API Gateway and EventBridge fixtures, then each drives its route: a batch is
@@ -292,7 +293,7 @@ fn event(detail_type: &str, time: &str, detail: Value) -> lambda_http::Request {
 // newer than the delete brings the activity back.
 async fn events_are_idempotent_and_order_safe(index: Vec<(&'static str, String)>) {
     let h = RagHarness::new(&borrowed(&index)).await;
-    let send = |e| async { respond(index_activity::handle(&h.indexer, e).await) };
+    let send = |e| async { respond(shared::http::invoke(index_activity::routes(Arc::clone(&h.indexer)), e).await) };
     let surf = activity("surf", "室内冲浪体验课", "运动", "恒温浪池，零基础也能站上板。", 50);
     let created = event("ActivityCreated", "2026-11-22T01:00:00Z", surf.clone());
     assert_eq!(send(created).await.0, 200);
@@ -328,11 +329,15 @@ async fn events_are_idempotent_and_order_safe(index: Vec<(&'static str, String)>
     // What the runtime sees: a refused event is an error naming why (so it lands in the
     // on-failure queue with its reason), and it changed nothing.
     let refused = event("ActivityUpdated", "2026-11-22T06:00:00Z", json!({"id": "surf", "title": 7}));
-    let e = index_activity::serve(&h.indexer, refused).await.unwrap_err().to_string();
+    let e =
+        shared::http::answer(index_activity::routes(Arc::clone(&h.indexer)), refused).await.unwrap_err().to_string();
     assert!(e.contains("refused (HTTP 400)") && e.contains("invalid_activity"), "{e}");
     assert_eq!(found(&h).await, ["surf"], "the refused event changed nothing");
     let applied = event("ActivityUpdated", "2026-11-22T06:00:00Z", surf.clone());
-    assert!(index_activity::serve(&h.indexer, applied).await.is_ok(), "an applied event is no error");
+    assert!(
+        shared::http::answer(index_activity::routes(Arc::clone(&h.indexer)), applied).await.is_ok(),
+        "an applied event is no error"
+    );
 }
 
 /// Great-circle distance in km, as a reader would compute it (mean Earth radius).

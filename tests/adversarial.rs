@@ -11,6 +11,8 @@
 //! never a flag and a runaway CLI is killed with its helpers (`research_node`), store faults
 //! answer without internals (`shared::http`).
 
+use std::sync::Arc;
+
 use integration::rag::{RagHarness, activity};
 use integration::{Harness, Setup, StoreKind, as_backend, as_user, with_authorizer};
 use integration::{request, respond};
@@ -71,7 +73,7 @@ async fn activity_writes_are_for_the_backend_only() {
         ("DELETE", "/activities/beer", ""),
     ] {
         for (who, req, status) in impostors(method, path, body) {
-            let (got, r) = respond(index_activity::handle(&h.indexer, req).await);
+            let (got, r) = respond(shared::http::invoke(index_activity::routes(Arc::clone(&h.indexer)), req).await);
             assert_eq!(got, status, "{who} {method} {path}: {r}");
             let code = if status == 401 { "unauthenticated" } else { "forbidden" };
             assert_eq!(r["error"]["code"], code, "{who} {method} {path}: {r}");
@@ -106,7 +108,7 @@ async fn any_issuers_subject_is_a_user_at_every_door() {
     for (user, in_path) in SUBJECTS {
         let send = |method: &str, path: String, body: Value| {
             let req = as_user(request(method, &path, &body.to_string()), user);
-            async move { respond(rag_search::handle(rag, req).await) }
+            async move { respond(shared::http::invoke(rag_search::routes(Arc::clone(rag)), req).await) }
         };
         let (status, r) =
             send("POST", format!("/users/{in_path}/feedback"), json!({"activityId": "quiet", "satisfied": true})).await;
@@ -124,17 +126,17 @@ async fn any_issuers_subject_is_a_user_at_every_door() {
     let user = SUBJECTS[0].0;
     let long = format!("/users/{}/preferences", "x".repeat(257));
     let bad = as_user(request("PUT", &long, &json!({"tags": ["读书"]}).to_string()), user);
-    let (status, r) = respond(rag_search::handle(&h.rag, bad).await);
+    let (status, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), bad).await);
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_user_id")), "{r}");
     let bad = as_user(request("PUT", "/users/%FF/preferences", &json!({"tags": ["读书"]}).to_string()), user);
-    let (status, r) = respond(rag_search::handle(&h.rag, bad).await);
+    let (status, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), bad).await);
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_path")), "{r}");
     let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), user);
-    let (status, r) = respond(rag_search::handle(&h.rag, search).await);
+    let (status, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), search).await);
     assert_eq!(status, 200, "the refused requests counted none of the one a minute: {r}");
     // A token whose claim no door could key is refused at the door (403), before any count.
     let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), "a\u{7}b");
-    let (status, r) = respond(rag_search::handle(&h.rag, search).await);
+    let (status, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), search).await);
     assert_eq!((status, r["error"]["code"].as_str()), (403, Some("forbidden")), "{r}");
 }
 
@@ -179,7 +181,7 @@ async fn users_act_only_as_themselves() {
             ("the backend's signature", as_backend(request(method, path, &text)), 401),
         ];
         for (who, req, status) in cases {
-            let (got, r) = respond(rag_search::handle(&h.rag, req).await);
+            let (got, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req).await);
             assert_eq!(got, status, "{who}: {method} {path}: {r}");
             assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{r}");
             assert!(r.get("results").is_none(), "{who} got u-1's results: {r}");
@@ -197,7 +199,7 @@ async fn users_act_only_as_themselves() {
 #[tokio::test]
 async fn the_cost_report_is_for_operators_and_survives_the_calendars_edge() {
     let h = Harness::without_key(StoreKind::Local).await;
-    let app = h.cost_report();
+    let app = cost_report::routes(Arc::new(h.cost_report()));
     let get = |query: &str| {
         let uri = format!("https://api.example.com/cost-report?{query}");
         let req = lambda_http::http::Request::builder().method("GET").uri(uri).body(lambda_http::Body::Empty).unwrap();
@@ -206,11 +208,11 @@ async fn the_cost_report_is_for_operators_and_survives_the_calendars_edge() {
         lambda_http::RequestExt::with_query_string_parameters(req, params)
     };
     for (who, req, status) in [("anonymous", get("to=2026-11-01"), 401), ("a user", as_user(get(""), "u-1"), 403)] {
-        let (got, r) = respond(cost_report::handle(&app, req).await);
+        let (got, r) = respond(shared::http::invoke(app.clone(), req).await);
         assert_eq!(got, status, "{who}: {r}");
     }
     for query in ["to=+262143-12-31", "to=-262144-01-01", "from=+262143-12-31", "from=0000-01-01&to=9999-12-31"] {
-        let (got, r) = respond(cost_report::handle(&app, as_backend(get(query))).await);
+        let (got, r) = respond(shared::http::invoke(app.clone(), as_backend(get(query))).await);
         assert_eq!(got, 400, "{query}: {r}");
         assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{query}: {r}");
     }
@@ -285,7 +287,7 @@ async fn explore_nearby_and_timeline_research_are_for_known_callers_only() {
     let embedded = h.embedding.as_ref().unwrap().calls();
     let args = json!({"semanticQuery": "安静", "lat": 31.22, "lng": 121.44, "radiusInKm": 5}).to_string();
     for (who, req, status) in impostors("POST", "/tools/explore_nearby", &args) {
-        let (got, r) = respond(rag_search::handle(&h.rag, req).await);
+        let (got, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req).await);
         assert_eq!(got, status, "{who}: {r}");
     }
     assert_eq!(h.embedding.as_ref().unwrap().calls(), embedded, "nothing was embedded");
@@ -293,7 +295,7 @@ async fn explore_nearby_and_timeline_research_are_for_known_callers_only() {
     let (records, _guard) = integration::store(StoreKind::Local).await;
     let config = integration::config::<&str, &str>(&[]);
     let clock: std::sync::Arc<dyn shared::core::clock::Clock> = std::sync::Arc::new(shared::core::clock::SystemClock);
-    let app = research::App::new(&config, records, clock).unwrap();
+    let app = Arc::new(research::App::new(&config, records, clock).unwrap());
     for (method, path, body) in [
         ("POST", "/api/research", r#"{"topic": "iPhone"}"#),
         ("GET", "/api/research/00000000-0000-4000-8000-000000000000/stream", ""),
@@ -301,12 +303,12 @@ async fn explore_nearby_and_timeline_research_are_for_known_callers_only() {
         // A user's own token is let in (their research, on their quota); nothing else is.
         for (who, req, status) in impostors(method, path, body).into_iter().filter(|(who, ..)| *who != "a user's token")
         {
-            let response = research::handle(&app, req).await;
+            let response = shared::http::invoke_streamed(research::routes(Arc::clone(&app)), req).await;
             assert_eq!(response.status().as_u16(), status, "{who} {method} {path}");
         }
         let mut link = request(method, &format!("{path}?token=eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1LTEifQ."), body);
         link.headers_mut().insert("last-event-id", "1".parse().unwrap());
-        let response = research::handle(&app, link).await;
+        let response = shared::http::invoke_streamed(research::routes(Arc::clone(&app)), link).await;
         assert_eq!(response.status().as_u16(), 401, "an unsigned stream link {method} {path}");
     }
 }
@@ -321,7 +323,7 @@ async fn a_users_search_quota_is_counted_across_requests() {
     assert_eq!(status, 200, "{r}");
     let search = |user: &'static str| {
         let req = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), user);
-        rag_search::handle(&h.rag, req)
+        shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req)
     };
     for _ in 0..2 {
         assert_eq!(search("u-1").await.status(), 200);

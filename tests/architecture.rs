@@ -1,5 +1,6 @@
 //! The shape of `shared`, checked from its source: one folder per capability, dependencies one
-//! way (the allowed edges below, no module cycle), and `lambda_http` only at the HTTP edge.
+//! way (the allowed edges below, no module cycle), `lambda_http` and axum only at the HTTP edge,
+//! no file past 500 lines, and every function's `main` its `serve` call.
 //! A module's dependencies are the `crate::` paths in its code (comments and `#[cfg(test)]`
 //! parts left out), resolved to the longest module they name.
 
@@ -26,20 +27,8 @@ fn src() -> PathBuf {
 
 /// Every module of `shared` (`web::search`, `core::records`...) with its code.
 fn modules() -> BTreeMap<String, String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("shared/src is readable") {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let root = src();
-    let mut files = Vec::new();
-    walk(&root, &mut files);
-    files
+    integration::rust_files(&root)
         .into_iter()
         .filter_map(|path| {
             let rel = path.strip_prefix(&root).unwrap().with_extension("");
@@ -149,15 +138,16 @@ fn no_module_depends_on_itself_through_others() {
 fn only_the_http_edge_knows_lambda_http() {
     let outside: Vec<String> = modules()
         .into_iter()
-        .filter(|(name, code)| capability(name) != "http" && code.contains("lambda_http"))
+        .filter(|(name, code)| capability(name) != "http" && (code.contains("lambda_http") || code.contains("axum")))
         .map(|(name, _)| name)
         .collect();
-    assert!(outside.is_empty(), "lambda_http used outside shared::http: {outside:?}");
+    assert!(outside.is_empty(), "lambda_http or axum used outside shared::http: {outside:?}");
 }
 
 // Given every function's entrypoint, then each logs through `shared::http::logging` (capped
 // below TRACE, where the runtime prints raw events with their Authorization headers), never the
-// runtime's default subscriber.
+// runtime's default subscriber: an HTTP function's `main` is `shared::http::serve` (or
+// `serve_streamed`), which sets it up with the rest, and nothing else.
 #[test]
 fn every_function_logs_without_trace() {
     let functions = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
@@ -166,14 +156,43 @@ fn every_function_logs_without_trace() {
         let main = entry.unwrap().path().join("src/main.rs");
         let Ok(code) = std::fs::read_to_string(&main) else { continue };
         assert!(!code.contains("init_default_subscriber"), "{} uses the runtime's default subscriber", main.display());
+        let serves = code.contains("shared::http::serve(") || code.contains("shared::http::serve_streamed(");
         assert!(
-            code.contains("shared::http::logging::init()"),
+            serves || code.contains("shared::http::logging::init()"),
             "{} does not install the capped subscriber",
             main.display()
         );
+        if serves {
+            let body: Vec<&str> =
+                code.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//")).collect();
+            assert!(
+                body.len() <= 6,
+                "{}: a function's main is its serve call, not {} lines",
+                main.display(),
+                body.len()
+            );
+        }
         checked += 1;
     }
     assert!(checked >= 6, "only {checked} entrypoints found");
+}
+
+// Given every library file (shared's and the function crates'), then none is past 500 lines: a
+// file has one job.
+#[test]
+fn every_library_file_has_one_job() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = integration::rust_files(&root.join("shared/src"));
+    files.extend(integration::rust_files(&root.join("functions")));
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).unwrap().lines().count();
+            (lines > 500).then(|| format!("{} ({lines} lines)", f.strip_prefix(&root).unwrap_or(f).display()))
+        })
+        .collect();
+    assert!(files.len() > 100, "only {} files found", files.len());
+    assert!(long.is_empty(), "library files past 500 lines: {long:?}");
 }
 
 // Given every function crate, then it holds no test of its own: cargo builds no test binaries
@@ -181,16 +200,6 @@ fn every_function_logs_without_trace() {
 // behaviour is tested here.
 #[test]
 fn function_crates_hold_no_tests() {
-    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                sources(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
     let mut checked = 0;
     for entry in std::fs::read_dir(functions).unwrap() {
@@ -210,9 +219,7 @@ fn function_crates_hold_no_tests() {
                 );
             }
         }
-        let mut files = Vec::new();
-        sources(&dir.join("src"), &mut files);
-        for path in files {
+        for path in integration::rust_files(&dir.join("src")) {
             let code = std::fs::read_to_string(&path).unwrap();
             assert!(
                 !code.contains("#[test]") && !code.contains("#[tokio::test"),

@@ -642,7 +642,7 @@ async fn a_client_that_leaves_stops_the_model_and_what_it_cost_is_recorded(kind:
     let h = ChatHarness::new(kind, Chat { env: &env, ..Chat::default() }).await;
     let mut req = integration::as_user(integration::request("POST", "/chat", r#"{"message": "讲个长故事"}"#), USER);
     req.headers_mut().insert("accept", "text/event-stream".parse().unwrap());
-    let mut body = assistant::handle(Arc::clone(&h.app), req).await.into_body();
+    let mut body = shared::http::invoke_streamed(assistant::routes(Arc::clone(&h.app)), req).await.into_body();
     let mut seen = String::new();
     while !seen.contains("event: delta") {
         let frame = body.frame().await.expect("a frame").unwrap();

@@ -230,7 +230,7 @@ async fn an_s3_source_is_imported_like_a_file() {
         .await;
     let server = EmbeddingServer::start(DIMS, Duration::ZERO).await;
     let mut app = app(dir.path(), Some(&server));
-    app.objects = Some(shared::activities::backfill::Objects::local(&s3.uri()));
+    app.objects = Some(shared::core::aws::s3::Objects::local(&s3.uri()));
     let s = run(&app, &job(Some("s3://imports/activities.jsonl".into()), false, false, 100)).await;
     assert_eq!((s.imported, s.processed), (5, 5), "{s:?}");
     let e = backfill::cli(&app, &job(Some("s3://imports/missing.jsonl".into()), false, false, 100)).await.unwrap_err();

@@ -294,14 +294,14 @@ async fn users_spending_all_they_may_never_stop_the_backend(kind: StoreKind) {
     assert!((budgets.spent("assistant", today).await.unwrap() - 0.8).abs() < 1e-9);
     assert!((budgets.users_spent("assistant", today).await.unwrap() - 0.5).abs() < 1e-9);
 
-    let app = cost_report::App {
+    let app = cost_report::routes(Arc::new(cost_report::App {
         ledger: ledger.clone(),
         clock,
         records,
         agents: shared::costs::settings::DEFAULT_AGENTS.map(String::from).to_vec(),
         user_budget_usd: 0.2,
         operators: Vec::new(),
-    };
+    }));
     let day = today.format("%Y-%m-%d").to_string();
     let query = format!("from={day}&to={day}");
     let uri = format!("https://api.example.com/cost-report?{query}");
@@ -309,7 +309,7 @@ async fn users_spending_all_they_may_never_stop_the_backend(kind: StoreKind) {
     let params: std::collections::HashMap<String, String> =
         query.split('&').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect();
     let req = lambda_http::RequestExt::with_query_string_parameters(req, params);
-    let (status, r) = integration::respond(cost_report::handle(&app, integration::as_backend(req)).await);
+    let (status, r) = integration::respond(shared::http::invoke(app.clone(), integration::as_backend(req)).await);
     assert_eq!(status, 200, "{r}");
     let line = r["budgets"].as_array().unwrap().iter().find(|b| b["agent"] == "assistant").cloned().unwrap();
     assert!((line["spentUsd"].as_f64().unwrap() - 0.8).abs() < 1e-9, "{line}");

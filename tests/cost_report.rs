@@ -20,7 +20,7 @@ use wiremock::{Mock, ResponseTemplate};
 /// Two days of activity: day 0 research (Perplexity, a cache hit, an LLM call); day 1 strategy
 /// (Perplexity fails, Tavily answers) and rag (an embedding call). Returns the harness, the
 /// report app over the same store and clock, and day 0.
-async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>) {
+async fn activity(kind: StoreKind) -> (Harness, shared::http::Router, DateTime<Utc>) {
     let h = Harness::with(kind, Setup { perplexity: true, tavily: true, ..Setup::default() }).await;
     Mock::given(method("POST"))
         .and(body_string_contains("coffee"))
@@ -77,11 +77,11 @@ async fn activity(kind: StoreKind) -> (Harness, cost_report::App, DateTime<Utc>)
             upstream_id: None,
         })
         .await;
-    let app = h.cost_report();
+    let app = cost_report::routes(Arc::new(h.cost_report()));
     (h, app, day0)
 }
 
-async fn get(app: &cost_report::App, uri: &str) -> (u16, String, String) {
+async fn get(app: &shared::http::Router, uri: &str) -> (u16, String, String) {
     let req = lambda_http::http::Request::builder().method("GET").uri(uri).body(Body::Empty).unwrap();
     let req = lambda_http::RequestExt::with_query_string_parameters(
         req,
@@ -94,7 +94,7 @@ async fn get(app: &cost_report::App, uri: &str) -> (u16, String, String) {
             })
             .unwrap_or_default(),
     );
-    let response = cost_report::handle(app, integration::as_backend(req)).await;
+    let response = shared::http::invoke(app.clone(), integration::as_backend(req)).await;
     let content_type =
         response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     let body = match response.body() {
@@ -184,14 +184,14 @@ async fn the_json_report_counts_costs_cache_and_availability(kind: StoreKind) {
     assert_eq!(day1["citations"], json!({"answers": 1, "sources": 1, "rejectedCitations": 0, "unbackedMarkers": 0}));
 }
 
-async fn post_usage(app: &cost_report::App, body: &str, backend: bool) -> (u16, Value) {
+async fn post_usage(app: &shared::http::Router, body: &str, backend: bool) -> (u16, Value) {
     let req = lambda_http::http::Request::builder()
         .method("POST")
         .uri("/costs/usage")
         .body(Body::Text(body.to_owned()))
         .unwrap();
     let req = if backend { integration::as_backend(req) } else { req };
-    let response = cost_report::handle(app, req).await;
+    let response = shared::http::invoke(app.clone(), req).await;
     (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
 }
 
@@ -290,7 +290,7 @@ async fn each_backend_reports_under_its_own_ids(kind: StoreKind) {
             .unwrap(),
         json!({"iam": {"accountId": "210987654321", "userArn": "arn:aws:sts::210987654321:assumed-role/other/s"}}),
     );
-    assert_eq!(cost_report::handle(&app, other).await.status(), 201, "another backend's outline-1 is its own");
+    assert_eq!(shared::http::invoke(app.clone(), other).await.status(), 201, "another backend's outline-1 is its own");
     let (_, _, text) = get(&app, "/cost-report?format=text").await;
     assert!(text.contains("Writing Agent:\n- AI Model (deepseek-reasoner): $0.0011\nTotal: $0.0011\n"), "{text}");
 }
@@ -342,7 +342,7 @@ async fn the_scheduled_digest_reports_yesterday(kind: StoreKind) {
     let text =
         std::fs::read_to_string(format!("{}/../infra/events/schedule.json", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let req = lambda_http::request::from_str(&text).expect("a scheduled event passes through");
-    let response = cost_report::handle(&app, req).await;
+    let response = shared::http::invoke(app.clone(), req).await;
     assert_eq!(response.status(), 200);
     let digest: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
     assert_eq!(digest["day"], day(h.clock.now() - Duration::days(1)));
@@ -446,7 +446,9 @@ async fn closed_days_are_read_from_their_sums_until_revised(kind: StoreKind) {
     let (status, _, first) = get(&app, &period).await;
     assert_eq!(status, 200, "{first}");
     assert!(sum(day0).await.is_some() && sum(day0 + Duration::days(1)).await.is_some(), "both days' sums stored");
-    let like = app.ledger.between(day0 - Duration::seconds(1), day0 + Duration::seconds(1)).await.unwrap()[0].clone();
+    let like = h.app.search.ledger().between(day0 - Duration::seconds(1), day0 + Duration::seconds(1)).await.unwrap()
+        [0]
+    .clone();
 
     // Written behind the ledger's back: the report reads the day's sums, not its records.
     h.records.put(&stored_cost(&like, "behind", 0.5)).await.unwrap();
@@ -465,7 +467,7 @@ async fn closed_days_are_read_from_their_sums_until_revised(kind: StoreKind) {
     // Imported through the ledger into the second day: revised too.
     let mut imported: shared::costs::ledger::CostRecord = serde_json::from_value(replayed.body).unwrap();
     imported.timestamp += Duration::days(1);
-    app.ledger.record_all(&[imported]).await.unwrap();
+    h.app.search.ledger().record_all(&[imported]).await.unwrap();
     let (_, _, third) = get(&app, &period).await;
     assert!((total(&third) - total(&second) - 1.0).abs() < 1e-9, "{} -> {}", total(&second), total(&third));
 }

@@ -8,6 +8,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The template's routes as `cargo xtask serve` reads them (its matcher is tested in routes.rs).
+#[path = "../xtask/src/template_routes.rs"]
+#[allow(dead_code)]
+mod template_routes;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -110,19 +115,8 @@ fn config_vars() -> BTreeMap<String, Option<String>> {
 
 /// The Rust source files of the library and of the functions.
 fn rust_files() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![root().join("shared/src")];
-    dirs.extend(std::fs::read_dir(root().join("functions")).unwrap().map(|d| d.unwrap().path().join("src")));
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                files.push(path);
-            }
-        }
-    }
+    let mut files = integration::rust_files(&root().join("shared/src"));
+    files.extend(integration::rust_files(&root().join("functions")));
     files
 }
 
@@ -192,45 +186,32 @@ fn every_variable_the_code_reads_is_documented_with_its_default() {
 // names who may call it (IAM, JWT or public) as its authorizer says.
 #[test]
 fn every_route_is_in_the_readme_with_its_authorizer() {
-    let (template, readme) = (read("template.yaml"), read("README.md"));
+    let readme = read("README.md");
     let rows: Vec<&str> = readme.lines().filter(|l| l.starts_with("| ")).collect();
-    let lines: Vec<&str> = template.lines().collect();
-    let mut routes = 0;
+    let routes = template_routes::parse(&read("template.yaml"));
     let mut problems = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim() != "Type: HttpApi" {
-            continue;
-        }
-        let block = lines[i + 1..].iter().take_while(|l| !l.trim().starts_with("Type:")).take(12);
-        let (mut method, mut path, mut authorizer) = (None, None, None);
-        for l in block {
-            let l = l.trim();
-            method = method.or_else(|| l.strip_prefix("Method: "));
-            path = path.or_else(|| l.strip_prefix("Path: "));
-            authorizer = authorizer.or_else(|| l.strip_prefix("Authorizer: "));
-        }
-        let (Some(method), Some(path)) = (method, path) else { continue };
-        routes += 1;
-        let who = match authorizer {
-            Some("AWS_IAM") => "IAM",
-            Some(_) => "JWT",
-            None => "public",
+    for r in &routes {
+        let who = match r.authorizer {
+            template_routes::Authorizer::Iam => "IAM",
+            template_routes::Authorizer::UserJwt => "JWT",
+            template_routes::Authorizer::None => "public",
         };
-        let route = format!("`{method} {path}`");
-        match rows.iter().find(|r| r.contains(&route)) {
+        let route = format!("`{} {}`", r.method, r.path);
+        match rows.iter().find(|row| row.contains(&route)) {
             None => problems.push(format!("{route}: not in the README's route table")),
             Some(row) if !row.contains(who) => problems.push(format!("{route}: its row does not say {who}")),
             Some(_) => {}
         }
     }
-    assert!(routes >= 12, "template.yaml read as {routes} routes: the parser lost them");
+    assert!(routes.len() >= 12, "template.yaml read as {} routes: the parser lost them", routes.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-// Given the README and docs/, then every relative link points at a file of the repository.
+// Given the README, ARCHITECTURE.md and docs/, then every relative link points at a file of the
+// repository.
 #[test]
 fn every_relative_link_resolves() {
-    let mut pages = vec![root().join("README.md")];
+    let mut pages = vec![root().join("README.md"), root().join("ARCHITECTURE.md")];
     pages.extend(
         std::fs::read_dir(root().join("docs"))
             .unwrap()
@@ -488,4 +469,37 @@ fn the_runbooks_parameter_update_passes_values_with_commas_whole() {
     assert!(!ok && stderr.contains("change what is built"), "{stderr}");
     let recorded = std::fs::read_to_string(&calls).unwrap();
     assert!(!recorded.contains("update-stack"), "a refused update reached the stack: {recorded}");
+}
+
+// Given ARCHITECTURE.md's code map, then it has a row for every module of `shared` and every
+// function crate, and none for one that is not there.
+#[test]
+fn the_code_map_names_every_module() {
+    let src = root().join("shared/src");
+    let files = integration::rust_files(&src);
+    let mut modules: std::collections::BTreeSet<String> = files
+        .iter()
+        .map(|f| {
+            let path = f.strip_prefix(&src).unwrap().with_extension("");
+            let path = path.to_string_lossy().replace('/', "::");
+            format!("shared::{}", path.strip_suffix("::mod").unwrap_or(&path))
+        })
+        .collect();
+    for entry in std::fs::read_dir(root().join("functions")).unwrap() {
+        modules.insert(format!("functions/{}", entry.unwrap().file_name().to_string_lossy()));
+    }
+    let map = read("ARCHITECTURE.md");
+    let named: std::collections::BTreeSet<String> = map
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+        .filter(|m| m.starts_with("shared::") || m.starts_with("functions/"))
+        .map(str::to_owned)
+        .collect();
+    let missing: Vec<&String> = modules.difference(&named).collect();
+    let gone: Vec<&String> = named.difference(&modules).collect();
+    assert!(modules.len() > 100, "only {} modules found", modules.len());
+    assert!(
+        missing.is_empty() && gone.is_empty(),
+        "ARCHITECTURE.md's code map lacks {missing:?}; names what is not there: {gone:?}"
+    );
 }

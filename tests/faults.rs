@@ -547,9 +547,9 @@ fn the_dead_letter_replay_sends_each_event_back_and_deletes_it() {
     let dir = tempfile::tempdir().unwrap();
     let event = json!({"detail-type": "ActivityUpdated", "source": "juchang.activities", "detail": {"id": "surf'; rm -rf /; '"}});
     let failed = json!({"requestContext": {"condition": "RetriesExhausted"}, "requestPayload": event,
-        "responsePayload": {"errorMessage": "activity event not applied; retry (HTTP 503): ..."}});
+        "responsePayload": {"errorMessage": "event not applied; retry (HTTP 503): ..."}});
     let refused = json!({"requestContext": {"condition": "RetriesExhausted"}, "requestPayload": event,
-        "responsePayload": {"errorMessage": "activity event refused (HTTP 400): ..."}});
+        "responsePayload": {"errorMessage": "event refused (HTTP 400): ..."}});
     let messages = json!({"Messages": [
         {"ReceiptHandle": "h-1", "Body": event.to_string()},
         {"ReceiptHandle": "h-2", "Body": failed.to_string()},
@@ -604,8 +604,8 @@ async fn every_log_line_of_a_request_names_its_id_and_caller() {
         (integration::request("GET", "/tools", ""), "span-test-anonymous"),
     ];
     for (req, id) in cases {
-        let req = with_id(req, id);
-        let span = shared::http::span(&req);
+        let (parts, _) = with_id(req, id).into_parts();
+        let span = shared::http::span(&parts);
         lambda_http::tracing::Instrument::instrument(
             async { lambda_http::tracing::warn!(code = "span_test", "a line inside the request") },
             span,

@@ -1,6 +1,8 @@
 //! The API Gateway (HTTP API, payload 2.0) event fixtures under `infra/events/`, the ones
 //! `cargo lambda invoke --data-file` and the demo send, route through the real handler.
 
+use std::sync::Arc;
+
 use integration::{Harness, StoreKind};
 use lambda_http::Body;
 use serde_json::Value;
@@ -10,7 +12,7 @@ async fn invoke(h: &Harness, fixture: &str) -> (u16, Value) {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let req =
         lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{fixture} is not an API Gateway event: {e}"));
-    let response = search::handle(&h.app, req).await;
+    let response = shared::http::invoke(search::routes(Arc::clone(&h.app)), req).await;
     let body = match response.body() {
         Body::Text(t) => t.clone(),
         other => String::from_utf8_lossy(other.as_ref()).into_owned(),
@@ -60,10 +62,10 @@ async fn the_sources_and_malformed_fixtures_get_json_errors() {
 async fn the_cost_report_fixture_answers_in_text() {
     let h = Harness::without_key(StoreKind::Local).await;
     h.post("/search", serde_json::json!({"query": "coffee"})).await;
-    let app = h.cost_report();
+    let app = cost_report::routes(Arc::new(h.cost_report()));
     let path = format!("{}/../infra/events/cost-report.json", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let response = cost_report::handle(&app, req).await;
+    let response = shared::http::invoke(app.clone(), req).await;
     assert_eq!(response.status(), 200);
     let text = String::from_utf8_lossy(response.body().as_ref()).into_owned();
     assert_eq!(text, "Research Agent:\n- Mock Search: $0.0000\nTotal: $0.0000\n");
@@ -74,10 +76,10 @@ async fn the_research_create_fixture_opens_a_session() {
     let (records, _guard) = integration::store(StoreKind::Local).await;
     let config = integration::config::<&str, &str>(&[]);
     let clock: std::sync::Arc<dyn shared::core::clock::Clock> = std::sync::Arc::new(shared::core::clock::SystemClock);
-    let app = research::App::new(&config, records, clock).unwrap();
+    let app = Arc::new(research::App::new(&config, records, clock).unwrap());
     let path = format!("{}/../infra/events/research-create.json", env!("CARGO_MANIFEST_DIR"));
     let req = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let response = research::handle(&app, req).await;
+    let response = shared::http::invoke_streamed(research::routes(Arc::clone(&app)), req).await;
     assert_eq!(response.status(), 200);
     use http_body_util::BodyExt;
     let body: Value = serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();

@@ -84,11 +84,10 @@ fn user(claims: &HashMap<String, String>) -> &str {
 fn answered(e: &Error) -> (u16, String, Option<String>) {
     let response = shared::http::error(e, "r-1");
     let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
-    let body: Value = match response.body() {
-        lambda_http::Body::Text(t) => serde_json::from_str(t).unwrap(),
-        other => panic!("{other:?}"),
-    };
-    (response.status().as_u16(), body["error"]["code"].as_str().unwrap_or_default().to_owned(), retry)
+    let status = response.status().as_u16();
+    let bytes = futures::executor::block_on(axum::body::to_bytes(response.into_body(), usize::MAX)).unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    (status, body["error"]["code"].as_str().unwrap_or_default().to_owned(), retry)
 }
 
 // Given the issuer's keys cannot be fetched, a valid token is a 503 `issuer_unavailable` with
@@ -200,7 +199,7 @@ async fn a_verified_token_names_its_user_on_the_requests_log_lines() {
     req.headers_mut().insert("authorization", format!("Bearer {}", issuer.token("key-a", "key-a")).parse().unwrap());
     let mut context = lambda_http::Context::default();
     context.request_id = "span-test-function-url".into();
-    let req = req.with_lambda_context(context);
+    let (req, _) = req.with_lambda_context(context).into_parts();
     let span = shared::http::span(&req);
     async {
         lambda_http::tracing::warn!("before the token is verified");

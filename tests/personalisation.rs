@@ -1,6 +1,7 @@
 //! Seed 004 Requirements 5, 6, 8: match reasons (template, model, fallback), the
 //! `explore_nearby` tool, and MaxSim personalisation, through the real `rag-search` handler.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use integration::chat_completion;
@@ -213,21 +214,29 @@ async fn max_sim_picks_the_max_not_the_mean() {
     let backend = |user: &str| report(user, "quiet");
     for (n, activity) in ["quiet", "meditate", "beer"].into_iter().enumerate() {
         let req = integration::as_backend(report("u-2", activity));
-        let (status, r) = integration::respond(rag_search::handle(&h.rag, req).await);
+        let (status, r) = integration::respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req).await);
         assert_eq!((status, r["satisfiedActivities"].as_u64()), (200, Some(n as u64 + 1)), "{r}");
     }
     let (_, r) = h.search_ids(json!({"semanticQuery": "安静 看书", "userId": "u-2"})).await;
     assert_eq!(r["personalization"], "history", "the backend's report personalises u-2: {r}");
-    let (status, _) =
-        integration::respond(rag_search::handle(&h.rag, integration::as_user(backend("u-2"), "u-2")).await);
-    let (anonymous, _) = integration::respond(rag_search::handle(&h.rag, backend("u-2")).await);
+    let (status, _) = integration::respond(
+        shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), integration::as_user(backend("u-2"), "u-2")).await,
+    );
+    let (anonymous, _) =
+        integration::respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), backend("u-2")).await);
     assert_eq!((status, anonymous), (403, 401), "only the backend reports for others");
 
     let (status, r) = post(&h, "/users/u-1/feedback", json!({"activityId": "nope", "satisfied": true})).await;
     assert_eq!(status, 404, "{r}");
+    // A path's user no record could be keyed by is a 400; a token naming one is refused first (the
+    // caller is checked before the path).
     let long = format!("/users/{}/feedback", "u".repeat(257));
-    let (status, r) = post(&h, &long, json!({"activityId": "beer", "satisfied": true})).await;
+    let body = json!({"activityId": "beer", "satisfied": true}).to_string();
+    let req = integration::as_user(integration::request("POST", &long, &body), "u-1");
+    let (status, r) = integration::respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req).await);
     assert_eq!(status, 400, "{r}");
+    let (status, r) = post(&h, &long, json!({"activityId": "beer", "satisfied": true})).await;
+    assert_eq!(status, 403, "{r}");
     let (status, r) = post(&h, "/users/u-1/feedback", json!({"activityId": "beer", "satisfied": "yes"})).await;
     assert_eq!(status, 400, "{r}");
 }

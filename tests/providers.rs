@@ -1,6 +1,7 @@
 //! Tavily, the provider failover chain with its circuit breaker, and the `search_web` tool,
 //! against fake Perplexity and Tavily servers on 127.0.0.1.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use integration::{Harness, Setup, StoreKind, TAVILY_KEY, on_both_stores, perplexity};
@@ -291,9 +292,9 @@ async fn one_users_concurrent_calls_cross_their_dollar_cap_by_at_most_one(kind: 
     let left: f64 = headers.get("x-user-budget-left-usd").unwrap().to_str().unwrap().parse().unwrap();
     assert!((left - 0.016).abs() < 1e-9, "{left}");
     // The operators' cost report lists the day's top spenders, most first.
-    let report = cost_report::App { user_budget_usd: 0.024, ..h.cost_report() };
+    let report = cost_report::routes(Arc::new(cost_report::App { user_budget_usd: 0.024, ..h.cost_report() }));
     let get = lambda_http::http::Request::builder().uri("/cost-report").body(lambda_http::Body::Empty).unwrap();
-    let (status, r) = integration::respond(cost_report::handle(&report, integration::as_backend(get)).await);
+    let (status, r) = integration::respond(shared::http::invoke(report.clone(), integration::as_backend(get)).await);
     assert_eq!(status, 200, "{r}");
     let top = &r["topSpenders"];
     assert_eq!(top["day"], h.clock.now().format("%Y-%m-%d").to_string());
@@ -311,11 +312,11 @@ async fn an_operator_raises_one_users_budget_without_a_deploy(kind: StoreKind) {
     };
     assert_eq!(h.exchange_as(ask(1), None).await.0, 200);
     assert_eq!(h.exchange_as(ask(2), None).await.0, 429, "one call's worth a day");
-    let operator = cost_report::App {
+    let operator = cost_report::routes(Arc::new(cost_report::App {
         user_budget_usd: 0.008,
         operators: vec!["123456789012:role/operator".into()],
         ..h.cost_report()
-    };
+    }));
     let set = |body: &str, backend: bool| {
         let req = lambda_http::http::Request::builder()
             .method("PUT")
@@ -331,7 +332,8 @@ async fn an_operator_raises_one_users_budget_without_a_deploy(kind: StoreKind) {
             integration::as_user(req, "auth0|alice")
         }
     };
-    let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": 0.024}", false)).await);
+    let (status, r) =
+        integration::respond(shared::http::invoke(operator.clone(), set("{\"usdPerDay\": 0.024}", false)).await);
     assert_eq!(status, 403, "a user cannot raise their own: {r}");
     let by_backend = integration::as_backend(
         lambda_http::http::Request::builder()
@@ -340,28 +342,32 @@ async fn an_operator_raises_one_users_budget_without_a_deploy(kind: StoreKind) {
             .body(lambda_http::Body::Text("{\"usdPerDay\": 1000}".into()))
             .unwrap(),
     );
-    let (status, r) = integration::respond(cost_report::handle(&operator, by_backend).await);
+    let (status, r) = integration::respond(shared::http::invoke(operator.clone(), by_backend).await);
     assert_eq!(status, 403, "the app's backend signs too, but is not an operator: {r}");
     assert_eq!(h.exchange_as(ask(2), None).await.0, 429, "the refused requests changed nothing");
-    let (status, r) = integration::respond(cost_report::handle(&operator, set("{}", true)).await);
+    let (status, r) = integration::respond(shared::http::invoke(operator.clone(), set("{}", true)).await);
     assert_eq!(
         (status, r["error"]["code"].as_str()),
         (400, Some("invalid_budget")),
         "an empty body resets nothing: {r}"
     );
-    let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": -1}", true)).await);
+    let (status, r) =
+        integration::respond(shared::http::invoke(operator.clone(), set("{\"usdPerDay\": -1}", true)).await);
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_budget")), "{r}");
-    let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": 0.024}", true)).await);
+    let (status, r) =
+        integration::respond(shared::http::invoke(operator.clone(), set("{\"usdPerDay\": 0.024}", true)).await);
     assert_eq!(status, 200, "{r}");
     assert_eq!((r["userId"].as_str(), r["usdPerDay"].as_f64()), (Some("auth0|alice"), Some(0.024)), "{r}");
     assert!((r["leftTodayUsd"].as_f64().unwrap() - 0.016).abs() < 1e-9, "{r}");
     assert_eq!(h.exchange_as(ask(3), None).await.0, 200, "the raised budget holds at once");
-    let (status, r) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": null}", true)).await);
+    let (status, r) =
+        integration::respond(shared::http::invoke(operator.clone(), set("{\"usdPerDay\": null}", true)).await);
     assert_eq!((status, r["usdPerDay"].as_f64()), (200, Some(0.008)), "back to the default: {r}");
     assert_eq!(h.exchange_as(ask(4), None).await.0, 429);
     // 0 stops the user's paid calls, even the first of a day (on both stores).
     h.clock.advance(chrono::Duration::days(1));
-    let (status, _) = integration::respond(cost_report::handle(&operator, set("{\"usdPerDay\": 0}", true)).await);
+    let (status, _) =
+        integration::respond(shared::http::invoke(operator.clone(), set("{\"usdPerDay\": 0}", true)).await);
     assert_eq!(status, 200);
     assert_eq!(h.exchange_as(ask(5), None).await.0, 429, "a stopped user's first call of a new day");
 }

@@ -129,7 +129,7 @@ async fn fake_perplexity() -> integration::FakeServer {
     server
 }
 
-async fn app(kind: StoreKind, llm: Option<&str>) -> (research::App, Arc<ManualClock>, StoreGuard) {
+async fn app(kind: StoreKind, llm: Option<&str>) -> (Arc<research::App>, Arc<ManualClock>, StoreGuard) {
     app_with(kind, llm, None, &[]).await
 }
 
@@ -140,7 +140,7 @@ async fn app_with(
     llm: Option<&str>,
     search: Option<&str>,
     extra: &[(&str, &str)],
-) -> (research::App, Arc<ManualClock>, StoreGuard) {
+) -> (Arc<research::App>, Arc<ManualClock>, StoreGuard) {
     let (records, guard) = store(kind).await;
     let llm = llm.map(str::to_owned);
     let search = search.map(str::to_owned);
@@ -155,16 +155,12 @@ async fn app_with(
     let config = integration::config(&vars);
     let clock = Arc::new(ManualClock::new(Utc::now()));
     let app = research::App::new(&config, records, Arc::clone(&clock) as Arc<dyn Clock>).unwrap();
-    (app, clock, guard)
+    (Arc::new(app), clock, guard)
 }
 
-async fn request(
-    app: &research::App,
-    method: &str,
-    path: &str,
-    body: &str,
-) -> lambda_http::Response<research::ResponseBody> {
-    research::handle(app, integration::as_backend(bare(method, path, body))).await
+async fn request(app: &Arc<research::App>, method: &str, path: &str, body: &str) -> shared::http::Response {
+    shared::http::invoke_streamed(research::routes(Arc::clone(app)), integration::as_backend(bare(method, path, body)))
+        .await
 }
 
 /// A request with no identity at all (add one with `integration::as_user` or `as_backend`).
@@ -172,20 +168,20 @@ fn bare(method: &str, path: &str, body: &str) -> lambda_http::Request {
     lambda_http::http::Request::builder().method(method).uri(path).body(Body::from(body.to_owned())).unwrap()
 }
 
-async fn json_of(response: lambda_http::Response<research::ResponseBody>) -> (u16, Value) {
+async fn json_of(response: shared::http::Response) -> (u16, Value) {
     let status = response.status().as_u16();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     (status, serde_json::from_slice(&bytes).unwrap())
 }
 
-async fn new_session(app: &research::App, topic: &str) -> String {
+async fn new_session(app: &Arc<research::App>, topic: &str) -> String {
     let (status, r) = json_of(request(app, "POST", "/api/research", &json!({"topic": topic}).to_string()).await).await;
     assert_eq!(status, 200, "{r}");
     r["session_id"].as_str().unwrap().to_owned()
 }
 
 /// Opens the stream and parses it as SSE; `(event, data)` pairs.
-async fn events(app: &research::App, session: &str) -> impl futures::Stream<Item = (String, Value)> + use<> {
+async fn events(app: &Arc<research::App>, session: &str) -> impl futures::Stream<Item = (String, Value)> + use<> {
     let response = request(app, "GET", &format!("/api/research/{session}/stream"), "").await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream; charset=utf-8");
@@ -241,7 +237,9 @@ async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
     // Each node's search keeps its own stored sources (request `<session>_<node>_<n>`).
     for node in ["ms_001", "ms_005"] {
         let stored =
-            shared::web::sources::list(&*app.records, &format!("{session}_{node}_1"), app.clock.now()).await.unwrap();
+            shared::web::sources::list(&*app.runs.records, &format!("{session}_{node}_1"), app.runs.clock.now())
+                .await
+                .unwrap();
         assert!(stored.is_some_and(|s| !s.is_empty()), "sources of {node}'s search");
     }
 }
@@ -252,7 +250,7 @@ async fn mock_mode_streams_the_whole_flow_in_order(kind: StoreKind) {
 async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKind) {
     let fake = Arc::new(FakeLlm {
         nodes: 8,
-        delay: Some(|n| [0, 3600, 900, 2700, 300, 1350, 450, 1800, 450][n]),
+        delay: Some(|n| [0, 4500, 900, 2700, 300, 1350, 450, 1800, 450][n]),
         ..FakeLlm::default()
     });
     let pplx = fake_perplexity().await;
@@ -267,7 +265,8 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
         .collect();
     assert_eq!(delivered.len(), 8);
     // Finish times are at least 300 ms apart (4, 2, 6, 5, 8, 3, 7, 1), more than the store adds to a
-    // detail run (DynamoDB Local, shared with the stream's reader), so the order is not a race.
+    // detail run (DynamoDB Local, shared with the stream's reader), so the order is not a race;
+    // 7 follows three runs one after another (2, 6, 7), so 1 ends 1350 ms after it.
     assert_eq!(delivered, *fake.finished.lock().unwrap(), "pushed as each node finished");
     assert_eq!(delivered, [4, 2, 6, 5, 8, 3, 7, 1]);
     assert_ne!(delivered, (1..=8).collect::<Vec<_>>(), "not in skeleton order");
@@ -286,8 +285,9 @@ async fn detail_runs_are_bounded_and_delivered_in_completion_order(kind: StoreKi
     assert_eq!(detail["sources"][0]["title"], "Node 4 page");
     assert_eq!(got.last().unwrap(), &("complete".to_owned(), json!({"total_nodes": 8, "detailed_nodes": 8})));
     // Every model request is a cost record: 1 for the skeleton, 2 per node (search, answer).
-    let now = app.clock.now();
+    let now = app.runs.clock.now();
     let costs = app
+        .runs
         .timeline
         .ledger()
         .between(now - chrono::Duration::hours(1), now + chrono::Duration::hours(1))
@@ -372,7 +372,7 @@ async fn the_research_ends_by_its_deadline(kind: StoreKind) {
 /// Opens the stream after event `last` (as `Last-Event-ID`), signed by `principal`; `(id,
 /// event, data)` triples.
 async fn events_after(
-    app: &research::App,
+    app: &Arc<research::App>,
     session: &str,
     last: Option<u32>,
 ) -> impl futures::Stream<Item = (u32, String, Value)> + use<> {
@@ -384,7 +384,7 @@ async fn events_after(
     if let Some(last) = last {
         req.headers_mut().insert("last-event-id", last.to_string().parse().unwrap());
     }
-    let response = research::handle(app, integration::as_backend(req)).await;
+    let response = shared::http::invoke_streamed(research::routes(Arc::clone(app)), integration::as_backend(req)).await;
     assert_eq!(response.status(), 200);
     response.into_body().into_data_stream().eventsource().map(|e| {
         let e = e.expect("well-formed SSE");
@@ -449,7 +449,8 @@ async fn the_owner_cancels_a_research_and_billing_stops(kind: StoreKind) {
         integration::as_role(req, "someone-else")
     };
     for method in ["GET", "DELETE"] {
-        let (status, _) = json_of(research::handle(&app, other(method)).await).await;
+        let (status, _) =
+            json_of(shared::http::invoke_streamed(research::routes(Arc::clone(&app)), other(method)).await).await;
         assert_eq!(status, 404, "{method} by another caller");
     }
     let (status, r) = json_of(request(&app, "DELETE", &path, "").await).await;
@@ -485,15 +486,15 @@ async fn the_status_and_a_long_replay(kind: StoreKind) {
     assert_eq!(listed, streamed);
 
     let long = new_session(&app, "iPhone").await;
-    let now = app.clock.now();
+    let now = app.runs.clock.now();
     let hour = Duration::from_secs(3600);
-    assert!(shared::timeline::sessions::claim_run(&*app.records, &long, hour, now).await.unwrap());
+    assert!(shared::timeline::sessions::claim_run(&*app.runs.records, &long, hour, now).await.unwrap());
     let progress = shared::timeline::Event::Progress { phase: "detail", message: "m", percent: 0 };
     for seq in 1..200 {
-        shared::timeline::sessions::log(&*app.records, &long, seq, &progress, now).await.unwrap();
+        shared::timeline::sessions::log(&*app.runs.records, &long, seq, &progress, now).await.unwrap();
     }
     let end = shared::timeline::Event::Complete { total_nodes: 0, detailed_nodes: 0 };
-    shared::timeline::sessions::log(&*app.records, &long, 200, &end, now).await.unwrap();
+    shared::timeline::sessions::log(&*app.runs.records, &long, 200, &end, now).await.unwrap();
     let started = std::time::Instant::now();
     let replayed: Vec<(u32, String, Value)> = events_after(&app, &long, Some(0)).await.collect().await;
     let took = started.elapsed();
@@ -520,7 +521,7 @@ async fn every_stream_ends(kind: StoreKind) {
             .body(Body::Empty)
             .unwrap();
         req.headers_mut().insert("last-event-id", after.to_string().parse().unwrap());
-        research::handle(&app, integration::as_backend(req))
+        shared::http::invoke_streamed(research::routes(Arc::clone(&app)), integration::as_backend(req))
     };
     assert_eq!(reconnect(last).await.status(), 204, "nothing after the end");
     let (status, r) = json_of(reconnect(last + 1).await).await;
@@ -537,10 +538,10 @@ async fn every_stream_ends(kind: StoreKind) {
     assert_eq!(fake.requests.load(Ordering::SeqCst), requests, "a research cancelled before it started never ran");
 
     let dead = new_session(&app, "iPhone").await;
-    let now = app.clock.now();
-    assert!(sessions::claim_run(&*app.records, &dead, Duration::from_secs(60), now).await.unwrap());
+    let now = app.runs.clock.now();
+    assert!(sessions::claim_run(&*app.runs.records, &dead, Duration::from_secs(60), now).await.unwrap());
     let progress = shared::timeline::Event::Progress { phase: "skeleton", message: "m", percent: 0 };
-    sessions::log(&*app.records, &dead, 1, &progress, now).await.unwrap();
+    sessions::log(&*app.runs.records, &dead, 1, &progress, now).await.unwrap();
     let (_, r) = json_of(request(&app, "GET", &format!("/api/research/{dead}"), "").await).await;
     assert_eq!(r["status"], "running", "inside its deadline");
     clock.advance(chrono::Duration::seconds(91));
@@ -569,7 +570,9 @@ async fn sessions_expire_and_bad_input_is_refused(kind: StoreKind) {
         .body(Body::Empty)
         .unwrap();
     bad.headers_mut().insert("last-event-id", "seven".parse().unwrap());
-    let (status, r) = json_of(research::handle(&app, integration::as_backend(bad)).await).await;
+    let (status, r) =
+        json_of(shared::http::invoke_streamed(research::routes(Arc::clone(&app)), integration::as_backend(bad)).await)
+            .await;
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_last_event_id")));
     let stale = new_session(&app, "iPhone").await;
     clock.advance(chrono::Duration::hours(25));
@@ -590,8 +593,8 @@ async fn sessions_expire_and_bad_input_is_refused(kind: StoreKind) {
 }
 
 /// Status and JSON of `req` through the research function.
-async fn send(app: &research::App, req: lambda_http::Request) -> (u16, Value) {
-    json_of(research::handle(app, req).await).await
+async fn send(app: &Arc<research::App>, req: lambda_http::Request) -> (u16, Value) {
+    json_of(shared::http::invoke_streamed(research::routes(Arc::clone(app)), req).await).await
 }
 
 /// `GET` of a `stream_url` as a browser's EventSource sends it: no header, the token in the query
@@ -631,7 +634,7 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
     assert_eq!((status, r["status"].as_str()), (200, Some("waiting")), "{r}");
 
     // The link opens this stream alone, with no header, to the end.
-    let response = research::handle(&app, open_link(link)).await;
+    let response = shared::http::invoke_streamed(research::routes(Arc::clone(&app)), open_link(link)).await;
     assert_eq!(response.status(), 200, "{:?}", response.headers());
     let names: Vec<String> = response
         .into_body()
@@ -662,7 +665,7 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
     let reopen = || {
         let mut reopened = open_link(fresh);
         reopened.headers_mut().insert("last-event-id", "1".parse().unwrap());
-        research::handle(&app, reopened)
+        shared::http::invoke_streamed(research::routes(Arc::clone(&app)), reopened)
     };
     assert_eq!(reopen().await.status(), 200, "the fresh link resumes");
 
@@ -681,7 +684,7 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
     assert_eq!(status, 200, "another user's quota is their own");
 
     // A user an operator stopped (budget 0) begins no research.
-    shared::costs::budget::set_user_cap(&*app.records, "ops", "u-3", br#"{"usdPerDay": 0}"#, clock.now())
+    shared::costs::budget::set_user_cap(&*app.runs.records, "ops", "u-3", br#"{"usdPerDay": 0}"#, clock.now())
         .await
         .unwrap();
     let (status, r) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-3")).await;
@@ -693,7 +696,7 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
 }
 
 /// A research of `user` (`background` as sent), its session id.
-async fn users_session(app: &research::App, user: &str, background: Option<bool>) -> String {
+async fn users_session(app: &Arc<research::App>, user: &str, background: Option<bool>) -> String {
     let mut body = json!({"topic": "iPhone"});
     if let Some(b) = background {
         body["background"] = json!(b);
@@ -706,22 +709,20 @@ async fn users_session(app: &research::App, user: &str, background: Option<bool>
 
 /// `user`'s stream of `session` (resuming after `last`, if given): the response as it comes.
 async fn users_stream(
-    app: &research::App,
+    app: &Arc<research::App>,
     session: &str,
     user: &str,
     last: Option<u32>,
-) -> lambda_http::Response<research::ResponseBody> {
+) -> shared::http::Response {
     let mut req = bare("GET", &format!("/api/research/{session}/stream"), "");
     if let Some(last) = last {
         req.headers_mut().insert("last-event-id", last.to_string().parse().unwrap());
     }
-    research::handle(app, integration::as_user(req, user)).await
+    shared::http::invoke_streamed(research::routes(Arc::clone(app)), integration::as_user(req, user)).await
 }
 
 /// The events of an open stream as they come: `(id, event)`.
-fn sse(
-    response: lambda_http::Response<research::ResponseBody>,
-) -> std::pin::Pin<Box<dyn futures::Stream<Item = (u32, String)> + Send>> {
+fn sse(response: shared::http::Response) -> std::pin::Pin<Box<dyn futures::Stream<Item = (u32, String)> + Send>> {
     assert_eq!(response.status(), 200);
     Box::pin(
         response
@@ -735,11 +736,7 @@ fn sse(
 
 /// `user`'s stream of `session` once a place is free (a stream that ended gives its places back
 /// on a task of its own, a moment later).
-async fn users_stream_when_free(
-    app: &research::App,
-    session: &str,
-    user: &str,
-) -> lambda_http::Response<research::ResponseBody> {
+async fn users_stream_when_free(app: &Arc<research::App>, session: &str, user: &str) -> shared::http::Response {
     let started = Instant::now();
     loop {
         let response = users_stream(app, session, user, None).await;
@@ -751,7 +748,7 @@ async fn users_stream_when_free(
 }
 
 /// The 429 of a refused stream: its code and Retry-After.
-async fn refused(response: lambda_http::Response<research::ResponseBody>) -> (String, u64) {
+async fn refused(response: shared::http::Response) -> (String, u64) {
     let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().parse().unwrap());
     let (status, r) = json_of(response).await;
     assert_eq!(status, 429, "{r}");
@@ -854,7 +851,7 @@ async fn an_unread_research_stops_itself_unless_in_the_background(kind: StoreKin
     let env = [("USER_QUOTA_PER_MINUTE", "100")];
     let (app, clock, _g) = app_with(kind, Some(&fake_llm(Arc::clone(&fake)).await), None, &env).await;
     let ending = |session: String| {
-        let records = Arc::clone(&app.records);
+        let records = Arc::clone(&app.runs.records);
         let clock = Arc::clone(&clock);
         async move {
             let started = Instant::now();

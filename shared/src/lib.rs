@@ -1,8 +1,9 @@
 //! The research & retrieval bundle's library, one folder per capability (see
-//! `docs/ARCHITECTURE.md` for the map):
+//! `ARCHITECTURE.md` for the code map and its invariants):
 //!
 //! - [`core`]: errors, config, clock, retries, the upstream client, the record store, metrics;
-//! - [`http`]: Lambda HTTP requests and responses, and who the caller is;
+//! - [`http`]: the functions' HTTP edge: routers, extractors (who the caller is), the one error
+//!   body, `serve` (a function's `main`), server-sent events;
 //! - [`costs`]: the ledger, prices and the cost report;
 //! - [`llm`]: the chat-model port, its adapters and the agent loop;
 //! - [`web`]: web search with citations, its providers, sources and tools;

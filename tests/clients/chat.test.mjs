@@ -143,6 +143,11 @@ test('a browser origin may call /chat and read its headers (CORS)', async () => 
     method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
   });
   assert.equal(foreign.headers.get('access-control-allow-origin'), null);
+  // Nor a simple POST it may send without a preflight: the door signs its IAM routes as you.
+  const simple = await fetch(`${door.url}/costs/usage`, {
+    method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'text/plain' }, body: '{}',
+  });
+  assert.equal(simple.status, 403);
   const rebound = await new Promise((resolve, reject) => {
     const { port } = new URL(door.url);
     httpRequest({ host: '127.0.0.1', port, path: '/chat', method: 'POST', headers: { host: `evil.example:${port}` } }, (r) => resolve(r.statusCode))

@@ -288,7 +288,8 @@ impl ChatHarness {
     /// `req` through the handler, its body read to the end: status, headers, text.
     pub async fn respond(&self, req: lambda_http::Request) -> (u16, lambda_http::http::HeaderMap, String) {
         use http_body_util::BodyExt;
-        let (parts, body) = assistant::handle(Arc::clone(&self.app), req).await.into_parts();
+        let (parts, body) =
+            shared::http::invoke_streamed(assistant::routes(Arc::clone(&self.app)), req).await.into_parts();
         let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
         (parts.status.as_u16(), parts.headers, String::from_utf8_lossy(&bytes).into_owned())
     }

@@ -138,7 +138,7 @@ pub async fn store(kind: StoreKind) -> (Arc<dyn RecordStore>, StoreGuard) {
 
 /// The search handler wired to a real store, a movable clock and fake upstreams.
 pub struct Harness {
-    pub app: SearchFunction,
+    pub app: Arc<SearchFunction>,
     pub clock: Arc<ManualClock>,
     pub records: Arc<dyn RecordStore>,
     /// The fake Perplexity; `None` when the harness runs without its key.
@@ -228,7 +228,7 @@ impl Harness {
         let clock = Arc::new(ManualClock::new(Utc::now()));
         let app = SearchFunction::new(&config, Arc::clone(&records), Arc::clone(&clock) as Arc<dyn Clock>)
             .expect("search function");
-        Self { app, clock, records, upstream, tavily, _guard: guard }
+        Self { app: Arc::new(app), clock, records, upstream, tavily, _guard: guard }
     }
 
     /// The fake Tavily.
@@ -292,7 +292,7 @@ impl Harness {
             context.request_id = id.to_owned();
             req = req.with_lambda_context(context);
         }
-        let response = search::handle(&self.app, req).await;
+        let response = shared::http::invoke(search::routes(Arc::clone(&self.app)), req).await;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = match response.body() {
@@ -370,4 +370,21 @@ macro_rules! on_both_stores {
                async fn $name() { super::$name($crate::StoreKind::DynamoDb).await } )*
         }
     };
+}
+
+/// The Rust files under `dir`, at any depth.
+pub fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files
 }

@@ -27,8 +27,8 @@ pub fn now() -> DateTime<Utc> {
 pub const SEARCHER: &str = "u-searcher";
 
 pub struct RagHarness {
-    pub indexer: Indexer,
-    pub rag: rag_search::App,
+    pub indexer: Arc<Indexer>,
+    pub rag: Arc<rag_search::App>,
     pub clock: Arc<ManualClock>,
     pub records: Arc<dyn RecordStore>,
     pub embedding: Option<EmbeddingServer>,
@@ -102,32 +102,38 @@ impl RagHarness {
         )
         .unwrap();
         let rag = rag_search::App::new(&config, retrieval, Arc::clone(&records), dyn_clock);
-        Self { indexer, rag, clock, records, embedding, dir, config }
+        Self { indexer: Arc::new(indexer), rag: Arc::new(rag), clock, records, embedding, dir, config }
     }
 
     /// Sends a request to `index-activity`, signed as the backend.
     pub async fn index(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
-        respond(index_activity::handle(&self.indexer, crate::as_backend(request(method, path, body))).await)
+        respond(
+            shared::http::invoke(
+                index_activity::routes(Arc::clone(&self.indexer)),
+                crate::as_backend(request(method, path, body)),
+            )
+            .await,
+        )
     }
 
     /// `POST /rag/search` with `body`, with the token of its `userId` (else of [`SEARCHER`]).
     pub async fn search(&self, body: Value) -> (u16, Value) {
         let user = body["userId"].as_str().unwrap_or(SEARCHER).to_owned();
         let req = crate::as_user(request("POST", "/rag/search", &body.to_string()), &user);
-        respond(rag_search::handle(&self.rag, req).await)
+        respond(shared::http::invoke(rag_search::routes(Arc::clone(&self.rag)), req).await)
     }
 
     /// A tool call to `rag-search` (`POST /tools/<name>`), signed as the backend.
     pub async fn tool(&self, name: &str, arguments: Value) -> (u16, Value) {
         let req = crate::as_backend(request("POST", &format!("/tools/{name}"), &arguments.to_string()));
-        respond(rag_search::handle(&self.rag, req).await)
+        respond(shared::http::invoke(rag_search::routes(Arc::clone(&self.rag)), req).await)
     }
 
     /// A request to a user route (`/users/{userId}/...`) with that user's token.
     pub async fn as_user(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
         let user = path.trim_start_matches("/users/").split('/').next().unwrap_or_default();
         let req = crate::as_user(request(method, path, &body.to_string()), user);
-        respond(rag_search::handle(&self.rag, req).await)
+        respond(shared::http::invoke(rag_search::routes(Arc::clone(&self.rag)), req).await)
     }
 
     /// Ids of a search's results, in order.

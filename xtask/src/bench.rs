@@ -17,9 +17,10 @@ use shared::costs::rollup::Day;
 use shared::web::citations::{self, SearchHit};
 
 use crate::runtime_api::RuntimeApi;
-use crate::{Result, build_functions, fixture, sample_upstream};
+use crate::{Result, build_functions, sample_upstream};
 
-/// Runs the benches named in `only` (`search`, `report`, `rag`, `nearby`, `backfill`, `embed`), or all.
+/// Runs the benches named in `only` (`search`, `cold`, `report`, `rag`, `nearby`, `backfill`,
+/// `embed`), or all.
 pub async fn run(only: Option<&str>) -> Result {
     if only.is_none_or(|o| o == "embed") {
         crate::embed_bench::run()?;
@@ -27,7 +28,9 @@ pub async fn run(only: Option<&str>) -> Result {
     if only.is_none_or(|o| o == "search") {
         citation_extraction();
         handler_cache_hit().await?;
-        cold_start().await?;
+    }
+    if only.is_none_or(|o| o == "cold") {
+        cold_starts().await?;
     }
     if only.is_none_or(|o| o == "report") {
         cost_report().await?;
@@ -250,19 +253,27 @@ async fn handler_cache_hit() -> Result {
         _ => None,
     })?;
     let records = Arc::new(LocalRecords::open(dir.path())?);
-    let service = search::SearchFunction::new(&config, records, Arc::new(SystemClock))?;
+    let service = search::routes(Arc::new(search::SearchFunction::new(&config, records, Arc::new(SystemClock))?));
+    // Signed by the backend, as the HTTP API's IAM authorizer passes it.
+    let context: lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext = serde_json::from_value(
+        json!({
+        "http": {"method": "POST", "path": "/search", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "bench"},
+        "authorizer": {"iam": {"userArn": "arn:aws:sts::123456789012:assumed-role/backend/bench"}}, "timeEpoch": 0}),
+    )?;
     let request = |body: serde_json::Value| {
+        use lambda_http::RequestExt;
         lambda_http::http::Request::builder()
             .method("POST")
             .uri("/search")
             .body(lambda_http::Body::from(body.to_string()))
             .expect("request")
+            .with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context.clone()))
     };
     let timed = |body: serde_json::Value| {
         let service = &service;
         async move {
             let t = Instant::now();
-            let r = search::handle(service, request(body)).await;
+            let r = shared::http::invoke(service.clone(), request(body)).await;
             assert_eq!(r.status(), 200);
             t.elapsed()
         }
@@ -286,45 +297,85 @@ async fn handler_cache_hit() -> Result {
     Ok(())
 }
 
-async fn cold_start() -> Result {
-    let [binary] = build_functions(["search"], true)?;
+/// The HTTP functions, each with the route its first request asks (unsigned: the answer is a
+/// 401 before any work, so the time is the function's start), beside a hello-world function.
+const COLD: [(&str, &str, &str); 7] = [
+    ("hello-lambda", "GET", "/"),
+    ("search", "POST", "/search"),
+    ("rag-search", "POST", "/rag/search"),
+    ("assistant", "POST", "/chat"),
+    ("research", "POST", "/api/research"),
+    ("cost-report", "GET", "/cost-report"),
+    ("index-activity", "POST", "/activities"),
+];
+
+/// Cold start of each release binary on the embedded default: from exec to its first answer
+/// under a local Runtime API, the functions taking turns round after round (the machine is
+/// shared), beside a hello-world `lambda_http` function and a bare process spawn; and each
+/// binary's size. `COLD_START_BINARIES=<dir>` measures the binaries there instead of building
+/// them; `COLD_START_BEFORE=<dir>` measures another commit's binaries there (hello's too, or
+/// it takes this one's) in the same rounds, for a before/after.
+async fn cold_starts() -> Result {
+    let names = COLD.map(|(name, _, _)| name);
+    let after = match std::env::var_os("COLD_START_BINARIES") {
+        Some(dir) => names.map(|name| std::path::PathBuf::from(&dir).join(name)),
+        None => build_functions(names, true)?,
+    };
+    let mut builds = vec![("after", after.clone())];
+    if let Some(dir) = std::env::var_os("COLD_START_BEFORE") {
+        let before = names.map(|name| std::path::PathBuf::from(&dir).join(name));
+        builds.insert(0, ("before", before.map(|p| if p.exists() { p } else { after[0].clone() })));
+    }
+    crate::ensure_model()?;
     let dir = tempfile::tempdir()?;
-    let event = fixture("search.json")?;
-    let env = [
-        ("RECORD_STORE", "local".to_owned()),
-        ("DATA_DIR", dir.path().display().to_string()),
-        ("PERPLEXITY_API_KEY", String::new()),
-    ];
-    let mut cold = Vec::new();
-    let mut warm = Vec::new();
+    // samples[build][function]
+    let mut samples: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); COLD.len()]; builds.len()];
     let mut baseline = Vec::new();
-    for _ in 0..15 {
+    const ROUNDS: usize = 15;
+    let turns = COLD.len() * builds.len();
+    for round in 0..ROUNDS {
         let t = Instant::now();
         tokio::process::Command::new("true").status().await?;
         baseline.push(t.elapsed());
-
-        let api = RuntimeApi::start().await?;
-        let t = Instant::now();
-        let mut child = api.spawn(&binary, &env, true)?;
-        api.invoke(event.clone()).await.map_err(|e| format!("cold invoke failed: {e}"))?;
-        cold.push(t.elapsed());
-        let t = Instant::now();
-        api.invoke(event.clone()).await.map_err(|e| format!("warm invoke failed: {e}"))?;
-        warm.push(t.elapsed());
-        child.kill().await?;
+        for turn in 0..turns {
+            // Each round starts with another function, and builds take turns too.
+            let k = (round + turn) % turns;
+            let (b, i) = (k % builds.len(), k / builds.len());
+            let (name, method, path) = COLD[i];
+            let mut event = crate::api_event(method, path, None)?;
+            event["requestContext"]["authorizer"] = serde_json::Value::Null;
+            let data = dir.path().join(format!("{name}-{b}-{round}"));
+            let env = [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data.display().to_string())];
+            let api = RuntimeApi::start().await?;
+            let t = Instant::now();
+            let mut child = api.spawn(&builds[b].1[i], &env, true)?;
+            let answer = api.invoke(event).await.map_err(|e| format!("{name}: cold invoke failed: {e}"))?;
+            samples[b][i].push(t.elapsed());
+            child.kill().await?;
+            let status = answer["statusCode"].as_u64().unwrap_or_default();
+            if name != "hello-lambda" && status != 401 {
+                return Err(format!("{name}'s unsigned {method} {path} answered {status}, not 401: {answer}").into());
+            }
+        }
     }
-    let size = std::fs::metadata(&binary)?.len();
-    let (c, w, b) = (median(cold.clone()), median(warm), median(baseline));
     println!(
-        "\n== cold start of the release binary ({:.1} MB, embedded default) via a local Runtime API",
-        size as f64 / 1e6
+        "\n== cold start of each release binary (embedded default): exec to first answer under a local Runtime API, \
+         {ROUNDS} rounds taking turns; a bare process spawn: {:.2} ms",
+        ms(median(baseline))
     );
-    println!("process start -> first response: median {:.1} ms, p90 {:.1} ms", ms(c), ms(p90(cold)));
-    println!(
-        "second (warm) request: median {:.2} ms; spawning `true`: {:.2} ms -> cold start = {:.1}x a bare process spawn",
-        ms(w),
-        ms(b),
-        c.as_secs_f64() / b.as_secs_f64()
-    );
+    println!("{:<16} {:>7} {:>9} {:>11} {:>9} {:>9}", "function", "build", "size MB", "median ms", "p90 ms", "x hello");
+    for (i, (name, _, _)) in COLD.iter().enumerate() {
+        for (b, (build, binaries)) in builds.iter().enumerate() {
+            let hello = median(samples[b][0].clone());
+            let m = median(samples[b][i].clone());
+            println!(
+                "{name:<16} {build:>7} {:>9.1} {:>11.1} {:>9.1} {:>9.2}",
+                std::fs::metadata(&binaries[i])?.len() as f64 / 1e6,
+                ms(m),
+                ms(p90(samples[b][i].clone())),
+                m.as_secs_f64() / hello.as_secs_f64()
+            );
+        }
+    }
     Ok(())
 }

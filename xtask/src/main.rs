@@ -44,6 +44,7 @@ mod runtime_api;
 mod sample_upstream;
 mod samples;
 mod serve;
+mod template_routes;
 #[cfg(test)]
 mod unification;
 
@@ -85,7 +86,7 @@ async fn main() -> Result {
                     (None, None) => quality::Sets::Bundled { tune: args.iter().any(|a| a == "--tune") },
                     _ => return Err("quality: give both --activities FILE and --queries FILE".into()),
                 };
-                quality::run(sets, |k| std::env::var(k).ok()).await
+                quality::run(sets, args.iter().any(|a| a == "--readme"), |k| std::env::var(k).ok()).await
             }
         },
         #[cfg(feature = "tools")]

@@ -41,6 +41,7 @@ use serde_json::{Value, json};
 use tokio::process::Child;
 
 use crate::runtime_api::{Reply, RuntimeApi};
+use crate::template_routes::{self, Authorizer, Route};
 
 /// Headers a browser may send, and may read.
 const ALLOW_HEADERS: &str = "authorization, content-type, accept, last-event-id";
@@ -50,8 +51,11 @@ const EXPOSE_HEADERS: &str = "x-user-budget-left-usd, x-vercel-ai-ui-message-str
 const RESEARCH_INSTANCES: usize = 4;
 
 struct Door {
-    /// First path segment -> the function serving it, and how it is reached.
-    functions: HashMap<&'static str, (Arc<Function>, Reached)>,
+    /// The functions behind Function URLs, by the first segment of their paths.
+    urls: HashMap<&'static str, Function>,
+    /// The HTTP API's routes (template.yaml's) and the functions serving them, by binary.
+    routes: Vec<Route>,
+    functions: HashMap<&'static str, Function>,
     origins: Option<Vec<String>>,
     /// Verifies users' tokens for the HTTP API's routes (its JWT authorizer's part).
     verifier: shared::http::jwt::Verifier,
@@ -60,15 +64,6 @@ struct Door {
     sample_tool_token: Option<String>,
     /// The playground's page and bundle.
     playground: Option<std::path::PathBuf>,
-}
-
-/// How a function is reached: as its Function URL passes requests, or as the HTTP API does
-/// after its JWT or its IAM authorizer.
-#[derive(Clone, Copy, PartialEq)]
-enum Reached {
-    FunctionUrl,
-    UserJwt,
-    Iam,
 }
 
 /// A function's instances: one process each, under its own Runtime API.
@@ -162,16 +157,10 @@ pub async fn run() -> crate::Result {
     let origins = std::env::var("CORS_ORIGINS")
         .ok()
         .map(|o| o.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
-    let rag = Arc::new(rag);
-    let functions = HashMap::from([
-        ("chat", (Arc::new(chat), Reached::FunctionUrl)),
-        ("api", (Arc::new(research), Reached::FunctionUrl)),
-        // rag-search's routes: /rag/search, and its users' feedback and preferences.
-        ("rag", (Arc::clone(&rag), Reached::UserJwt)),
-        ("users", (rag, Reached::UserJwt)),
-        ("cost-report", (Arc::new(costs), Reached::Iam)),
-    ]);
-    let door = Arc::new(Door { functions, origins, verifier, issuer, sample_tool_token, playground });
+    let urls = HashMap::from([("chat", chat), ("api", research)]);
+    let routes = crate::template_routes::parse(&std::fs::read_to_string(crate::root().join("template.yaml"))?);
+    let functions = HashMap::from([("rag-search", rag), ("cost-report", costs)]);
+    let door = Arc::new(Door { urls, routes, functions, origins, verifier, issuer, sample_tool_token, playground });
     let app = Router::new().fallback(pass).with_state(door);
     // Each chunk leaves at once (no Nagle wait for the next).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
@@ -242,6 +231,10 @@ async fn pass(State(door): State<Arc<Door>>, request: Request<Body>) -> Response
     }
     let mut response = if request.method() == Method::OPTIONS {
         Response::builder().status(StatusCode::NO_CONTENT).body(Body::empty()).expect("valid")
+    } else if origin.as_ref().is_some_and(|o| !allowed_origin(&door, o)) {
+        // A page of a website the developer visits may send a simple POST (no preflight): the
+        // door signs its IAM routes as you, so it refuses what CORS would only hide the answer of.
+        refused(StatusCode::FORBIDDEN, "the local door serves pages of this machine (or CORS_ORIGINS) only")
     } else {
         match forward(&door, request).await {
             Ok(response) => response,
@@ -272,15 +265,19 @@ fn local_origin(origin: &[u8]) -> bool {
     origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")).is_some_and(loopback)
 }
 
-fn cors(door: &Door, origin: Option<HeaderValue>, headers: &mut HeaderMap) {
-    let Some(origin) = origin else { return };
-    // Pages on this machine by default (a dev server, the playground): a page of any website
-    // the developer visits must not spend their keys through the door.
-    let allowed = match &door.origins {
+/// Whether a page of `origin` may call the door: pages on this machine by default (a dev server,
+/// the playground), or those `CORS_ORIGINS` names; a page of any website the developer visits
+/// must not spend their keys through it.
+fn allowed_origin(door: &Door, origin: &HeaderValue) -> bool {
+    match &door.origins {
         None => local_origin(origin.as_bytes()),
         Some(list) => list.iter().any(|o| o == "*" || o.as_bytes() == origin.as_bytes()),
-    };
-    if allowed {
+    }
+}
+
+fn cors(door: &Door, origin: Option<HeaderValue>, headers: &mut HeaderMap) {
+    let Some(origin) = origin else { return };
+    if allowed_origin(door, &origin) {
         headers.insert("access-control-allow-origin", origin);
         headers.insert("access-control-allow-methods", HeaderValue::from_static("GET, POST, PUT, DELETE, OPTIONS"));
         headers.insert("access-control-allow-headers", HeaderValue::from_static(ALLOW_HEADERS));
@@ -298,44 +295,32 @@ async fn forward(door: &Door, request: Request<Body>) -> Result<Response<Body>, 
     if first == "issuer" || first == "sample-app" {
         return own(door, request).await;
     }
-    let Some((function, reached)) = door.functions.get(first.as_str()) else {
-        return Err((StatusCode::NOT_FOUND, format!("no function serves /{first} here")));
-    };
-    // The HTTP API's routes to these functions, and no others (template.yaml).
-    let segments: Vec<&str> = request.uri().path().trim_matches('/').split('/').collect();
-    let routed = match (request.method().as_str(), segments.as_slice()) {
-        (_, _) if *reached == Reached::FunctionUrl => true,
-        ("POST", ["rag", "search"]) | ("POST", ["users", _, "feedback"]) | ("PUT", ["users", _, "preferences"]) => true,
-        ("GET", ["cost-report"]) => true,
-        _ => false,
-    };
-    if !routed {
-        return Err((StatusCode::NOT_FOUND, format!("no route {} {}", request.method(), request.uri().path())));
-    }
-    let authorizer = match reached {
-        Reached::FunctionUrl => None,
-        // As the HTTP API's JWT authorizer: a 401 before the function is invoked.
-        Reached::UserJwt => {
-            // As API Gateway's authorizer: the token, with or without `Bearer `.
-            let header = request.headers().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
-            let token = header.strip_prefix("Bearer ").or_else(|| header.strip_prefix("bearer ")).unwrap_or(header);
-            if token.is_empty() {
-                return Err((StatusCode::UNAUTHORIZED, "Unauthorized".to_owned()));
-            }
-            let claims =
-                door.verifier.verify(token).await.map_err(|e| {
-                    (StatusCode::from_u16(e.status()).unwrap_or(StatusCode::UNAUTHORIZED), e.to_string())
-                })?;
-            Some(json!({"jwt": {"claims": claims, "scopes": null}}))
+    let (function, authorizer) = match door.urls.get(first.as_str()) {
+        Some(function) => (function, None),
+        None => {
+            // The HTTP API's routes (template.yaml's), of the functions this door runs.
+            let (method, path) = (request.method().as_str(), request.uri().path());
+            let Some(route) =
+                door.routes.iter().find(|r| r.method == method && template_routes::matches(&r.path, path))
+            else {
+                return Err((StatusCode::NOT_FOUND, format!("no route {method} {path}")));
+            };
+            let Some(function) = door.functions.get(route.function.as_str()) else {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    format!("{} (the {} function) is not served here", route.path, route.function),
+                ));
+            };
+            (function, Some(authorize(door, &route.authorizer, request.headers()).await?))
         }
-        Reached::Iam => Some(json!({"iam": {"accountId": "000000000000", "callerId": "LOCAL:operator",
-            "userArn": "arn:aws:sts::000000000000:assumed-role/local-operator/you", "userId": "LOCAL:operator"}})),
     };
     let mut event = function_url_event(request).await?;
     if let Some(authorizer) = authorizer {
         // The HTTP API's payload 2.0: its domain, and what its authorizer verified.
         event["requestContext"]["domainName"] = json!("local.execute-api.us-east-1.amazonaws.com");
-        event["requestContext"]["authorizer"] = authorizer;
+        if !authorizer.is_null() {
+            event["requestContext"]["authorizer"] = authorizer;
+        }
     }
     let (api, busy) = function.least_busy();
     let reply = api.invoke_streaming(event).await.map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
@@ -344,6 +329,30 @@ async fn forward(door: &Door, request: Request<Body>) -> Result<Response<Body>, 
         Reply::Whole(Err(e)) => Err((StatusCode::BAD_GATEWAY, format!("the function failed: {e}"))),
         Reply::Stream(chunks) => streamed(chunks, busy).await,
     }
+}
+
+/// What the HTTP API's `authorizer` puts in the request context (none: null), or its 401.
+async fn authorize(door: &Door, authorizer: &Authorizer, headers: &HeaderMap) -> Result<Value, (StatusCode, String)> {
+    Ok(match authorizer {
+        Authorizer::None => Value::Null,
+        // As the HTTP API's JWT authorizer: a 401 before the function is invoked.
+        Authorizer::UserJwt => {
+            // As API Gateway's authorizer: the token, with or without `Bearer `.
+            let header = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            let token = header.strip_prefix("Bearer ").or_else(|| header.strip_prefix("bearer ")).unwrap_or(header);
+            if token.is_empty() {
+                return Err((StatusCode::UNAUTHORIZED, "Unauthorized".to_owned()));
+            }
+            let claims =
+                door.verifier.verify(token).await.map_err(|e| {
+                    (StatusCode::from_u16(e.status()).unwrap_or(StatusCode::UNAUTHORIZED), e.to_string())
+                })?;
+            json!({"jwt": {"claims": claims, "scopes": null}})
+        }
+        // On a laptop, you are the operator: your requests are signed.
+        Authorizer::Iam => json!({"iam": {"accountId": "000000000000", "callerId": "LOCAL:operator",
+            "userArn": "arn:aws:sts::000000000000:assumed-role/local-operator/you", "userId": "LOCAL:operator"}}),
+    })
 }
 
 /// The playground's page and bundle, when asked for.

@@ -26,9 +26,10 @@
 
 use std::sync::Arc;
 
+use axum::http::HeaderMap;
+use axum::http::header::ACCEPT;
+use axum::routing::{get, post};
 use bytes::Bytes;
-use lambda_http::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
-use lambda_http::{Request, RequestExt, Response};
 use shared::assistant::ui_stream::{self, Encoder};
 use shared::assistant::{Answer, Assistant, ChatInput, Event};
 use shared::compose::Config;
@@ -36,7 +37,9 @@ use shared::core::clock::{Clock, SystemClock};
 use shared::core::records::RecordStore;
 use shared::costs::quota::Quota;
 use shared::http::auth::Users;
-use shared::http::stream::{ResponseBody, Ticket, no_content, streamed, whole};
+use shared::http::extract::{Body, HasUsers, Id, Invocation, Query, User};
+use shared::http::stream::no_content;
+use shared::http::{Response, Router, sse};
 use shared::{Result, compose, http};
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -72,63 +75,72 @@ enum Wire {
     UiMessages,
 }
 
-/// Handles one request. Never fails: errors become JSON error responses.
-pub async fn handle(app: Arc<App>, req: Request) -> Response<ResponseBody> {
-    let request_id = http::request_id(&req);
-    match route(app, &req, &request_id).await {
-        Ok(response) => response,
-        Err(e) => whole(http::error(&e, &request_id)),
+impl HasUsers for App {
+    fn users(&self) -> &Users {
+        &self.users
     }
 }
 
-async fn route(app: Arc<App>, req: &Request, request_id: &str) -> Result<Response<ResponseBody>> {
-    match http::segments(req).as_slice() {
-        ["chat"] => {}
-        // A conversation's turns as `useChat`'s `messages` (a page reload), newest `limit` (10).
-        ["chat", id] => {
-            let user = app.users.verified(req).await?;
-            http::allow(req, "GET")?;
-            let limit = match req.query_string_parameters_ref().and_then(|q| q.first("limit")) {
-                None => 10,
-                Some(n) => n.parse::<usize>().ok().filter(|n| (1..=50).contains(n)).ok_or_else(|| {
-                    shared::Error::invalid("invalid_limit", "limit must be a whole number from 1 to 50")
-                })?,
-            };
-            let turns = app.assistant.history.last(&user, id, limit, app.assistant.clock.now()).await?;
-            return Ok(whole(http::json(200, &ui_stream::history(id, &turns))));
-        }
-        // useChat's `resume`: replies are not kept to be resumed, so there is nothing (204).
-        ["chat", id, "stream"] => {
-            app.users.verified(req).await?;
-            shared::assistant::history::check_id(id)?;
-            http::allow(req, "GET")?;
-            return Ok(no_content());
-        }
-        _ => return Err(http::no_route(req)),
-    }
-    let user = app.users.verified(req).await?;
-    http::allow(req, "POST")?;
-    let body = http::body(req)?;
-    let (mut input, wire) = if ui_stream::is_ui_request(body) {
-        (ui_stream::input(body)?, Wire::UiMessages)
+type State = axum::extract::State<Arc<App>>;
+
+/// The function's routes.
+pub fn routes(app: Arc<App>) -> Router {
+    http::finish(
+        Router::new()
+            .route("/chat", post(chat))
+            .route("/chat/{conversationId}", get(history))
+            .route("/chat/{conversationId}/stream", get(resume))
+            .with_state(app),
+    )
+}
+
+/// `GET /chat/{conversationId}?limit=10`: the newest turns, as `useChat`'s `messages`.
+async fn history(app: State, User(user): User, Id(id): Id, Query(query): Query) -> Result<Response> {
+    let limit = match query.first("limit") {
+        None => 10,
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=50).contains(n))
+            .ok_or_else(|| shared::Error::invalid("invalid_limit", "limit must be a whole number from 1 to 50"))?,
+    };
+    let turns = app.assistant.history.last(&user, &id, limit, app.assistant.clock.now()).await?;
+    Ok(http::json(200, &ui_stream::history(&id, &turns)))
+}
+
+/// `GET /chat/{conversationId}/stream`, `useChat`'s `resume`: replies are not kept to be
+/// resumed, so there is never anything to stream (204).
+async fn resume(_: User, Id(id): Id) -> Result<Response> {
+    shared::assistant::history::check_id(&id)?;
+    Ok(no_content())
+}
+
+/// `POST /chat`: the reply as JSON, this API's events or the UI message stream.
+async fn chat(
+    app: State,
+    User(user): User,
+    headers: HeaderMap,
+    invocation: Invocation,
+    body: Body,
+) -> Result<Response> {
+    let (mut input, wire) = if ui_stream::is_ui_request(&body) {
+        (ui_stream::input(&body)?, Wire::UiMessages)
     } else {
-        let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        (ChatInput::from_json(body)?, if accept.contains("text/event-stream") { Wire::Events } else { Wire::Json })
+        let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        (ChatInput::from_json(&body)?, if accept.contains("text/event-stream") { Wire::Events } else { Wire::Json })
     };
     input.streamed = wire != Wire::Json;
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let (left, id) = (http::time_left(req), request_id.to_owned());
     // The reply runs on its own task: it ends (its costs recorded, its turn stored) even when
-    // the client leaves mid-stream, which closes `rx` and so stops the model.
-    // Held until the reply's task ends, so Lambda does not freeze it mid-way (`stream::run`).
-    let ticket = req.extensions().get::<Ticket>().cloned();
+    // the client leaves mid-stream, which closes `rx` and so stops the model. The ticket is held
+    // until the reply's task ends, so Lambda does not freeze it mid-way (`stream::run`).
+    let Invocation { request_id, left, ticket } = invocation;
     let reply = tokio::spawn(
         {
-            let app = Arc::clone(&app);
+            let (app, id) = (Arc::clone(&app), request_id.clone());
             async move {
                 let _ticket = ticket;
                 let answer = app.quota.serve(&user, app.assistant.chat(&user, &input, &id, left, &tx)).await;
-                // Only a JSON answer has headers left to say it in.
                 let json = answer.is_ok() && !input.streamed;
                 let budget_left = if json { app.quota.budget_left(&user).await } else { None };
                 (answer, budget_left)
@@ -141,19 +153,19 @@ async fn route(app: Arc<App>, req: &Request, request_id: &str) -> Result<Respons
         _ => rx.recv().await,
     };
     let Some(first) = first else {
-        // A JSON caller, or a reply refused before it started: one HTTP answer.
         let (answer, budget_left) =
             reply.await.map_err(|e| shared::Error::Upstream(format!("the reply failed: {e}")))?;
-        return Ok(whole(http::with_budget_left(http::json(200, &answer?), budget_left)));
+        return Ok(http::with_budget_left(http::json(200, &answer?), budget_left));
     };
-    let request_id = request_id.to_owned();
     let mut encoder = Encoder::default();
-    let mut frame = move |event: &Event| match wire {
-        Wire::UiMessages => encoder.frames(event),
-        _ => event.to_sse().unwrap_or_default(),
+    let mut frame = move |event: &Event| -> Bytes {
+        let frames: String = match wire {
+            Wire::UiMessages => encoder.chunks(event).iter().map(|data| sse::frame(None, None, data)).collect(),
+            _ => event.named().map(|(name, data)| sse::frame(None, Some(name), &data.to_string())).unwrap_or_default(),
+        };
+        Bytes::from(frames)
     };
     let head = frame(&first);
-    // Events as they come, then the answer (or the error) once the reply's task is done.
     let events = futures::stream::unfold((Some(rx), Some(reply), Some(frame)), move |(rx, reply, frame)| {
         let request_id = request_id.clone();
         async move {
@@ -161,23 +173,19 @@ async fn route(app: Arc<App>, req: &Request, request_id: &str) -> Result<Respons
             if let Some(mut rx) = rx
                 && let Some(event) = rx.recv().await
             {
-                let text = frame(&event);
-                return Some((Bytes::from(text), (Some(rx), reply, Some(frame))));
+                let chunk = frame(&event);
+                return Some((chunk, (Some(rx), reply, Some(frame))));
             }
             let last = last_event(reply?.await.map(|(answer, _)| answer), &request_id);
-            Some((Bytes::from(frame(&last)), (None, None, None)))
+            Some((frame(&last), (None, None, None)))
         }
     });
-    let chunks = futures::StreamExt::chain(futures::stream::once(async move { Bytes::from(head) }), events);
-    let mut response = Response::builder()
-        .status(200)
-        .header(CONTENT_TYPE, "text/event-stream; charset=utf-8")
-        .header(CACHE_CONTROL, "no-cache")
-        .header("x-accel-buffering", "no");
-    if wire == Wire::UiMessages {
-        response = response.header(ui_stream::HEADER.0, ui_stream::HEADER.1);
-    }
-    Ok(response.body(streamed(chunks)).expect("status and headers are valid"))
+    let chunks = futures::StreamExt::chain(futures::stream::once(async move { head }), events);
+    let headers: &[(&str, &str)] = match wire {
+        Wire::UiMessages => &[ui_stream::HEADER],
+        _ => &[],
+    };
+    Ok(sse::response(chunks, headers))
 }
 
 /// The event that ends a stream: the answer, or the error it ended with.

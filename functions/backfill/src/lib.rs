@@ -26,7 +26,7 @@ pub struct App {
     /// Embedder calls per minute (`BACKFILL_RATE`).
     pub rate: u32,
     /// Reads `s3://` sources; `None` builds a client from the AWS environment when one is given.
-    pub objects: Option<backfill::Objects>,
+    pub objects: Option<shared::core::aws::s3::Objects>,
 }
 
 /// The job's services as the environment configures them.

@@ -17,10 +17,10 @@
 
 use std::sync::Arc;
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::routing::{get, post};
 use chrono::{Duration, NaiveTime, TimeZone, Utc};
-use lambda_http::http::header::CONTENT_TYPE;
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
 use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::metrics;
@@ -29,7 +29,8 @@ use shared::costs::budget;
 use shared::costs::ledger::Ledger;
 use shared::costs::report::{Format, GroupBy, Params, Report, TopSpenders, UsersUse, html, text};
 use shared::costs::usage::{self, Reported};
-use shared::http::{self, auth};
+use shared::http::extract::{Backend, Body, Event, Id, Query};
+use shared::http::{self, Response, Router};
 use shared::{Error, Result, compose};
 
 /// How many of a day's top spenders the report lists.
@@ -92,66 +93,76 @@ impl App {
     }
 }
 
-/// Handles one request or scheduled event. Never fails: errors become JSON error responses.
-pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    http::respond(&req, route(app, &req).await)
+type State = axum::extract::State<Arc<App>>;
+
+/// The function's routes, and the scheduled event (`POST /events`).
+pub fn routes(app: Arc<App>) -> Router {
+    http::finish(
+        Router::new()
+            .route("/cost-report", get(report))
+            .route("/costs/usage", post(usage))
+            .route("/backend/users/{userId}/budget", get(user_budget).put(set_user_budget))
+            .route("/events", post(digest))
+            .with_state(app),
+    )
 }
 
-async fn route(app: &App, req: &Request) -> Result<Response<Body>> {
-    if matches!(req.request_context_ref(), Some(RequestContext::PassThrough)) {
-        return digest(app, req).await;
-    }
-    match http::segments(req).as_slice() {
-        ["cost-report"] => {}
-        ["costs", "usage"] => return usage(app, req).await,
-        ["backend", "users", user, "budget"] => return user_budget(app, req, user).await,
-        _ => return Err(http::no_route(req)),
-    }
-    http::allow(req, "GET")?;
-    auth::backend(req)?;
-    let query = req.query_string_parameters();
+/// `GET /cost-report`: the report, as JSON, text or HTML.
+async fn report(app: State, _: Backend, Query(query): Query) -> Result<Response> {
     let params = Params::parse(query.iter(), app.clock.now())?;
     let report = app.report(&params).await?;
     Ok(match params.format {
         Format::Json => http::json(200, &report),
-        Format::Text => typed(text::render(&report), "text/plain; charset=utf-8"),
-        Format::Html => typed(html::render(&report), "text/html; charset=utf-8"),
+        Format::Text => http::typed(200, "text/plain; charset=utf-8", text::render(&report)),
+        Format::Html => http::typed(200, "text/html; charset=utf-8", html::render(&report)),
     })
 }
 
 /// `POST /costs/usage`: records a call the app made itself, once per client id.
-async fn usage(app: &App, req: &Request) -> Result<Response<Body>> {
-    http::allow(req, "POST")?;
-    let owner = auth::backend(req)?;
-    let report = Reported::parse(http::body(req)?, &app.agents)?;
+async fn usage(app: State, Backend(owner): Backend, body: Body) -> Result<Response> {
+    let report = Reported::parse(&body, &app.agents)?;
     let (status, body) = usage::record(&app.ledger, &*app.records, &owner, &report).await?;
     Ok(http::json(status, &body))
 }
 
-/// `GET` / `PUT /backend/users/{userId}/budget`: one user's daily budget, read or set by an
-/// operator (SigV4).
-async fn user_budget(app: &App, req: &Request, user: &str) -> Result<Response<Body>> {
-    let operator = auth::backend(req)?;
-    if !app.operators.contains(&operator) {
-        return Err(Error::Forbidden(format!("only OPERATORS may see or set a user's budget; not {operator}")));
+/// An operator: a SigV4 signer `OPERATORS` names (401 anonymous; 403 any other signer, the
+/// backend's too).
+struct Operator(String);
+
+impl FromRequestParts<Arc<App>> for Operator {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self> {
+        let Backend(operator) = Backend::from_request_parts(parts, app).await?;
+        if !app.operators.contains(&operator) {
+            return Err(Error::Forbidden(format!("only OPERATORS may see or set a user's budget; not {operator}")));
+        }
+        Ok(Self(operator))
     }
-    let user = http::decoded(user)?;
+}
+
+/// `GET /backend/users/{userId}/budget`: one user's daily budget, as an operator sees it.
+async fn user_budget(app: State, _: Operator, Id(user): Id) -> Result<Response> {
     shared::core::validate::user_id(&user)?;
-    let now = app.clock.now();
-    match req.method().as_str() {
-        "GET" => {}
-        "PUT" if app.user_budget_usd <= 0.0 => {
-            return Err(Error::invalid("invalid_budget", "per-user budgets are off (USER_BUDGET_USD_PER_DAY=0)"));
-        }
-        "PUT" => budget::set_user_cap(&*app.records, &operator, &user, http::body(req)?, now).await?,
-        other => {
-            return Err(Error::MethodNotAllowed { method: other.to_owned(), allowed: "GET, PUT" });
-        }
+    budget_answer(&app, &user).await
+}
+
+/// `PUT /backend/users/{userId}/budget` `{"usdPerDay": n | null}`: sets it without a deploy.
+async fn set_user_budget(app: State, Operator(operator): Operator, Id(user): Id, body: Body) -> Result<Response> {
+    shared::core::validate::user_id(&user)?;
+    if app.user_budget_usd <= 0.0 {
+        return Err(Error::invalid("invalid_budget", "per-user budgets are off (USER_BUDGET_USD_PER_DAY=0)"));
     }
+    budget::set_user_cap(&*app.records, &operator, &user, &body, app.clock.now()).await?;
+    budget_answer(&app, &user).await
+}
+
+/// A user's budget: the cap, the default, and what is left today.
+async fn budget_answer(app: &App, user: &str) -> Result<Response> {
     if app.user_budget_usd <= 0.0 {
         return Ok(http::json(200, &serde_json::json!({"userId": user, "usdPerDay": null, "defaultUsdPerDay": null})));
     }
-    let budget = budget::user_budget(&*app.records, app.user_budget_usd, &user, now).await?;
+    let budget = budget::user_budget(&*app.records, app.user_budget_usd, user, app.clock.now()).await?;
     Ok(http::json(
         200,
         &serde_json::json!({"userId": user, "usdPerDay": budget.cap_usd, "defaultUsdPerDay": app.user_budget_usd,
@@ -159,17 +170,9 @@ async fn user_budget(app: &App, req: &Request, user: &str) -> Result<Response<Bo
     ))
 }
 
-fn typed(body: String, content_type: &str) -> Response<Body> {
-    Response::builder()
-        .status(200)
-        .header(CONTENT_TYPE, content_type)
-        .body(Body::Text(body))
-        .expect("status and header are valid")
-}
-
 /// Yesterday's (UTC) digest by agent, for a scheduled event.
-async fn digest(app: &App, req: &Request) -> Result<Response<Body>> {
-    let event: serde_json::Value = serde_json::from_slice(req.body().as_ref()).unwrap_or_default();
+async fn digest(app: State, Event(event): Event) -> Result<Response> {
+    let event: serde_json::Value = serde_json::from_slice(&event).unwrap_or_default();
     let detail_type = event.get("detail-type").and_then(|v| v.as_str()).unwrap_or_default();
     if detail_type != "Scheduled Event" {
         return Err(Error::invalid("unsupported_event", format!("expected a Scheduled Event, got {detail_type:?}")));

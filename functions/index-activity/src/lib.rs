@@ -17,14 +17,14 @@
 
 use std::sync::Arc;
 
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use axum::routing::{post, put};
 use serde_json::{Value, json};
 use shared::activities::activity::Activity;
 use shared::activities::indexing::{Indexer, Report};
 use shared::compose::Config;
 use shared::core::clock::SystemClock;
-use shared::http::{self, auth};
+use shared::http::extract::{Backend, Body, Event, Id, Invocation};
+use shared::http::{self, Response, Router};
 use shared::{Error, Result, compose};
 
 /// Largest body accepted (a batch of 100 activities with long descriptions).
@@ -37,93 +37,65 @@ pub async fn from_env() -> Result<Indexer> {
     compose::indexer(&config, compose::vector_index(&config)?, records, Arc::new(SystemClock))
 }
 
-/// Handles one request or event. An event not applied is an `Err` naming why: one failed on
-/// our side is retried by Lambda; one refused (4xx: malformed, unsupported) is too, harmlessly
-/// (nothing is written), and then lands in the on-failure queue with the reason in its
-/// `responsePayload`, never in the void.
-pub async fn serve(app: &Indexer, req: Request) -> std::result::Result<Response<Body>, lambda_http::Error> {
-    let event = is_event(&req);
-    let response = handle(app, req).await;
-    let status = response.status();
-    if event && (status.is_server_error() || status.is_client_error()) {
-        let reason = String::from_utf8_lossy(response.body().as_ref()).into_owned();
-        let verdict = if status.is_client_error() { "refused" } else { "not applied; retry" };
-        tracing::warn!(status = status.as_u16(), %reason, "activity event {verdict}");
-        return Err(format!("activity event {verdict} (HTTP {}): {reason}", status.as_u16()).into());
-    }
-    Ok(response)
+type State = axum::extract::State<Arc<Indexer>>;
+
+/// The function's routes, and EventBridge's events (`POST /events`).
+pub fn routes(app: Arc<Indexer>) -> Router {
+    http::finish(
+        Router::new()
+            .route("/activities", post(create))
+            .route("/activities/{id}", put(replace).delete(delete))
+            .route("/events", post(event))
+            .with_state(app),
+    )
 }
 
-/// Handles one request or event. Never fails: errors become JSON error responses.
-pub async fn handle(app: &Indexer, req: Request) -> Response<Body> {
-    http::respond(&req, route(app, &req).await)
+/// The largest body of `POST /activities` (100 activities) and `PUT /activities/{id}`.
+type Activities = Body<MAX_BODY_BYTES>;
+
+async fn create(app: State, _: Backend, invocation: Invocation, body: Activities) -> Result<Response> {
+    let activities = Indexer::parse(json(&body)?)?;
+    Ok(written(&app.upsert(&activities, &invocation.request_id).await?))
 }
 
-fn is_event(req: &Request) -> bool {
-    matches!(req.request_context_ref(), Some(RequestContext::PassThrough))
-}
-
-async fn route(app: &Indexer, req: &Request) -> Result<Response<Body>> {
-    let request_id = http::request_id(req);
-    if is_event(req) {
-        return event(app, req, &request_id).await;
-    }
-    let segments = http::segments(req);
-    if let ["activities", ..] = segments.as_slice() {
-        auth::backend(req)?;
-    }
-    match segments.as_slice() {
-        ["activities"] => {
-            http::allow(req, "POST")?;
-            let activities = Indexer::parse(body(req)?)?;
-            Ok(written(&app.upsert(&activities, &request_id).await?))
+async fn replace(app: State, _: Backend, Id(id): Id, invocation: Invocation, body: Activities) -> Result<Response> {
+    let Value::Object(mut object) = json(&body)? else {
+        return Err(Error::invalid("invalid_activity", "send one activity object"));
+    };
+    match object.get("id") {
+        None => {
+            object.insert("id".into(), json!(id));
         }
-        ["activities", id] => match req.method().as_str() {
-            "PUT" => {
-                let Value::Object(mut object) = body(req)? else {
-                    return Err(Error::invalid("invalid_activity", "send one activity object"));
-                };
-                match object.get("id") {
-                    None => {
-                        object.insert("id".into(), json!(id));
-                    }
-                    Some(Value::String(body_id)) if body_id == id => {}
-                    Some(other) => {
-                        return Err(Error::invalid(
-                            "id_mismatch",
-                            format!("id: the body says {other}, the path says {id:?}"),
-                        ));
-                    }
-                }
-                let activity = Activity::from_json(Value::Object(object))?;
-                Ok(written(&app.upsert(&[activity], &request_id).await?))
-            }
-            "DELETE" => {
-                if app.delete(id, app.now()).await? {
-                    Ok(http::json(200, &json!({"id": id, "deleted": true})))
-                } else {
-                    Err(Error::NotFound(format!("activity {id:?} is not indexed")))
-                }
-            }
-            _ => Err(Error::MethodNotAllowed { method: req.method().to_string(), allowed: "PUT, DELETE" }),
-        },
-        _ => Err(http::no_route(req)),
+        Some(Value::String(body_id)) if *body_id == id => {}
+        Some(other) => {
+            return Err(Error::invalid("id_mismatch", format!("id: the body says {other}, the path says {id:?}")));
+        }
+    }
+    let activity = Activity::from_json(Value::Object(object))?;
+    Ok(written(&app.upsert(&[activity], &invocation.request_id).await?))
+}
+
+async fn delete(app: State, _: Backend, Id(id): Id) -> Result<Response> {
+    if app.delete(&id, app.now()).await? {
+        Ok(http::json(200, &json!({"id": id, "deleted": true})))
+    } else {
+        Err(Error::NotFound(format!("activity {id:?} is not indexed")))
     }
 }
 
-fn body(req: &Request) -> Result<Value> {
-    serde_json::from_slice(http::body_up_to(req, MAX_BODY_BYTES)?)
+fn json(body: &[u8]) -> Result<Value> {
+    serde_json::from_slice(body)
         .map_err(|e| Error::invalid("malformed_json", format!("request body is not valid JSON: {e}")))
 }
 
-/// 200 when every activity has its dense vector, 202 when some are pending.
-fn written(report: &Report) -> Response<Body> {
+fn written(report: &Report) -> Response {
     http::json(if report.complete() { 200 } else { 202 }, report)
 }
 
-/// An EventBridge activity event.
-async fn event(app: &Indexer, req: &Request, request_id: &str) -> Result<Response<Body>> {
-    let event: Value = serde_json::from_slice(req.body().as_ref())
+/// An EventBridge activity event: the same writes as the routes, ordered by the event's time.
+async fn event(app: State, invocation: Invocation, Event(event): Event) -> Result<Response> {
+    let request_id = &invocation.request_id;
+    let event: Value = serde_json::from_slice(&event)
         .map_err(|e| Error::invalid("malformed_event", format!("event is not JSON: {e}")))?;
     let detail_type = event.get("detail-type").and_then(Value::as_str).unwrap_or_default();
     let detail = event.get("detail").cloned().unwrap_or(Value::Null);

@@ -23,14 +23,17 @@
 
 use std::sync::Arc;
 
-use lambda_http::{Body, Request, Response};
+use axum::routing::{post, put};
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::Retrieval;
 use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
+use shared::core::json::json_object;
 use shared::core::records::RecordStore;
 use shared::costs::quota::Quota;
-use shared::http::auth::{self, Users};
+use shared::http::auth::Users;
+use shared::http::extract::{Backend, Body, HasUsers, Id, Invocation, User};
+use shared::http::{Response, Router};
 use shared::web::tools;
 use shared::{Result, compose, http};
 
@@ -59,71 +62,75 @@ impl App {
     }
 }
 
-/// Handles one HTTP request. Never fails: errors become JSON error responses.
-pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    http::respond(&req, route(app, &req).await)
-}
-
-async fn route(this: &App, req: &Request) -> Result<Response<Body>> {
-    let App { retrieval: app, users, quota } = this;
-    match http::segments(req).as_slice() {
-        ["users", user, "feedback"] => {
-            http::allow(req, "POST")?;
-            let user = &path_user(user)?;
-            users.require(req, user)?;
-            let body = shared::core::json::json_object(http::body(req)?)?;
-            Ok(http::json(200, &app.feedback(user, &body).await?))
-        }
-        // The app's backend knows who attended (seed 004): the same feedback, for any user.
-        ["backend", "users", user, "feedback"] => {
-            auth::backend(req)?;
-            http::allow(req, "POST")?;
-            let user = &path_user(user)?;
-            let body = shared::core::json::json_object(http::body(req)?)?;
-            Ok(http::json(200, &app.feedback(user, &body).await?))
-        }
-        ["users", user, "preferences"] => {
-            http::allow(req, "PUT")?;
-            let user = &path_user(user)?;
-            users.require(req, user)?;
-            let body = shared::core::json::json_object(http::body(req)?)?;
-            // The preferences are embedded: counted, and spent, like a search.
-            let set = quota.serve(user, app.set_preferences(user, &body, &http::request_id(req))).await?;
-            Ok(http::with_budget_left(http::json(200, &set), quota.budget_left(user).await))
-        }
-        ["rag", "search"] => {
-            let caller = users.caller(req)?;
-            http::allow(req, "POST")?;
-            let request = SearchRequest::from_json(&shared::core::json::json_object(http::body(req)?)?)?;
-            if let Some(user) = &request.user_id {
-                users.require(req, user)?;
-            }
-            let found = quota.serve(&caller, app.search(&request, &http::request_id(req))).await?;
-            Ok(http::with_budget_left(http::json(200, &found), quota.budget_left(&caller).await))
-        }
-        // `exploreNearby` is the name seed 004's clients registered.
-        ["tools", "explore_nearby" | "exploreNearby"] => explore_nearby(app, req).await,
-        _ => Err(http::no_route(req)),
+impl HasUsers for App {
+    fn users(&self) -> &Users {
+        &self.users
     }
 }
 
-/// The user a path names (`/users/{userId}/...`), percent-decoded and checked before anything
-/// is counted: one that cannot key a user's records is a 400.
-fn path_user(segment: &str) -> Result<String> {
-    let user = http::decoded(segment)?;
+type State = axum::extract::State<Arc<App>>;
+
+/// The function's routes.
+pub fn routes(app: Arc<App>) -> Router {
+    http::finish(
+        Router::new()
+            .route("/users/{userId}/feedback", post(feedback))
+            .route("/backend/users/{userId}/feedback", post(backend_feedback))
+            .route("/users/{userId}/preferences", put(preferences))
+            .route("/rag/search", post(search))
+            // `exploreNearby` is the name seed 004's clients registered.
+            .route("/tools/explore_nearby", post(explore_nearby))
+            .route("/tools/exploreNearby", post(explore_nearby))
+            .with_state(app),
+    )
+}
+
+async fn feedback(app: State, caller: User, Id(user): Id, body: Body) -> Result<Response> {
+    let user = path_user(user)?;
+    caller.acting_as(&user)?;
+    Ok(http::json(200, &app.retrieval.feedback(&user, &json_object(&body)?).await?))
+}
+
+/// The app's backend knows who attended (seed 004): the same feedback, for any user.
+async fn backend_feedback(app: State, _: Backend, Id(user): Id, body: Body) -> Result<Response> {
+    let user = path_user(user)?;
+    Ok(http::json(200, &app.retrieval.feedback(&user, &json_object(&body)?).await?))
+}
+
+async fn preferences(app: State, caller: User, Id(user): Id, invocation: Invocation, body: Body) -> Result<Response> {
+    let user = path_user(user)?;
+    caller.acting_as(&user)?;
+    let body = json_object(&body)?;
+    // The preferences are embedded: counted, and spent, like a search.
+    let set = app.quota.serve(&user, app.retrieval.set_preferences(&user, &body, &invocation.request_id)).await?;
+    Ok(http::with_budget_left(http::json(200, &set), app.quota.budget_left(&user).await))
+}
+
+async fn search(app: State, user: User, invocation: Invocation, body: Body) -> Result<Response> {
+    let request = SearchRequest::from_json(&json_object(&body)?)?;
+    if let Some(named) = &request.user_id {
+        user.acting_as(named)?;
+    }
+    let caller = user.0;
+    let found = app.quota.serve(&caller, app.retrieval.search(&request, &invocation.request_id)).await?;
+    Ok(http::with_budget_left(http::json(200, &found), app.quota.budget_left(&caller).await))
+}
+
+/// The user a path names (`/users/{userId}/...`), checked before anything is counted: one that
+/// cannot key a user's records is a 400.
+fn path_user(user: String) -> Result<String> {
     shared::core::validate::user_id(&user)?;
     Ok(user)
 }
 
 /// The `explore_nearby` tool: the same retrieval as `/rag/search`; the body is the
 /// model-facing JSON text, also for bad arguments and failures (so the model can react).
-async fn explore_nearby(app: &Retrieval, req: &Request) -> Result<Response<Body>> {
-    auth::backend(req)?;
-    http::allow(req, "POST")?;
-    let args = shared::core::json::json_object(http::body(req)?)?;
+async fn explore_nearby(app: State, _: Backend, invocation: Invocation, body: Body) -> Result<Response> {
+    let args = json_object(&body)?;
+    let app = &app.retrieval;
     let text = match SearchRequest::from_tool_arguments(&args) {
         Err(e) => tools::error_string("invalid_arguments", &e.to_string()),
-        Ok(request) => match app.search(&request, &http::request_id(req)).await {
+        Ok(request) => match app.search(&request, &invocation.request_id).await {
             Ok(response) => response.tool_text(app.ranking().zone),
             Err(e) => {
                 tracing::error!(error = %e, "explore_nearby failed");

@@ -23,16 +23,19 @@
 
 use std::sync::Arc;
 
-use lambda_http::{Body, Request, Response};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::routing::{get, post};
 use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::records::{RecordStore, replay};
 use shared::core::retry::RetryPolicy;
 use shared::costs::quota::Quota;
-use shared::http::auth;
+use shared::http::extract::{Backend, Body, HasUsers, Id, Invocation, User};
+use shared::http::{Response, Router, auth};
 use shared::pipeline::codex::CodexCli;
 use shared::pipeline::prompt::NodeRequest;
-use shared::pipeline::research_node::{NodeError, ResearchNode};
+use shared::pipeline::research_node::ResearchNode;
 use shared::web::query::{Model, Query};
 use shared::web::search::SearchService;
 use shared::web::tools::{SearchWebArguments, Tools};
@@ -92,32 +95,75 @@ impl SearchFunction {
     }
 }
 
-/// Handles one HTTP request. Never fails: errors become JSON error responses.
-pub async fn handle(app: &SearchFunction, req: Request) -> Response<Body> {
-    http::respond(&req, route(app, &req).await)
-}
-
-async fn route(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
-    match http::segments(req).as_slice() {
-        ["search"] => search(app, req, "search").await,
-        ["search", kind @ ("competitors" | "trends" | "topic")] => search(app, req, kind).await,
-        ["sources", id] => sources(app, req, id).await,
-        ["articles", id, "sources"] => article_sources(app, req, id).await,
-        ["tools"] => {
-            http::allow(req, "GET")?;
-            Ok(http::json(200, &serde_json::json!({"tools": app.tools.definitions()})))
-        }
-        ["tools", name] => tool(app, req, name).await,
-        ["me", "tools", name] => user_tool(app, req, name).await,
-        ["research"] => research(app, req).await,
-        _ => Err(http::no_route(req)),
+impl HasUsers for SearchFunction {
+    fn users(&self) -> &auth::Users {
+        &self.users
     }
 }
 
-async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Response<Body>> {
-    let owner = auth::backend(req)?;
-    http::allow(req, "POST")?;
-    let query = Query::from_json(kind, http::body(req)?)?;
+type App = Arc<SearchFunction>;
+type State = axum::extract::State<App>;
+
+/// The function's routes.
+pub fn routes(app: App) -> Router {
+    http::finish(
+        Router::new()
+            .route("/search", post(search))
+            .route("/search/{method}", post(search_by))
+            .route("/sources/{requestId}", get(sources))
+            .route("/articles/{articleId}/sources", get(article_sources))
+            .route("/tools", get(tools))
+            .route("/tools/{name}", post(tool))
+            .route("/me/tools/{name}", post(user_tool))
+            .route("/research", post(research))
+            .with_state(app),
+    )
+}
+
+async fn tools(app: State) -> Response {
+    http::json(200, &serde_json::json!({"tools": app.tools.definitions()}))
+}
+
+/// `POST /search`.
+async fn search(app: State, owner: Backend, invocation: Invocation, body: Body) -> Result<Response> {
+    run_search(&app, owner, "search", invocation, &body).await
+}
+
+/// `POST /search/{competitors,trends,topic}`.
+async fn search_by(
+    app: State,
+    owner: Backend,
+    SearchMethod(method): SearchMethod,
+    invocation: Invocation,
+    body: Body,
+) -> Result<Response> {
+    run_search(&app, owner, method, invocation, &body).await
+}
+
+/// The method of `POST /search/{method}`: 404 for one there is not, before the body is read.
+struct SearchMethod(&'static str);
+
+impl<S: Send + Sync> FromRequestParts<S> for SearchMethod {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let Id(method) = Id::from_request_parts(parts, state).await?;
+        ["competitors", "trends", "topic"]
+            .into_iter()
+            .find(|m| *m == method)
+            .map(Self)
+            .ok_or_else(|| Error::NotFound(format!("no route for POST /search/{method}")))
+    }
+}
+
+async fn run_search(
+    app: &SearchFunction,
+    Backend(owner): Backend,
+    kind: &str,
+    invocation: Invocation,
+    body: &[u8],
+) -> Result<Response> {
+    let query = Query::from_json(kind, body)?;
     billable(app, &query.agent)?;
     if query.model == Model::SonarPro && !app.premium_agents.contains(&query.agent) {
         return Err(Error::Forbidden(format!(
@@ -126,11 +172,11 @@ async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Respo
             app.premium_agents.join(", ")
         )));
     }
-    let request_id = http::request_id(req);
     // An article's sources are written after the answer's: the search ends that much earlier.
-    let left = http::time_left(req)
+    let left = invocation
+        .left
         .map(|left| if query.article_id.is_some() { left.saturating_sub(replay::WRITE_TIME) } else { left });
-    let mut response = app.search.run(&query, &request_id, left).await?;
+    let mut response = app.search.run(&query, &invocation.request_id, left).await?;
     if let Some(article) = &query.article_id {
         response.sources_stored &= app.search.keep_for_article(&owner, article, &response).await;
     }
@@ -139,11 +185,9 @@ async fn search(app: &SearchFunction, req: &Request, kind: &str) -> Result<Respo
 
 /// `GET /articles/{id}/sources`: the sources of the signing backend's article, de-duplicated,
 /// in the order first cited, with the `## 參考資料` block; 404 when it has none.
-async fn article_sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Response<Body>> {
-    let owner = auth::backend(req)?;
-    http::allow(req, "GET")?;
-    shared::web::articles::validate(id)?;
-    let (sources, truncated) = app.search.article_sources(&owner, id).await?;
+async fn article_sources(app: State, Backend(owner): Backend, Id(id): Id) -> Result<Response> {
+    shared::web::articles::validate(&id)?;
+    let (sources, truncated) = app.search.article_sources(&owner, &id).await?;
     if sources.is_empty() {
         return Err(Error::NotFound(format!("no sources stored for article {id}")));
     }
@@ -158,15 +202,14 @@ async fn article_sources(app: &SearchFunction, req: &Request, id: &str) -> Resul
     ))
 }
 
-async fn sources(app: &SearchFunction, req: &Request, id: &str) -> Result<Response<Body>> {
-    http::allow(req, "GET")?;
-    if !shared::core::validate::is_id(id, 128) {
+async fn sources(app: State, Id(id): Id) -> Result<Response> {
+    if !shared::core::validate::is_id(&id, 128) {
         return Err(Error::invalid(
             "invalid_request_id",
             "requestId must be 1-128 characters of letters, digits, '-' or '_'",
         ));
     }
-    match app.search.sources(id).await? {
+    match app.search.sources(&id).await? {
         Some(sources) => Ok(http::json(
             200,
             &serde_json::json!({
@@ -190,24 +233,20 @@ fn billable(app: &SearchFunction, agent: &str) -> Result<()> {
 
 /// Runs a tool for the backend; the body is the model-facing JSON string itself (also for tool
 /// failures).
-async fn tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Response<Body>> {
-    auth::backend(req)?;
-    http::allow(req, "POST")?;
-    let SearchWebArguments { query, agent } = tool_arguments(app, req, name)?;
-    billable(app, &agent)?;
-    run_tool(app, req, &query, &agent).await
+async fn tool(app: State, _: Backend, Id(name): Id, invocation: Invocation, body: Body) -> Result<Response> {
+    let SearchWebArguments { query, agent } = tool_arguments(&app, &name, &body)?;
+    billable(&app, &agent)?;
+    run_tool(&app, &invocation.request_id, &query, &agent).await
 }
 
 /// Runs a tool for the signed-in user, within their quota, billed to `assistant`.
-async fn user_tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Response<Body>> {
-    let user = app.users.caller(req)?;
-    http::allow(req, "POST")?;
-    let SearchWebArguments { query, agent } = tool_arguments(app, req, name)?;
+async fn user_tool(app: State, User(user): User, Id(name): Id, invocation: Invocation, body: Body) -> Result<Response> {
+    let SearchWebArguments { query, agent } = tool_arguments(&app, &name, &body)?;
     if agent != USER_AGENT {
         return Err(Error::invalid("invalid_agent", format!("a user's tool call is billed to {USER_AGENT:?}")));
     }
-    billable(app, USER_AGENT)?;
-    let response = app.quota.serve(&user, run_tool(app, req, &query, USER_AGENT)).await?;
+    billable(&app, USER_AGENT)?;
+    let response = app.quota.serve(&user, run_tool(&app, &invocation.request_id, &query, USER_AGENT)).await?;
     Ok(http::with_budget_left(response, app.quota.budget_left(&user).await))
 }
 
@@ -215,35 +254,25 @@ async fn user_tool(app: &SearchFunction, req: &Request, name: &str) -> Result<Re
 const USER_AGENT: &str = "assistant";
 
 /// The arguments of tool `name`: 404 for a tool this deployment does not have.
-fn tool_arguments(app: &SearchFunction, req: &Request, name: &str) -> Result<SearchWebArguments> {
+fn tool_arguments(app: &SearchFunction, name: &str, body: &[u8]) -> Result<SearchWebArguments> {
     if !app.tools.has(name) {
         return Err(Error::NotFound(format!("tool {name:?} is not available; GET /tools lists the available ones")));
     }
-    SearchWebArguments::from_json(http::body(req)?)
+    SearchWebArguments::from_json(body)
 }
 
 /// The tool's answer as the response: the model-facing JSON string, and whether its sources
 /// were stored (`x-sources-stored`).
-async fn run_tool(app: &SearchFunction, req: &Request, query: &str, agent: &str) -> Result<Response<Body>> {
-    let answer = app.tools.search_web(query, agent, &http::request_id(req)).await?;
+async fn run_tool(app: &SearchFunction, request_id: &str, query: &str, agent: &str) -> Result<Response> {
+    let answer = app.tools.search_web(query, agent, request_id).await?;
     let mut response = http::raw_json(200, answer.result);
     let stored = if answer.sources_stored { "true" } else { "false" };
-    response.headers_mut().insert("x-sources-stored", lambda_http::http::HeaderValue::from_static(stored));
+    response.headers_mut().insert("x-sources-stored", axum::http::HeaderValue::from_static(stored));
     Ok(response)
 }
 
-async fn research(app: &SearchFunction, req: &Request) -> Result<Response<Body>> {
-    let owner = auth::backend(req)?;
-    http::allow(req, "POST")?;
-    let node_request = NodeRequest::from_json(http::body(req)?)?;
-    let request_id = http::request_id(req);
-    match app.research.run(&node_request, &owner, &request_id).await {
-        Ok(output) => Ok(http::json(200, &output)),
-        Err(NodeError::Budget(e)) => Err(e),
-        Err(e) => {
-            // The CLI's path, its error and its stderr stay in the log (the node's failure line).
-            let (status, code) = e.status_and_code();
-            Ok(http::failure(status, code, &e.public_message(&request_id)))
-        }
-    }
+async fn research(app: State, Backend(owner): Backend, invocation: Invocation, body: Body) -> Result<Response> {
+    let node_request = NodeRequest::from_json(&body)?;
+    let output = app.research.run(&node_request, &owner, &invocation.request_id).await?;
+    Ok(http::json(200, &output))
 }

@@ -20,7 +20,7 @@ pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
 /// The configured tools and one HTTP client for them.
 pub struct AppTools {
     tools: Vec<AppTool>,
-    http: reqwest::Client,
+    http: crate::core::upstream::LazyClient,
     /// Signs with the function's own credentials (its role).
     signer: Signer,
 }
@@ -48,13 +48,13 @@ pub fn sent_arguments(arguments: Value) -> Result<Value, String> {
 impl AppTools {
     /// `tools`, each call ending within `timeout`.
     pub fn new(tools: Vec<AppTool>, timeout: Duration) -> crate::core::error::Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(3)))
-            // An app tool's URL is the deployment's; a redirect elsewhere is not followed.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| crate::core::error::Error::Config(format!("cannot build the tools' HTTP client: {e}")))?;
+        let http = crate::core::upstream::LazyClient::new(move || {
+            reqwest::Client::builder()
+                .timeout(timeout)
+                .connect_timeout(timeout.min(Duration::from_secs(3)))
+                // An app tool's URL is the deployment's; a redirect elsewhere is not followed.
+                .redirect(reqwest::redirect::Policy::none())
+        });
         Ok(Self { tools, http, signer: Signer::default() })
     }
 
@@ -78,8 +78,14 @@ impl AppTools {
         };
         let body = json!({"tool": tool.name, "userId": caller.user, "conversationId": caller.conversation, "arguments": arguments})
             .to_string();
-        let mut request = self
-            .http
+        let http = match self.http.get() {
+            Ok(http) => http,
+            Err(e) => {
+                tracing::error!(tool = %tool.name, error = %e, "the app tools' HTTP client could not be built");
+                return error_string("tool_failed", "the tool is not available right now");
+            }
+        };
+        let mut request = http
             .post(tool.url.clone())
             .header("content-type", "application/json")
             .header("idempotency-key", caller.idempotency_key);

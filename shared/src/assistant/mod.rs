@@ -198,9 +198,9 @@ pub enum Event {
 }
 
 impl Event {
-    /// The event as one frame of this API's own event stream (`mode`, `tool`, `delta`, `done`,
-    /// `error`); `None` for what only the UI message stream carries.
-    pub fn to_sse(&self) -> Option<String> {
+    /// The event's name and data in this API's own event stream (`mode`, `tool`, `delta`,
+    /// `done`, `error`); `None` for what only the UI message stream carries.
+    pub fn named(&self) -> Option<(&'static str, serde_json::Value)> {
         let (name, data) = match self {
             Event::Mode { conversation_id, mode, by } => {
                 ("mode", serde_json::json!({"conversationId": conversation_id, "mode": mode, "by": by}))
@@ -212,7 +212,7 @@ impl Event {
             Event::Error { code, message } => ("error", serde_json::json!({"code": code, "message": message})),
             Event::ToolStarted { .. } | Event::Source(_) => return None,
         };
-        Some(format!("event: {name}\ndata: {data}\n\n"))
+        Some((name, data))
     }
 }
 

@@ -163,8 +163,8 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    /// The frames of `event`.
-    pub fn frames(&mut self, event: &Event) -> String {
+    /// The data of the frames of `event`, each a JSON chunk, `[DONE]` after the last.
+    pub fn chunks(&mut self, event: &Event) -> Vec<String> {
         let mut chunks: Vec<Value> = Vec::new();
         if !self.started {
             self.started = true;
@@ -219,11 +219,11 @@ impl Encoder {
                 chunks.push(json!({"type": "error", "errorText": format!("{code}: {message}")}));
             }
         }
-        let mut frames: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        let mut data: Vec<String> = chunks.iter().map(Value::to_string).collect();
         if matches!(event, Event::Done(_) | Event::Error { .. }) {
-            frames.push_str("data: [DONE]\n\n");
+            data.push("[DONE]".to_owned());
         }
-        frames
+        data
     }
 
     fn text_id(&self) -> String {
@@ -314,13 +314,12 @@ mod tests {
             expires_at: "2026-11-26T12:00:00Z".parse().unwrap(),
         };
         let mut encoder = Encoder::default();
-        let frames = encoder.frames(&Event::Approval(pending))
-            + &encoder.frames(&Event::Denied {
-                id: "call-r-0".into(),
-                used: ToolUse { name: "cancelActivity".into(), ok: false },
-            });
-        let chunks: Vec<Value> =
-            frames.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+        let mut data = encoder.chunks(&Event::Approval(pending));
+        data.extend(encoder.chunks(&Event::Denied {
+            id: "call-r-0".into(),
+            used: ToolUse { name: "cancelActivity".into(), ok: false },
+        }));
+        let chunks: Vec<Value> = data.iter().map(|d| serde_json::from_str(d).unwrap()).collect();
         assert_eq!(
             chunks[1..],
             [
@@ -337,7 +336,7 @@ mod tests {
         let mut encoder = Encoder::default();
         let mode =
             Event::Mode { conversation_id: "c".into(), mode: Mode::Chat, by: crate::assistant::intent::By::Client };
-        let frames: String = [
+        let data: Vec<String> = [
             mode,
             Event::Text("Hel".into()),
             Event::Text("lo".into()),
@@ -351,11 +350,10 @@ mod tests {
             Event::Error { code: "upstream_unavailable".into(), message: "retry".into() },
         ]
         .iter()
-        .map(|e| encoder.frames(e))
+        .flat_map(|e| encoder.chunks(e))
         .collect();
-        let types: Vec<String> = frames
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
+        let types: Vec<String> = data
+            .iter()
             .map(|d| serde_json::from_str::<Value>(d).map_or(d.to_owned(), |v| v["type"].as_str().unwrap().to_owned()))
             .collect();
         assert_eq!(
@@ -376,6 +374,6 @@ mod tests {
                 "[DONE]"
             ]
         );
-        assert!(frames.contains(r#""id":"text-2""#), "each text part has its own id");
+        assert!(data.iter().any(|d| d.contains(r#""id":"text-2""#)), "each text part has its own id");
     }
 }

@@ -24,7 +24,7 @@ pub enum Error {
     Conflict { code: &'static str, message: String },
     /// The route exists but not for this method (405).
     #[error("method {method} is not allowed here; allowed: {allowed}")]
-    MethodNotAllowed { method: String, allowed: &'static str },
+    MethodNotAllowed { method: String, allowed: String },
     /// The body is larger than we accept (413).
     #[error("request body is larger than {limit} bytes")]
     TooLarge { limit: usize },
@@ -51,6 +51,10 @@ pub enum Error {
     /// `retry_after_secs` (`Retry-After`): the issuer's keys.
     #[error("{message}")]
     Unavailable { code: &'static str, message: String, retry_after_secs: u64 },
+    /// A tool the request runs (the research CLI) is missing (500), kept failing (502) or ran
+    /// out of time (504). `code` is stable, `message` says why without the tool's internals.
+    #[error("{message}")]
+    Tool { status: u16, code: &'static str, message: String },
     /// The deployment is misconfigured (500).
     #[error("configuration error: {0}")]
     Config(String),
@@ -74,6 +78,7 @@ impl Error {
             Self::BudgetExceeded { .. } | Self::QuotaExceeded { .. } | Self::TooMany { .. } => 429,
             Self::Store(_) | Self::Upstream(_) | Self::Unavailable { .. } => 503,
             Self::Config(_) => 500,
+            Self::Tool { status, .. } => *status,
         }
     }
 
@@ -103,6 +108,7 @@ impl Error {
             Self::Store(_) => "store_unavailable",
             Self::Upstream(_) => "upstream_unavailable",
             Self::Config(_) => "misconfigured",
+            Self::Tool { code, .. } => code,
         }
     }
 }

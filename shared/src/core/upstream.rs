@@ -114,19 +114,40 @@ impl ProviderError {
     }
 }
 
-/// An HTTP client for one upstream, built once per process.
+/// A `reqwest` client built at its first request, not when the function starts: building one
+/// reads the system's root certificates, several milliseconds of a cold start that a request
+/// refused at the door (or a keyless default) never needs.
+pub struct LazyClient {
+    client: std::sync::OnceLock<reqwest::Client>,
+    builder: Box<dyn Fn() -> reqwest::ClientBuilder + Send + Sync>,
+}
+
+impl LazyClient {
+    pub fn new(builder: impl Fn() -> reqwest::ClientBuilder + Send + Sync + 'static) -> Self {
+        Self { client: std::sync::OnceLock::new(), builder: Box::new(builder) }
+    }
+
+    /// The client, built now if it is not yet.
+    pub fn get(&self) -> Result<&reqwest::Client, String> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let built = (self.builder)().build().map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+        Ok(self.client.get_or_init(|| built))
+    }
+}
+
+/// An HTTP client for one upstream, built once per process, at its first call.
 pub struct JsonClient {
-    http: reqwest::Client,
+    http: LazyClient,
     timeout: Duration,
 }
 
 impl JsonClient {
     pub fn new(timeout: Duration) -> Result<Self, ProviderError> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .build()
-            .map_err(|e| ProviderError::Network(format!("cannot build HTTP client: {e}")))?;
+        let http = LazyClient::new(move || {
+            reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)))
+        });
         Ok(Self { http, timeout })
     }
 
@@ -144,8 +165,8 @@ impl JsonClient {
         body: &Value,
     ) -> Result<reqwest::Response, ProviderError> {
         let bearer = key.value().await.map_err(|e| ProviderError::KeyUnavailable(e.to_string()))?;
-        let response =
-            self.http.post(url).bearer_auth(bearer).json(body).send().await.map_err(|e| self.transport(&e))?;
+        let http = self.http.get().map_err(ProviderError::Network)?;
+        let response = http.post(url).bearer_auth(bearer).json(body).send().await.map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
         if (200..=299).contains(&status) {
             return Ok(response);

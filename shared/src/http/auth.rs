@@ -9,9 +9,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use lambda_http::RequestExt;
 use lambda_http::http::header::AUTHORIZATION;
+use lambda_http::http::request::Parts;
 use lambda_http::request::RequestContext;
-use lambda_http::{Request, RequestExt};
 
 use crate::core::error::{Error, Result};
 use crate::http::jwt::Verifier;
@@ -34,7 +35,7 @@ pub enum Caller {
 
 impl Caller {
     /// The caller of `req`, from an HTTP API (payload 2.0) request context.
-    pub fn of(req: &Request) -> Self {
+    pub fn of(req: &Parts) -> Self {
         let Some(RequestContext::ApiGatewayV2(context)) = req.request_context_ref() else {
             return Self::Anonymous;
         };
@@ -55,7 +56,7 @@ impl Caller {
 /// The IAM principal that signed `req`, the same across its sessions: `<account>:role/<name>`
 /// for an assumed role (`arn:aws:sts::<account>:assumed-role/<name>/<session>`), else its ARN.
 /// Refuses a request not signed by one: 401 with no identity, 403 for a user.
-pub fn backend(req: &Request) -> Result<String> {
+pub fn backend(req: &Parts) -> Result<String> {
     match Caller::of(req) {
         Caller::Backend { arn } => Ok(principal(&arn)),
         Caller::User { .. } => {
@@ -95,8 +96,9 @@ impl Users {
         Ok(Self { claim: settings.user_claim.clone(), verifier })
     }
 
-    /// The verified user of `req`: 401 without a token, 403 for a token without the claim.
-    pub fn caller(&self, req: &Request) -> Result<String> {
+    /// The user the authorizer verified for `req`: 401 without a token, 403 for a token
+    /// without the claim.
+    fn caller(&self, req: &Parts) -> Result<String> {
         match Caller::of(req) {
             Caller::User { claims } => self.user_of(&claims),
             Caller::Backend { .. } | Caller::Anonymous => Err(no_token()),
@@ -106,11 +108,11 @@ impl Users {
     /// The verified user of `req`, whichever door it came through: the authorizer's claims, or
     /// (with no authorizer, and `JWT_ISSUER` set) its `Authorization: Bearer` token verified
     /// here. 401 for a missing, forged, expired or wrong-audience token, before anything is spent.
-    pub async fn verified(&self, req: &Request) -> Result<String> {
+    pub async fn verified(&self, req: &Parts) -> Result<String> {
         match (Caller::of(req), &self.verifier) {
             (Caller::Anonymous, Some(verifier)) => {
                 let token = req
-                    .headers()
+                    .headers
                     .get(AUTHORIZATION)
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
@@ -142,35 +144,31 @@ impl Users {
         })?;
         Ok(user.clone())
     }
-
-    /// Refuses `req` unless its verified user is `user` (401 without a token, 403 another).
-    pub fn require(&self, req: &Request, user: &str) -> Result<()> {
-        if self.caller(req)? == user {
-            Ok(())
-        } else {
-            Err(Error::Forbidden(format!("a user may act only as themselves, not as {user:?}")))
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use lambda_http::Body;
+    use lambda_http::{Body, Request};
     use serde_json::json;
 
     use super::*;
 
-    fn with_authorizer(authorizer: serde_json::Value) -> Request {
+    fn with_authorizer(authorizer: serde_json::Value) -> Parts {
         let context = json!({"http": {"method": "POST", "path": "/x", "protocol": "HTTP/1.1",
                                        "sourceIp": "192.0.2.1", "userAgent": "t"},
                              "authorizer": authorizer, "timeEpoch": 0});
-        Request::new(Body::Empty)
-            .with_request_context(RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap()))
+        let req = Request::new(Body::Empty)
+            .with_request_context(RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap()));
+        req.into_parts().0
+    }
+
+    fn anonymous() -> Parts {
+        Request::new(Body::Empty).into_parts().0
     }
 
     #[test]
     fn the_caller_is_what_the_authorizer_verified() {
-        assert_eq!(Caller::of(&Request::new(Body::Empty)), Caller::Anonymous);
+        assert_eq!(Caller::of(&anonymous()), Caller::Anonymous);
         let signed = with_authorizer(json!({"iam": {"userArn": "arn:aws:iam::1:role/backend", "callerId": "AROA"}}));
         assert_eq!(Caller::of(&signed), Caller::Backend { arn: "arn:aws:iam::1:role/backend".into() });
         assert_eq!(backend(&signed).unwrap(), "arn:aws:iam::1:role/backend");
@@ -181,14 +179,12 @@ mod tests {
         assert_eq!(backend(&session("i-1")).unwrap(), backend(&session("lambda-2")).unwrap());
         let user = with_authorizer(json!({"jwt": {"claims": {"sub": "u-1", "username": "ann"}, "scopes": null}}));
         assert_eq!(backend(&user).unwrap_err().status(), 403);
-        assert_eq!(backend(&Request::new(Body::Empty)).unwrap_err().status(), 401);
+        assert_eq!(backend(&anonymous()).unwrap_err().status(), 401);
 
         let users = Users::new("sub");
         assert_eq!(users.caller(&user).unwrap(), "u-1");
-        assert!(users.require(&user, "u-1").is_ok());
-        assert_eq!(users.require(&user, "u-2").unwrap_err().status(), 403);
-        assert_eq!(users.require(&signed, "u-1").unwrap_err().status(), 401);
-        assert_eq!(users.require(&Request::new(Body::Empty), "u-1").unwrap_err().status(), 401);
+        assert_eq!(users.caller(&signed).unwrap_err().status(), 401, "a signer is not a user");
+        assert_eq!(users.caller(&anonymous()).unwrap_err().status(), 401);
         assert_eq!(Users::new("custom:id").caller(&user).unwrap_err().status(), 403, "a token without the claim");
         assert_eq!(Users::new("username").caller(&user).unwrap(), "ann");
     }

@@ -118,7 +118,7 @@ pub struct Verifier {
 
 struct Inner {
     issuer: Issuer,
-    http: reqwest::Client,
+    http: crate::core::upstream::LazyClient,
     /// Read on every request; written only after a fetch.
     keys: RwLock<Keys>,
     /// Held by the one fetch running.
@@ -136,11 +136,9 @@ impl Verifier {
 
     /// A verifier that refreshes its held keys once they are `live` old ([`Self::new`]: an hour).
     pub fn refreshing_after(issuer: Issuer, live: Duration) -> Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| Error::Config(format!("cannot build the JWKS client: {e}")))?;
+        let http = crate::core::upstream::LazyClient::new(|| {
+            reqwest::Client::builder().timeout(FETCH_TIMEOUT).redirect(reqwest::redirect::Policy::none())
+        });
         let inner = Inner {
             issuer,
             http,
@@ -323,7 +321,7 @@ impl Inner {
     }
 
     async fn get_json(&self, url: &str) -> std::result::Result<Value, String> {
-        let response = self.http.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
+        let response = self.http.get()?.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
         if !response.status().is_success() {
             return Err(format!("{url}: HTTP {}", response.status()));
         }

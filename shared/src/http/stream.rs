@@ -9,7 +9,6 @@
 //! when every [`Ticket`] of the invocation is dropped (or its deadline passed): the response
 //! body holds one, and a handler gives a clone to any task it spawns.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,14 +17,16 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyDataStream, BodyExt, Full, StreamBody};
+use http_body_util::{BodyDataStream, BodyExt};
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
 use lambda_http::http::header::SET_COOKIE;
+use lambda_http::http::request::Parts;
 use lambda_http::lambda_runtime::{self, FunctionResponse, MetadataPrelude, StreamResponse};
 use lambda_http::request::{LambdaRequest, RequestContext};
-use lambda_http::{Body, Error, LambdaEvent, Request, RequestExt, Response, service_fn};
+use lambda_http::{Body, Error, LambdaEvent, Request, RequestExt, service_fn};
 use tokio::sync::watch;
+
+use super::{Response, Router};
 
 /// One invocation's work in progress: done when its last clone is dropped.
 #[derive(Clone)]
@@ -87,26 +88,20 @@ async fn keeper(done: watch::Receiver<u64>) -> Option<impl Future<Output = Resul
     }
 }
 
-/// A response body: a whole document, or a stream of chunks.
-pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
-
-/// `response` with its whole body as a [`ResponseBody`].
-pub fn whole(response: Response<Body>) -> Response<ResponseBody> {
-    response.map(|body| Full::new(Bytes::copy_from_slice(body.as_ref())).boxed_unsync())
-}
-
-/// An answer with no body (204: nothing to stream).
-pub fn no_content() -> Response<ResponseBody> {
-    whole(Response::builder().status(204).body(Body::Empty).expect("status is valid"))
-}
-
 /// A streamed body of `chunks`.
-pub fn streamed<S>(chunks: S) -> ResponseBody
+pub fn streamed<S>(chunks: S) -> axum::body::Body
 where
     S: futures::Stream<Item = Bytes> + Send + 'static,
 {
     use futures::StreamExt;
-    StreamBody::new(chunks.map(|c| Ok::<_, Infallible>(http_body::Frame::data(c)))).boxed_unsync()
+    axum::body::Body::from_stream(chunks.map(Ok::<_, std::convert::Infallible>))
+}
+
+/// An answer with no body (204: nothing to stream).
+pub fn no_content() -> Response {
+    let mut response = Response::default();
+    *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    response
 }
 
 /// `domain` (a payload 2.0 request context's, set by Lambda, never by the client) if it is a
@@ -126,33 +121,26 @@ fn via_function_url(event: &LambdaRequest) -> bool {
 /// The base URL (`https://<id>.lambda-url.<region>.on.aws`) of the Function URL `req` came
 /// through, as the client called it (`X-Forwarded-Proto` and `Host`, set by the door); `None`
 /// for a request through API Gateway.
-pub fn door_url(req: &Request) -> Option<String> {
+pub fn door_url(req: &Parts) -> Option<String> {
     let Some(RequestContext::ApiGatewayV2(context)) = req.request_context_ref() else { return None };
     let domain = function_url(context.domain_name.as_deref())?;
-    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
+    let header = |name: &str| req.headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
     let proto = if header("x-forwarded-proto") == Some("http") { "http" } else { "https" };
     Some(format!("{proto}://{}", header("host").unwrap_or(domain)))
 }
 
-/// Runs the Lambda runtime with `handler`: streamed to Function URL callers, buffered for API
+/// Runs the Lambda runtime with `router`: streamed to Function URL callers, buffered for API
 /// Gateway's. Each request carries its invocation's [`Ticket`] in its extensions.
-pub async fn run<H, F>(handler: H) -> Result<(), Error>
-where
-    H: Fn(Request) -> F,
-    F: Future<Output = Response<ResponseBody>> + Send + 'static,
-{
+pub async fn run(router: Router) -> Result<(), Error> {
     let (done, finished) = watch::channel(0u64);
     let done = Arc::new(done);
     let keeper = keeper(finished).await;
-    let handler = &handler;
     let runtime = lambda_runtime::run(service_fn(move |event: LambdaEvent<LambdaRequest>| {
         let ticket = Ticket(Arc::new(Done(Arc::clone(&done))));
         let streamed = via_function_url(&event.payload);
         let mut request: Request = event.payload.into();
         request.extensions_mut().insert(ticket.clone());
-        let request = request.with_lambda_context(event.context);
-        let span = super::span(&request);
-        let response = tracing::Instrument::instrument(handler(request), span);
+        let response = super::invoke_streamed(router.clone(), request.with_lambda_context(event.context));
         async move {
             let response = response.await;
             let (parts, body) = response.into_parts();

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::error::{Error, Result};
 use crate::core::secrets::Secret;
+use crate::http::extract::Owner;
 use crate::http::settings::{STREAM_KEY_LEN, Settings};
 
 /// How long a link opens its stream: past a research's longest run (15 minutes), so a client
@@ -78,10 +79,10 @@ impl StreamLinks {
     }
 
     /// A token opening session `session`'s stream for `owner` until [`LIFETIME`] after `now`.
-    pub async fn issue(&self, owner: &str, session: &str, now: DateTime<Utc>) -> Result<String> {
+    pub async fn issue(&self, owner: &Owner, session: &str, now: DateTime<Utc>) -> Result<String> {
         let lifetime = i64::try_from(LIFETIME.as_secs()).unwrap_or(i64::MAX);
         let claims =
-            Claims { sub: owner.into(), sid: session.into(), aud: AUDIENCE.into(), exp: now.timestamp() + lifetime };
+            Claims { sub: owner.key(), sid: session.into(), aud: AUDIENCE.into(), exp: now.timestamp() + lifetime };
         let key = EncodingKey::from_secret(&self.key().await?);
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key)
             .map_err(|e| Error::Config(format!("cannot sign a stream link: {e}")))
@@ -89,7 +90,7 @@ impl StreamLinks {
 
     /// The owner `token` speaks for, if it is this key's, for session `session`, and not expired
     /// at `now`; 401 otherwise.
-    pub async fn verify(&self, token: &str, session: &str, now: DateTime<Utc>) -> Result<String> {
+    pub async fn verify(&self, token: &str, session: &str, now: DateTime<Utc>) -> Result<Owner> {
         let refused = |why: &str| Error::Unauthenticated(format!("the stream link is not valid: {why}"));
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_audience(&[AUDIENCE]);
@@ -119,7 +120,7 @@ impl StreamLinks {
         if claims.sid != session {
             return Err(refused("it is for another session"));
         }
-        Ok(claims.sub)
+        Owner::parse(&claims.sub).ok_or_else(|| refused("it names no owner"))
     }
 }
 
@@ -131,10 +132,13 @@ mod tests {
     async fn a_link_opens_its_own_session_until_it_expires() {
         let links = StreamLinks::new(b"0123456789abcdef0123456789abcdef");
         let now = Utc::now();
-        let token = links.issue("user:u-1", "s-1", now).await.unwrap();
-        assert_eq!(links.verify(&token, "s-1", now).await.unwrap(), "user:u-1");
-        assert_eq!(links.verify(&token, "s-1", now + chrono::Duration::minutes(29)).await.unwrap(), "user:u-1");
-        let refused = |r: Result<String>| r.unwrap_err().status();
+        let token = links.issue(&Owner::User("u-1".into()), "s-1", now).await.unwrap();
+        assert_eq!(links.verify(&token, "s-1", now).await.unwrap(), Owner::User("u-1".into()));
+        assert_eq!(
+            links.verify(&token, "s-1", now + chrono::Duration::minutes(29)).await.unwrap(),
+            Owner::User("u-1".into())
+        );
+        let refused = |r: Result<Owner>| r.unwrap_err().status();
         assert_eq!(refused(links.verify(&token, "s-2", now).await), 401, "another session");
         assert_eq!(refused(links.verify(&token, "s-1", now + chrono::Duration::minutes(30)).await), 401, "expired");
         let other = StreamLinks::new(b"another key of thirty-two bytes!");

@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::clock::Clock;
+use crate::core::error::Error;
 use crate::core::records::RecordStore;
 use crate::pipeline::codex::{CliError, CodexCli};
 use crate::pipeline::output::{ParsedAs, ResearchData, parse_output};
@@ -80,25 +81,19 @@ impl ResearchNode {
     /// and writes). A CLI that is missing or keeps failing stops the pipeline with an error.
     /// Logs seed 001's lines (start, prompt, topics loaded and saved, completed or failed),
     /// each with the request id.
-    pub async fn run(
-        &self,
-        req: &NodeRequest,
-        owner: &str,
-        request_id: &str,
-    ) -> std::result::Result<NodeOutput, NodeError> {
+    pub async fn run(&self, req: &NodeRequest, owner: &str, request_id: &str) -> Result<NodeOutput, Error> {
         tracing::info!(request_id, "Starting Research Node");
         let result = self.research(req, owner, request_id).await;
-        match &result {
-            Ok(output) => {
-                tracing::info!(
-                    request_id,
-                    "Research Node completed: {} unique results found",
-                    output.data.results.len()
-                )
-            }
-            Err(e) => tracing::error!(request_id, code = e.status_and_code().1, "Research Node failed: {e}"),
+        if let Ok(output) = &result {
+            tracing::info!(request_id, "Research Node completed: {} unique results found", output.data.results.len());
         }
-        result
+        result.map_err(|e| {
+            // The detail (the CLI's path, its error, its stderr) stays in this line.
+            let detail = e.to_string();
+            let e = Error::from(e);
+            tracing::error!(request_id, code = e.code(), "Research Node failed: {detail}");
+            e
+        })
     }
 
     async fn research(
@@ -225,29 +220,24 @@ pub enum NodeError {
     Budget(crate::core::error::Error),
 }
 
-impl NodeError {
-    /// The HTTP error for this stop: a missing CLI is our misconfiguration (500); a CLI that
-    /// kept failing is an upstream failure (502).
-    pub fn status_and_code(&self) -> (u16, &'static str) {
-        match self {
-            Self::Cli(CliError::NotFound(_) | CliError::Spawn { .. }) => (500, "cli_not_found"),
-            Self::Cli(CliError::OutOfTime) => (504, "research_timeout"),
-            Self::Cli(_) => (502, "cli_failed"),
-            Self::Budget(e) => (e.status(), e.code()),
-        }
-    }
-
-    /// What the caller is told: why, without the CLI's path, its OS error or its output (those
-    /// stay in the log, found by `request_id`).
-    pub fn public_message(&self, request_id: &str) -> String {
-        let why = match self {
-            Self::Cli(CliError::NotFound(_) | CliError::Spawn { .. }) => {
-                "the research CLI is not available; its operator's log says why".to_owned()
+/// The answer to a stop: a missing CLI is our misconfiguration (500); a CLI that kept failing is
+/// an upstream failure (502), one out of time 504. The message says why without the CLI's path,
+/// its OS error or its output (those stay in the log line of [`ResearchNode::run`]).
+impl From<NodeError> for Error {
+    fn from(e: NodeError) -> Self {
+        let (status, code, message) = match e {
+            NodeError::Budget(e) => return e,
+            NodeError::Cli(CliError::NotFound(_) | CliError::Spawn { .. }) => {
+                (500, "cli_not_found", "the research CLI is not available; its operator's log says why".to_owned())
             }
-            Self::Cli(CliError::Failed { .. }) => "the research CLI failed after its retries".to_owned(),
-            Self::Cli(e @ (CliError::Timeout(_) | CliError::TooMuchOutput(_) | CliError::OutOfTime)) => e.to_string(),
-            Self::Budget(e) => e.to_string(),
+            NodeError::Cli(CliError::Failed { .. }) => {
+                (502, "cli_failed", "the research CLI failed after its retries".to_owned())
+            }
+            NodeError::Cli(e @ CliError::OutOfTime) => (504, "research_timeout", e.to_string()),
+            NodeError::Cli(e @ (CliError::Timeout(_) | CliError::TooMuchOutput(_))) => {
+                (502, "cli_failed", e.to_string())
+            }
         };
-        format!("{why} (request {request_id})")
+        Error::Tool { status, code, message }
     }
 }

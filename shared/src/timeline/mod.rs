@@ -13,6 +13,7 @@
 pub mod events;
 pub mod proposal;
 pub mod readers;
+pub mod runs;
 pub mod sessions;
 pub mod settings;
 

@@ -125,11 +125,6 @@ impl Logged {
     pub fn ends(&self) -> bool {
         matches!(self.name.as_str(), "complete" | "error" | "cancelled")
     }
-
-    /// The event in `text/event-stream` form, with its `id`.
-    pub fn to_sse(&self) -> String {
-        format!("id: {}\nevent: {}\ndata: {}\n\n", self.seq, self.name, self.data)
-    }
 }
 
 fn event_key(seq: u32) -> String {

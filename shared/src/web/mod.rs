@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod articles;
 pub mod cache;
 pub mod citations;
+mod flight;
 pub mod metrics;
 pub mod providers;
 pub mod query;

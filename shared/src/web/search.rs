@@ -3,7 +3,7 @@
 //! Order of work: no provider configured -> labelled mock; cache hit -> the cached answer
 //! (`cached: true`, no upstream call); a miss that another request is already answering
 //! (single flight: a short lease in the record store, claimed with a conditional write) ->
-//! wait up to [`FOLLOW_WAIT`] for its cached answer, then go alone; otherwise the provider,
+//! wait up to [`flight::FOLLOW_WAIT`] for its cached answer, then go alone; otherwise the provider,
 //! retried with backoff; its
 //! answer's citations are cleaned, and the answer is cached, its sources stored and its cost
 //! recorded before the response leaves. When every attempt fails, or nothing in the answer is
@@ -17,25 +17,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::time::Instant;
 
 use crate::core::clock::Clock;
 use crate::core::error::Result;
-use crate::core::records::{HOT_PATH, Record, RecordStore, bounded};
+use crate::core::records::RecordStore;
 use crate::core::retry::{RetryPolicy, within};
 use crate::core::upstream::{ProviderError, Usage};
 use crate::costs::budget::Hold;
 use crate::costs::ledger::{CallKind, Charge, Citations, CostRecord, CostSource, Ledger, Outcome};
-use crate::web::analysis;
-use crate::web::cache;
 use crate::web::citations::{self, Source};
+use crate::web::flight::{self, Flight};
 use crate::web::metrics::{ProviderCall, SearchMetrics};
 use crate::web::providers::tavily::Tavily;
 use crate::web::providers::{Answer, Breaker, SearchProvider, mock};
 use crate::web::query::{Kind, Query};
 use crate::web::response::{SearchResponse, UsageReport};
 use crate::web::tools::Tools;
+use crate::web::{analysis, cache};
 use crate::web::{articles, sources};
 
 /// A configured search provider and its circuit breaker.
@@ -57,33 +56,17 @@ pub struct SearchService {
     budget: Duration,
 }
 
-/// How long a request waits for an identical one in flight before calling the upstream itself.
-pub const FOLLOW_WAIT: Duration = Duration::from_secs(15);
 /// What a request keeps of its invocation's time for what follows its upstream work: settling
 /// the budget hold (`BUDGET_STORE_TIMEOUT_MS`, 1 s by default), a cut call's record and the
 /// answer's writes (each within [`crate::core::records::replay::WRITE_TIME`]), the
-/// single-flight release ([`HOT_PATH`]) and sending the answer.
+/// single-flight release ([`crate::core::records::HOT_PATH`]) and sending the answer.
 pub const OWED_RESERVE: Duration = Duration::from_millis(5500);
-
-/// How long a claim on answering a request lasts unless its holder releases it first.
-const LEASE_SECS: i64 = 60;
 
 /// The time box of a request's upstream work: when it ends, and how long it is.
 #[derive(Clone, Copy)]
 struct TimeBox {
     until: Instant,
     length: Duration,
-}
-
-/// What single flight decided for a cache miss.
-enum Flight {
-    /// Another request in flight answered it.
-    Answered(Box<SearchResponse>),
-    /// This request holds the claim, or may (its claim was cut short by [`HOT_PATH`] and may
-    /// still land): it asks, then releases the claim if it is its own.
-    Leads,
-    /// This request asks without the claim (another one holds it, gave up, or the store failed).
-    Alone,
 }
 
 impl SearchService {
@@ -175,14 +158,14 @@ impl SearchService {
             return Ok(self.served_from_cache(query, request_id, hit).await);
         }
         let owner = uuid::Uuid::new_v4().simple().to_string();
-        match self.follow(&key, &owner, time.until).await {
+        match flight::follow(&*self.records, &*self.clock, &key, &owner, time.until).await {
             Flight::Answered(hit) => {
                 tracing::info!(cache_key = %key, "an identical request in flight answered this one");
                 Ok(self.served_from_cache(query, request_id, *hit).await)
             }
             Flight::Leads => {
                 let response = self.ask(query, request_id, &key, candidates, time, calls).await;
-                self.release(&key, &owner).await;
+                flight::release(&*self.records, &*self.clock, &key, &owner).await;
                 response
             }
             Flight::Alone => self.ask(query, request_id, &key, candidates, time, calls).await,
@@ -197,79 +180,6 @@ impl SearchService {
         let cost = self.bill(query, &hit, &Usage::default(), Outcome::Cached, saved_usd, None);
         self.finish(&mut hit, cost).await;
         hit
-    }
-
-    fn lease_key(key: &str) -> String {
-        format!("lease:{key}")
-    }
-
-    /// Claims answering `key` as `owner`; if another request holds the claim, waits (up to
-    /// [`FOLLOW_WAIT`], and half the time left before `deadline`) for its cached answer.
-    async fn follow(&self, key: &str, owner: &str, deadline: Instant) -> Flight {
-        let now = self.clock.now();
-        let lease = Record {
-            pk: Self::lease_key(key),
-            sk: "lease".into(),
-            expires_at: Some(now.timestamp() + LEASE_SECS),
-            body: json!({"claimedAt": now.timestamp(), "owner": owner}),
-        };
-        // The claim as the store has it now; the answer, once its holder cached it.
-        let claim = || {
-            bounded(
-                HOT_PATH,
-                "the single-flight claim",
-                self.records.get(&lease.pk, &lease.sk, self.clock.now().timestamp()),
-            )
-        };
-        let answered = || async {
-            let hit = cache::get::<SearchResponse>(&*self.records, key, self.clock.now()).await;
-            hit.map(|hit| Flight::Answered(Box::new(hit)))
-        };
-        match tokio::time::timeout(HOT_PATH, self.records.put_new(&lease, now.timestamp())).await {
-            Ok(Ok(true)) => return Flight::Leads,
-            Ok(Ok(false)) => {}
-            // A store fault leaves this request to answer alone, never to fail.
-            Ok(Err(_)) => return Flight::Alone,
-            // Cut short (a slow store), the claim may still land: another request's claim is
-            // followed; else this one answers, then releases the claim if it did land.
-            Err(_) => match claim().await {
-                Ok(Some(held)) if held.body["owner"].as_str() != Some(owner) => {}
-                _ => return Flight::Leads,
-            },
-        }
-        let waiting = Instant::now();
-        let until = waiting + FOLLOW_WAIT.min(deadline.saturating_duration_since(waiting) / 2);
-        while Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if let Some(flight) = answered().await {
-                return flight;
-            }
-            if !matches!(claim().await, Ok(Some(_))) {
-                // Released: its holder cached the answer first, unless it had none. Read the
-                // cache again, or a release between the two reads above sends this one upstream;
-                // released without a cached answer: ask ourselves.
-                return answered().await.unwrap_or(Flight::Alone);
-            }
-        }
-        Flight::Alone
-    }
-
-    /// Ends `owner`'s claim on `key` (it is answered, or it could not be); a claim that is not
-    /// `owner`'s (another request's, after this one's expired) is left alone.
-    async fn release(&self, key: &str, owner: &str) {
-        let now = self.clock.now().timestamp();
-        let pk = Self::lease_key(key);
-        let release = async {
-            let held = self.records.get(&pk, "lease", now).await?;
-            if held.is_some_and(|r| r.body["owner"] == owner) {
-                let ended = Record { pk: pk.clone(), sk: "lease".into(), expires_at: Some(now), body: json!({}) };
-                self.records.put(&ended).await?;
-            }
-            Ok(())
-        };
-        if let Err(e) = bounded(HOT_PATH, "the single-flight release", release).await {
-            tracing::warn!(error = %e, "single-flight claim not released; it expires by itself");
-        }
     }
 
     /// Asks the candidate providers in order within `time`; labelled mock data when none answers.

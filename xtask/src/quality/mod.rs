@@ -254,7 +254,7 @@ pub const LEXICAL_FLOOR: f64 = 0.95;
 pub const LATENCY_RATIO: f64 = 1.5;
 
 /// Pooled held-out nDCG@10 per method and kind: every query of a split not [`tuned`].
-type Pooled = BTreeMap<String, BTreeMap<String, Scores>>;
+pub type Pooled = BTreeMap<String, BTreeMap<String, Scores>>;
 
 fn pool(into: &mut Pooled, method: &str, queries: &[DevQuery], ranked: &HashMap<String, Vec<String>>) {
     for q in queries.iter().filter(|q| !tuned(&q.split)) {
@@ -362,15 +362,57 @@ async fn timed(retrieval: &Retrieval, queries: &[DevQuery]) -> Result<(HashMap<S
 /// baselines in memory (plain e5 both ways, issue 19's ranking); then the pooled held-out
 /// table and the decision rule. Exits non-zero when the configured ranking loses to a
 /// baseline on a kind. With `tune`, the dev splits only, and no decision.
-pub async fn run(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Result {
-    measure(sets, env).await?.1
+pub async fn run(sets: Sets, readme: bool, env: impl Fn(&str) -> Option<String>) -> crate::Result {
+    let (_, pooled, decision) = measure(sets, env).await?;
+    if readme {
+        let path = crate::root().join("README.md");
+        let text = std::fs::read_to_string(&path)?;
+        let (at, _) =
+            readme_figure(&text).ok_or(format!("README.md has no retrieval quality row after {README_MARK:?}"))?;
+        let mut lines: Vec<&str> = text.lines().collect();
+        let line = readme_line(&pooled);
+        lines[at] = &line;
+        std::fs::write(&path, lines.join("\n") + "\n")?;
+        println!("README.md: {line}");
+    }
+    decision
+}
+
+/// What marks the README's table of figures, whose retrieval quality row is [`readme_line`].
+pub const README_MARK: &str = "<!-- the retrieval quality row is written by `cargo xtask quality --readme` -->";
+
+/// The retrieval quality row of the table after [`README_MARK`] in `readme`, and its index.
+pub fn readme_figure(readme: &str) -> Option<(usize, &str)> {
+    let mark = readme.lines().position(|l| l.trim() == README_MARK)?;
+    readme.lines().enumerate().skip(mark).find(|(_, l)| l.starts_with("| retrieval quality,"))
+}
+
+/// The README's row of retrieval quality: the configured ranking on the pooled held-out
+/// queries, all, intent and exact-term, beside plain e5.
+pub fn readme_line(pooled: &Pooled) -> String {
+    let figure = |method: &str, kind: &str| pooled.get(method).and_then(|k| k.get(kind)).map_or(f64::NAN, |s| s.ndcg10);
+    let n = pooled.get(CONFIGURED).and_then(|k| k.get("all")).map_or(0, |s| s.queries);
+    format!(
+        "| retrieval quality, nDCG@10 on {n} pooled held-out queries, no key (`cargo xtask quality`) | {:.3} all, \
+         {:.3} intent, {:.3} exact term | plain e5 {:.3} / {:.3} / {:.3} |",
+        figure(CONFIGURED, "all"),
+        figure(CONFIGURED, "intent"),
+        figure(CONFIGURED, "lexical"),
+        figure(PLAIN_QUERY, "all"),
+        figure(PLAIN_QUERY, "intent"),
+        figure(PLAIN_QUERY, "lexical"),
+    )
 }
 
 /// Scores per set, method and (kind, split).
 pub type Table = BTreeMap<String, BTreeMap<String, BTreeMap<(String, String), Scores>>>;
 
-/// [`run`]'s table and its decision (`Err`: what the configured ranking lost, in words).
-pub async fn measure(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate::Result<(Table, crate::Result)> {
+/// [`run`]'s table, the pooled held-out figures and its decision (`Err`: what the configured
+/// ranking lost, in words).
+pub async fn measure(
+    sets: Sets,
+    env: impl Fn(&str) -> Option<String>,
+) -> crate::Result<(Table, Pooled, crate::Result)> {
     let (tune, sets): (bool, Vec<(String, std::path::PathBuf, std::path::PathBuf)>) = match sets {
         Sets::Bundled { tune } => (
             tune,
@@ -493,7 +535,7 @@ pub async fn measure(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate:
         latency.0.len()
     );
     if tune {
-        return Ok((table, Ok(())));
+        return Ok((table, pooled, Ok(())));
     }
     println!("\npooled held-out (every split but dev), nDCG@10, {}:", chrono::Utc::now().format("%Y-%m-%d"));
     let kinds: Vec<String> = pooled.get(CONFIGURED).map(|k| k.keys().cloned().collect()).unwrap_or_default();
@@ -511,7 +553,7 @@ pub async fn measure(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate:
     }
     if !local {
         println!("decision: none (the baselines need the bundled model; compare the rows above)");
-        return Ok((table, Ok(())));
+        return Ok((table, pooled, Ok(())));
     }
     let mut lost: Vec<String> = losses(&pooled)
         .into_iter()
@@ -526,12 +568,12 @@ pub async fn measure(sets: Sets, env: impl Fn(&str) -> Option<String>) -> crate:
             "decision: the configured ranking is at least as good as every baseline on every kind, lifts intent \
              over main's on every set, and keeps lexical at 0.95 or more (main's figure where lower)"
         );
-        return Ok((table, Ok(())));
+        return Ok((table, pooled, Ok(())));
     }
     for loss in &lost {
         println!("decision: LOSS {loss}");
     }
-    Ok((table, Err(format!("the configured ranking fails the decision rule: {}", lost.join("; ")).into())))
+    Ok((table, pooled, Err(format!("the configured ranking fails the decision rule: {}", lost.join("; ")).into())))
 }
 
 #[cfg(test)]
@@ -544,8 +586,8 @@ mod tests {
 
     /// The bundled sets measured once for the tests that read them: the table, and the
     /// decision (`Err`: what was lost, or why nothing could be measured).
-    async fn bundled() -> &'static (Table, std::result::Result<(), String>) {
-        static MEASURED: tokio::sync::OnceCell<(Table, std::result::Result<(), String>)> =
+    async fn bundled() -> &'static (Table, Pooled, std::result::Result<(), String>) {
+        static MEASURED: tokio::sync::OnceCell<(Table, Pooled, std::result::Result<(), String>)> =
             tokio::sync::OnceCell::const_new();
         MEASURED
             .get_or_init(|| async {
@@ -555,8 +597,12 @@ mod tests {
                     _ => None,
                 };
                 match measure(Sets::Bundled { tune: false }, env).await {
-                    Ok((table, decision)) => (table, decision.map_err(|e| e.to_string())),
-                    Err(e) => (Table::new(), Err(format!("{e} (MISSING model? run `bash infra/fetch-model.sh`)"))),
+                    Ok((table, pooled, decision)) => (table, pooled, decision.map_err(|e| e.to_string())),
+                    Err(e) => (
+                        Table::new(),
+                        Pooled::new(),
+                        Err(format!("{e} (MISSING model? run `bash infra/fetch-model.sh`)")),
+                    ),
                 }
             })
             .await
@@ -567,9 +613,22 @@ mod tests {
     // (`cargo xtask quality` prints the table). Needs the model (`infra/fetch-model.sh`).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_configured_ranking_loses_to_no_baseline_on_the_pooled_held_out_queries() {
-        if let Err(e) = &bundled().await.1 {
+        if let Err(e) = &bundled().await.2 {
             panic!("{e}");
         }
+    }
+
+    // Given the bundled sets measured, then the README's figure of retrieval quality is what
+    // they measure today (`cargo xtask quality --readme` writes it), not a number typed once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_readmes_quality_figure_is_what_the_sets_measure() {
+        let (table, pooled, measured) = bundled().await;
+        if let (true, Err(e)) = (table.is_empty(), measured) {
+            panic!("{e}");
+        }
+        let readme = std::fs::read_to_string(crate::root().join("README.md")).unwrap();
+        let (_, line) = readme_figure(&readme).expect("the README marks its quality figure");
+        assert_eq!(line, readme_line(pooled), "run `cargo xtask quality --readme`");
     }
 
     #[test]
@@ -640,7 +699,7 @@ mod tests {
     async fn the_configured_pipeline_beats_lexical_retrieval_on_intent_queries() {
         // The intent set on both splits; the second set on its dev split only (its held-out
         // splits are read by the decision rule, never by a check one could tune to pass).
-        let (table, measured) = bundled().await;
+        let (table, _, measured) = bundled().await;
         if let (true, Err(e)) = (table.is_empty(), measured) {
             panic!("{e}");
         }

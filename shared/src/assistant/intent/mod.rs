@@ -72,19 +72,15 @@ pub enum By {
 /// The words head decides alone from this probability on; below it, both heads pooled do.
 pub const SURE: f32 = 0.8;
 
-/// The router: the shipped heads, and the embedder for the meaning head.
+/// The router: the shipped heads (read at the first message, not at the function's start), and
+/// the embedder for the meaning head.
 pub struct Classifier {
     embedding: EmbeddingService,
-    heads: &'static Heads,
-    /// The embedder writes the vectors the meaning head was fitted on.
-    meaning: bool,
 }
 
 impl Classifier {
     pub fn new(embedding: EmbeddingService) -> Self {
-        let heads = Heads::shipped();
-        let meaning = embedding.vector_name().as_deref() == Some(heads.vector.as_str());
-        Self { embedding, heads, meaning }
+        Self { embedding }
     }
 
     /// The mode of `message` after the conversation's `previous` mode, unless the client
@@ -100,14 +96,17 @@ impl Classifier {
         if let Some(mode) = asked {
             return (mode, By::Client);
         }
-        let words = self.heads.words(message, previous);
+        let heads = Heads::shipped();
+        let words = heads.words(message, previous);
         let (guess, sure) = best(words);
-        if sure >= SURE || !self.meaning {
+        // The meaning head reads the vectors of the embedder it was fitted on, and no other.
+        let meaning = self.embedding.vector_name().as_deref() == Some(heads.vector.as_str());
+        if sure >= SURE || !meaning {
             return (guess, By::Classifier);
         }
         let texts = [message.to_owned()];
         match self.embedding.vectors("assistant", request_id, &texts, Input::Query).await {
-            Ok(vectors) => (best(pooled(words, self.heads.meaning(message, previous, &vectors[0]))).0, By::Embedding),
+            Ok(vectors) => (best(pooled(words, heads.meaning(message, previous, &vectors[0]))).0, By::Embedding),
             Err(reason) => {
                 tracing::info!(request_id, %reason, "intent by the words head alone");
                 (guess, By::Classifier)

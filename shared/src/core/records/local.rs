@@ -13,7 +13,8 @@ use crate::core::error::{Error, Result};
 /// Records in a SQLite file.
 #[derive(Clone)]
 pub struct LocalRecords {
-    conn: Arc<Mutex<Connection>>,
+    /// The connection, and whether its table is ready.
+    conn: Arc<Mutex<(Connection, bool)>>,
 }
 
 impl LocalRecords {
@@ -23,6 +24,12 @@ impl LocalRecords {
         let path = dir.join("records.sqlite3");
         let conn = Connection::open(&path).map_err(|e| store_error(&e))?;
         conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| store_error(&e))?;
+        Ok(Self { conn: Arc::new(Mutex::new((conn, false))) })
+    }
+
+    /// The table, made on the first call rather than at open: a function's start does not wait
+    /// for the file's first writes (several syncs to disk) when its first request needs no record.
+    fn ready(conn: &mut Connection) -> rusqlite::Result<()> {
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = NORMAL;
@@ -34,8 +41,6 @@ impl LocalRecords {
                  PRIMARY KEY (pk, sk)
              ) WITHOUT ROWID;",
         )
-        .map_err(|e| store_error(&e))?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
 
     async fn with_conn<T: Send + 'static>(
@@ -44,8 +49,13 @@ impl LocalRecords {
     ) -> Result<T> {
         let conn = Arc::clone(&self.conn);
         tokio::task::spawn_blocking(move || {
-            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-            f(&mut conn)
+            let mut guard = conn.lock().unwrap_or_else(|e| e.into_inner());
+            let (conn, ready) = &mut *guard;
+            if !*ready {
+                Self::ready(conn)?;
+                *ready = true;
+            }
+            f(conn)
         })
         .await
         .map_err(|e| Error::Store(format!("store task failed: {e}")))?

@@ -2,6 +2,8 @@
 //! without an SDK client: the app's tools behind IAM, Secrets Manager's `GetSecretValue` and
 //! the backfill's S3 `GetObject`.
 
+pub mod s3;
+
 use std::time::SystemTime;
 
 use aws_credential_types::provider::SharedCredentialsProvider;

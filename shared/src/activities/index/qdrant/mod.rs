@@ -9,30 +9,31 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use qdrant_client::Qdrant;
 use qdrant_client::qdrant::{
-    Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DatetimeRange,
-    DeletePointsBuilder, Distance, Expression, FieldType, Filter, FormulaBuilder, GeoPoint, GeoRadius,
-    GetPointsBuilder, Modifier, NamedVectors, OrderByBuilder, PointId, PointStruct, PointVectors, PointsIdsList,
-    PointsUpdateOperation, PrefetchQueryBuilder, Query, QueryBatchPoints, QueryPointsBuilder, Range,
-    ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdateBatchPointsBuilder, VectorInput,
-    VectorParamsBuilder, VectorsConfigBuilder,
-    point_id::PointIdOptions,
+    Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DeletePointsBuilder,
+    Distance, Expression, FieldType, Filter, FormulaBuilder, GeoPoint, GetPointsBuilder, Modifier, NamedVectors,
+    OrderByBuilder, PointId, PointStruct, PointVectors, PointsIdsList, PointsUpdateOperation, PrefetchQueryBuilder,
+    Query, QueryBatchPoints, QueryPointsBuilder, Range, ScrollPointsBuilder, SparseVectorParamsBuilder,
+    SparseVectorsConfigBuilder, UpdateBatchPointsBuilder, VectorInput, VectorParamsBuilder, VectorsConfigBuilder,
     points_update_operation::{Operation, PointStructList, SetPayload, UpdateVectors},
     vector_output, vectors_config, with_vectors_selector,
 };
 use qdrant_client::{Payload, QdrantError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::{
     DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
-    Stored, TOMBSTONE, VERSION,
+    Stored, TOMBSTONE, VERSION, VectorIndex,
 };
 use crate::core::error::{Error, Result};
 use crate::core::secrets::Secret;
+
+mod convert;
+
+use convert::{filter, hits, payload_of, uuid_of};
 
 /// Points read per scroll page.
 const PAGE: u32 = 1000;
@@ -188,55 +189,8 @@ impl QdrantIndex {
     }
 }
 
-fn timestamp(t: &DateTime<Utc>) -> qdrant_client::qdrant::Timestamp {
-    qdrant_client::qdrant::Timestamp { seconds: t.timestamp(), nanos: t.timestamp_subsec_nanos() as i32 }
-}
-
-/// The same conditions as [`HardFilter::to_qdrant_json`], as gRPC types.
-fn filter(f: &HardFilter) -> Filter {
-    let mut must = vec![
-        Condition::matches("status", "active".to_owned()),
-        Condition::datetime_range("startAt", DatetimeRange { gt: Some(timestamp(&f.after)), ..Default::default() }),
-        Condition::range("spotsLeft", Range { gt: Some(0.0), ..Default::default() }),
-    ];
-    if let Some(kind) = &f.kind {
-        must.push(Condition::matches("type", kind.clone()));
-    }
-    if let Some(near) = f.near {
-        must.push(Condition::geo_radius(
-            "location",
-            GeoRadius {
-                center: Some(GeoPoint { lat: near.lat, lon: near.lng }),
-                radius: (near.radius_km * 1000.0) as f32,
-            },
-        ));
-    }
-    if let Some((start, end)) = &f.window {
-        must.push(Condition::datetime_range(
-            "startAt",
-            DatetimeRange { gte: Some(timestamp(start)), lte: Some(timestamp(end)), ..Default::default() },
-        ));
-    }
-    Filter::must(must)
-}
-
-fn uuid_of(id: Option<PointId>) -> Result<Uuid> {
-    match id.and_then(|id| id.point_id_options) {
-        Some(PointIdOptions::Uuid(s)) => s.parse().map_err(|e| store_error("point id", e)),
-        other => Err(store_error("point id", format!("unexpected id {other:?}"))),
-    }
-}
-
-fn payload_of(payload: HashMap<String, qdrant_client::qdrant::Value>) -> Map<String, Value> {
-    payload.into_iter().map(|(k, v)| (k, v.into_json())).collect()
-}
-
-fn hits(points: Vec<qdrant_client::qdrant::ScoredPoint>) -> Result<Vec<Hit>> {
-    points.into_iter().map(|p| Ok(Hit { id: uuid_of(p.id)?, score: p.score })).collect()
-}
-
 #[async_trait]
-impl super::VectorIndex for QdrantIndex {
+impl VectorIndex for QdrantIndex {
     fn backend(&self) -> &'static str {
         "qdrant"
     }
