@@ -352,17 +352,21 @@ async fn any_issuers_subject_chats(kind: StoreKind) {
     }
 }
 
+/// A chat harness with a model that calls no tool and `env`, its clock (which stands still) set
+/// to now: the harness's own day (2026-11-22) would put a counter's expiry in the real past,
+/// where DynamoDB Local's TTL may delete it between two requests.
+async fn chatting_today(kind: StoreKind, env: &[(&str, &str)]) -> ChatHarness {
+    let h =
+        ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tools: Vec::new() }), env, ..Chat::default() }).await;
+    h.rag.clock.advance(chrono::Utc::now() - h.rag.clock.now());
+    h
+}
+
 // Issue 41: a user's chat spends that user's own daily budget. With a cap below one model
 // request's worst case, the first message crosses it (at most one call over), the next is 429
 // `user_budget_exceeded` and reaches no model; another user chats on.
 async fn a_users_chat_spends_their_own_budget(kind: StoreKind) {
-    let env = [("USER_BUDGET_USD_PER_DAY", "0.000001")];
-    let h =
-        ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tools: Vec::new() }), env: &env, ..Chat::default() })
-            .await;
-    // The harness's day (2026-11-22) would put the spend counter's expiry (3 days on) in the real
-    // past, where DynamoDB Local's TTL may delete it between the two messages: spend today.
-    h.rag.clock.advance(chrono::Utc::now() - h.rag.clock.now());
+    let h = chatting_today(kind, &[("USER_BUDGET_USD_PER_DAY", "0.000001")]).await;
     let (status, first) = h.chat(USER, json!({"message": "你好"})).await;
     assert_eq!(status, 200, "{first}");
     let (status, r) = h.chat(USER, json!({"message": "再说一句"})).await;
@@ -370,6 +374,25 @@ async fn a_users_chat_spends_their_own_budget(kind: StoreKind) {
     assert_eq!(h.model_requests().await.len(), 1, "the refused message reached no model");
     let (status, r) = h.chat("u-other", json!({"message": "你好"})).await;
     assert_eq!(status, 200, "another user's budget is their own: {r}");
+}
+
+// Issue 62 item 5: reading a conversation takes one of the user's requests, as a chat does
+// (before: no quota, so one signed-in user could loop it on the assistant's reservation). With
+// 3 a minute, a chat and two reads pass, the next read is 429 `quota_exceeded`, and another
+// user's read is answered on its own merits.
+async fn reading_a_conversation_takes_the_users_quota(kind: StoreKind) {
+    let h = chatting_today(kind, &[("USER_QUOTA_PER_MINUTE", "3")]).await;
+    let (status, first) = h.chat(USER, json!({"message": "你好"})).await;
+    assert_eq!(status, 200, "{first}");
+    let id = first["conversationId"].as_str().unwrap().to_owned();
+    for read in 1..=2 {
+        let (status, r) = history(&h, USER, &id, None).await;
+        assert_eq!(status, 200, "read {read}: {r}");
+    }
+    let (status, r) = history(&h, USER, &id, None).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "{r}");
+    let (status, r) = history(&h, "u-other", &id, None).await;
+    assert_eq!(status, 404, "another user's quota is their own, and the conversation is not theirs: {r}");
 }
 
 // The hook: stated preferences are kept in the user's interest profile (embedded for
@@ -921,4 +944,5 @@ on_both_stores!(
     sse_events_come_in_order,
     without_a_key_the_mock_runs_intent_and_tools,
     only_a_user_may_chat_and_bad_input_changes_nothing,
+    reading_a_conversation_takes_the_users_quota,
 );

@@ -243,6 +243,43 @@ async fn an_s3_source_is_imported_like_a_file() {
     assert_eq!(app.indexer.index().count(&HardFilter::bookable(integration::rag::now())).await.unwrap(), 5);
 }
 
+// Issue 62 item 5. Given an import bucket whose name another account now holds (deleted, then
+// taken), then the read says which account must own it (`x-amz-expected-bucket-owner`, signed)
+// and S3's 403 is a refusal naming it, nothing imported; the bucket of the right owner is read.
+// An endpoint override in plain http beyond a loopback host is refused as a configuration error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_s3_import_reads_only_the_expected_owners_bucket() {
+    use shared::core::aws::s3::Objects;
+    let s3 = integration::FakeServer::start().await;
+    // As S3 answers a bucket owned by 210987654321: the header names another owner, 403.
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path("/imports/activities.jsonl"))
+        .and(wiremock::matchers::header("x-amz-expected-bucket-owner", "210987654321"))
+        .and(wiremock::matchers::header_regex("authorization", r"SignedHeaders=[a-z0-9;-]*x-amz-expected-bucket-owner"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .mount(&s3)
+        .await;
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::header_exists("x-amz-expected-bucket-owner"))
+        .respond_with(ResponseTemplate::new(403).set_body_string(
+            "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>",
+        ))
+        .mount(&s3)
+        .await;
+    let e = Objects::local(&s3.uri()).owned_by("123456789012").get("imports", "activities.jsonl").await.unwrap_err();
+    assert_eq!(e.status(), 400, "{e}");
+    assert!(e.to_string().contains("AccessDenied") && e.to_string().contains("s3://imports/activities.jsonl"), "{e}");
+    let read = Objects::local(&s3.uri()).owned_by("210987654321").get("imports", "activities.jsonl").await;
+    assert_eq!(read.unwrap(), "{}", "the owner's own bucket is read");
+
+    for (endpoint, ok) in
+        [("http://s3.example.com", false), ("http://127.0.0.1:9000", true), ("https://s3.example.com", true)]
+    {
+        let refused = shared::core::validate::endpoint("AWS_ENDPOINT_URL_S3", endpoint);
+        assert_eq!(refused.is_ok(), ok, "{endpoint}: {refused:?}");
+    }
+}
+
 // Given three activities indexed pending, when a forced backfill has read them and waits on a
 // slow embedder while one is replaced (new title) and one deleted through index-activity, then
 // the backfill's vectors land only on the untouched one: the replacement keeps its content

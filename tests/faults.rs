@@ -214,6 +214,36 @@ async fn dynamodb_hangs_rag_search_answers_a_free_read_counted_in_the_container(
     assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "the container's count: {r}");
 }
 
+// Issue 62 item 5: given DynamoDB throttling the user's own quota counter (a hot key: the
+// store answers `ThrottlingException`, as a flood of one user's requests makes it), the request
+// is refused 429 `quota_exceeded` with Retry-After 1 and not counted in the container (before:
+// failed open, so each container gave the flooding user a quota of their own); given DynamoDB
+// hung, it still fails open (the outage the fallback is for).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_quota_key_is_refused_and_a_hung_store_fails_open() {
+    use shared::costs::quota::Quota;
+    let dynamodb = integration::FakeServer::start().await;
+    // DynamoDB's JSON 1.0 error, as it answers a throttled UpdateItem.
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).insert_header("content-type", "application/x-amz-json-1.0").set_body_json(
+            json!({"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+                   "message": "Throughput exceeds the current capacity for one or more global secondary indexes or partitions."}),
+        ))
+        .mount(&dynamodb)
+        .await;
+    let clock: Arc<dyn Clock> = Arc::new(shared::core::clock::ManualClock::new(integration::rag::now()));
+    let quota = Quota::new(100, 0, dynamodb_at(&dynamodb.uri(), false).await, Arc::clone(&clock));
+    for _ in 0..3 {
+        let e = quota.take("u-1").await.unwrap_err();
+        assert_eq!((e.status(), e.code(), e.retry_after_secs()), (429, "quota_exceeded", Some(1)), "{e}");
+    }
+    assert!(!dynamodb.received_requests().await.unwrap_or_default().is_empty(), "the store was asked");
+
+    let hole = Switch::hung().await;
+    let quota = Quota::new(100, 0, dynamodb_at(&hole.url(), false).await, clock);
+    quota.take("u-1").await.expect("a hung store fails open to the container's count");
+}
+
 /// One HTTP/1.1 request read off `stream` (its head and a `Content-Length` body), or `None` when
 /// the connection ends first.
 async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {

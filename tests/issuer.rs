@@ -90,9 +90,10 @@ fn answered(e: &Error) -> (u16, String, Option<String>) {
     (status, body["error"]["code"].as_str().unwrap_or_default().to_owned(), retry)
 }
 
-// Given the issuer's keys cannot be fetched, a valid token is a 503 `issuer_unavailable` with
-// `Retry-After`, never a 401 (before: 503 once, then 401 for 5 s); after the Retry-After, with
-// the issuer back, it is verified.
+// Given the issuer's keys cannot be fetched and none are held, a valid token is a 503
+// `issuer_unavailable` with `Retry-After` (not counted against the version), never a 401
+// (before: 503 once, then 401 for 5 s); after the Retry-After, with the issuer back, it is
+// verified.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_issuer_outage_is_a_503_with_retry_after_never_a_401() {
     let issuer = TestIssuer::start().await;
@@ -103,6 +104,7 @@ async fn an_issuer_outage_is_a_503_with_retry_after_never_a_401() {
         let e = verifier.verify(&token).await.unwrap_err();
         let (status, code, retry) = answered(&e);
         assert_eq!((status, code.as_str()), (503, "issuer_unavailable"), "{attempt}: {e}");
+        assert!(!e.is_own_failure(), "a dependency's answer, alarmed as IssuerUnavailable, not Answered5xx");
         let retry: u64 = retry.expect("Retry-After").parse().unwrap();
         assert!((1..=REFETCH_EVERY.as_secs()).contains(&retry), "{attempt}: Retry-After {retry}");
     }
@@ -117,12 +119,34 @@ async fn an_issuer_outage_is_a_503_with_retry_after_never_a_401() {
     assert_eq!(issuer.jwks_fetches().await, 0, "held keys: no fetch");
 }
 
+// Issue 62 item 1: given a deployment whose issuer answers its key set 404 (a wrong
+// `JwtIssuer`), then a token is a 500 `misconfigured` naming JWT_ISSUER, counted against the
+// version (its canary rolls it back), not a 503 an outage would be; once the issuer publishes
+// its keys, the same token is verified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_issuer_is_the_deployments_failure_not_an_outage() {
+    let issuer = TestIssuer::start().await;
+    issuer.publish(ResponseTemplate::new(404)).await;
+    let verifier = issuer.verifier(HOUR);
+    let token = issuer.token("key-a", "key-a");
+    for attempt in ["the failed fetch", "within REFETCH_EVERY"] {
+        let e = verifier.verify(&token).await.unwrap_err();
+        let (status, code, _) = answered(&e);
+        assert_eq!((status, code.as_str(), e.is_own_failure()), (500, "misconfigured", true), "{attempt}: {e}");
+        assert!(e.to_string().contains("JWT_ISSUER"), "{e}");
+    }
+    issuer.keys("jwks-a.json").await;
+    tokio::time::sleep(REFETCH_EVERY).await;
+    assert_eq!(user(&verifier.verify(&token).await.unwrap()), "u-1");
+}
+
 // Given the issuer adds a signing key moments after the keys were fetched, a token signed with it
 // is verified at once (before: 401 for a minute). A forged `kid` costs the issuer one fetch per
-// REFETCH_EVERY: the first is a 401 (fetched, not there), the next within it a 503 with
-// Retry-After, not another fetch.
+// REFETCH_EVERY, and is a 401 every time, within it too (before: 503 `issuer_unavailable` there,
+// so one forged token a second made every deployment's canary alarm roll it back): keys are held,
+// the issuer is up, the token is not ours.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_signing_key_is_trusted_at_once_and_forged_kids_cost_one_fetch() {
+async fn a_new_signing_key_is_trusted_at_once_and_forged_kids_are_401_at_one_fetch() {
     let issuer = TestIssuer::start().await;
     let verifier = issuer.verifier(HOUR);
     assert_eq!(user(&verifier.verify(&issuer.token("key-a", "key-a")).await.unwrap()), "u-1");
@@ -130,17 +154,19 @@ async fn a_new_signing_key_is_trusted_at_once_and_forged_kids_cost_one_fetch() {
     assert_eq!(user(&verifier.verify(&issuer.token("key-b", "key-b")).await.unwrap()), "u-1", "the new key");
     assert_eq!(issuer.jwks_fetches().await, 1);
 
-    // The rotation's fetch was for an unknown kid: a forged one waits its turn.
+    // The rotation's fetch was for an unknown kid: a forged one waits its turn, refused.
     let forged = issuer.token("key-a", "nobody");
-    let e = verifier.verify(&forged).await.unwrap_err();
-    assert_eq!(answered(&e).0, 503, "{e}");
-    tokio::time::sleep(REFETCH_EVERY).await;
-    let e = verifier.verify(&forged).await.unwrap_err();
-    assert_eq!(answered(&e).1, "unauthenticated", "fetched after it was sent, and not there: {e}");
-    for _ in 0..20 {
-        assert!(verifier.verify(&forged).await.is_err());
+    for attempt in 0..21 {
+        let e = verifier.verify(&forged).await.unwrap_err();
+        let (status, code, retry) = answered(&e);
+        assert_eq!((status, code.as_str(), retry), (401, "unauthenticated", None), "forged token {attempt}: {e}");
     }
-    assert_eq!(issuer.jwks_fetches().await, 2, "twenty-one forged tokens, one fetch");
+    assert_eq!(issuer.jwks_fetches().await, 1, "within REFETCH_EVERY of the last fetch: none");
+    tokio::time::sleep(REFETCH_EVERY).await;
+    for _ in 0..20 {
+        assert_eq!(answered(&verifier.verify(&forged).await.unwrap_err()).0, 401);
+    }
+    assert_eq!(issuer.jwks_fetches().await, 2, "twenty forged tokens past REFETCH_EVERY, one fetch");
     // A token signed with a held key but claiming another's kid does not verify.
     assert_eq!(answered(&verifier.verify(&issuer.token("key-a", "key-b")).await.unwrap_err()).0, 401);
 }

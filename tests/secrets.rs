@@ -156,3 +156,96 @@ async fn a_missing_secret_answers_mock_data_and_names_the_variable() {
         "{logged:?}"
     );
 }
+
+// Issue 62 item 1. Given the function's own fault (a secret its role may not read or that is
+// gone: Secrets Manager's 4xx) on two reads in a row, the read is a configuration error, a 500
+// counted against the version (its canary rolls it back); given Secrets Manager's (it hangs), a
+// 503 `secret_unavailable` that is not (its own alarm, `SecretUnavailable`, fires).
+#[tokio::test]
+async fn a_secret_the_function_may_not_read_is_its_own_failure_and_a_hung_secrets_manager_is_not() {
+    let sm = SecretsManager::start().await;
+    let read = |env: Vec<(String, String)>| async move {
+        let secret =
+            shared::core::config::Env::from_lookup(|k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+                .secret("PERPLEXITY_API_KEY")
+                .unwrap()
+                .unwrap();
+        secret.value().await.unwrap_err()
+    };
+    let env = sm.env("PERPLEXITY_API_KEY", "research/renamed");
+    let secret =
+        shared::core::config::Env::from_lookup(move |k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+            .secret("PERPLEXITY_API_KEY")
+            .unwrap()
+            .unwrap();
+    // The first such read is not yet counted (IAM may still be taking a role update in); the
+    // next, 5 s on, is.
+    assert_eq!(secret.value().await.unwrap_err().code(), "secret_unavailable");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let e = secret.value().await.unwrap_err();
+    assert_eq!((e.status(), e.code(), e.is_own_failure()), (500, "misconfigured", true), "{e}");
+    let response = shared::http::error(&e, "r-1");
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("PERPLEXITY_API_KEY_SECRET") && !text.contains("research/renamed"), "{text}");
+
+    sm.put(SECRET, OLD);
+    sm.hang(true);
+    let e = read(sm.env("PERPLEXITY_API_KEY", SECRET)).await;
+    assert_eq!((e.status(), e.code(), e.is_own_failure()), (503, "secret_unavailable", false), "{e}");
+}
+
+/// Stream links signed with the key `name` names in `sm`, read again after 1 s
+/// (`SECRETS_CACHE_S=1`).
+fn stream_links(sm: &SecretsManager, name: &str) -> shared::http::stream_links::StreamLinks {
+    let mut env = sm.env("STREAM_TOKEN_KEY", name);
+    env.push(("SECRETS_CACHE_S".into(), "1".into()));
+    let env = shared::core::config::Env::from_lookup(move |k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()));
+    shared::http::stream_links::StreamLinks::from_settings(&shared::http::settings::Settings::read(&env).unwrap())
+}
+
+// Issue 62 item 5. Given the stream-link key rotated (a leaked one), then links signed with the
+// old key open streams for SECRETS_CACHE_S after this container read the new one (while other
+// containers still sign with it), and not after (before: for the life of the container). Given
+// junk links (not a token, expired, another session's, another audience), then none costs a
+// Secrets Manager read (before: each refused link had the key read again, once per 10 s).
+#[tokio::test]
+async fn a_rotated_link_key_expires_after_the_cache_and_junk_links_read_no_secret() {
+    use chrono::Utc;
+    use shared::http::extract::Owner;
+    let sm = SecretsManager::start().await;
+    sm.put("research/stream-key", &"k".repeat(32));
+    let links = stream_links(&sm, "research/stream-key");
+    let (user, now) = (Owner::User("u-1".into()), Utc::now());
+    let signed_old = links.issue(&user, "s-1", now).await.unwrap();
+    assert_eq!(sm.reads().await, 1);
+
+    let expired = links.issue(&user, "s-1", now - chrono::Duration::hours(1)).await.unwrap();
+    let junk = ["", "not-a-token", "a.b.c", &expired, &links.issue(&user, "s-2", now).await.unwrap()];
+    for _ in 0..3 {
+        for token in junk {
+            let e = links.verify(token, "s-1", now).await.unwrap_err();
+            assert_eq!(e.status(), 401, "{token:?}: {e}");
+        }
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    assert_eq!(sm.reads().await, 1, "junk links read no secret (the held key was not yet 1 s old either)");
+
+    sm.put("research/stream-key", &"n".repeat(32));
+    // Past SECRETS_CACHE_S: the held key serves while the new one is read in the background.
+    links.key().await.unwrap();
+    let started = Instant::now();
+    while links.key().await.unwrap() != "n".repeat(32).into_bytes() {
+        assert!(started.elapsed() < Duration::from_secs(5), "the new key was never read");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(links.verify(&signed_old, "s-1", now).await.unwrap(), user, "within SECRETS_CACHE_S of the rotation");
+    let signed_new = links.issue(&user, "s-1", now).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        links.verify(&signed_old, "s-1", now).await.unwrap_err().status(),
+        401,
+        "past it: the old key is dropped"
+    );
+    assert_eq!(links.verify(&signed_new, "s-1", now).await.unwrap(), user);
+}

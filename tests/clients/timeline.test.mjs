@@ -43,8 +43,12 @@ function timelineModel(request) {
   return { message: { role: 'assistant', content: JSON.stringify(detail) }, delayMs: 900 * n };
 }
 
+/** How long a stream's places are held at a time here: far shorter than the research (~7 s), which
+ * every stream must still see to its end. */
+const READER_SECS = 2;
+
 before(async () => {
-  bundle = await startBundle(timelineModel);
+  bundle = await startBundle(timelineModel, { RESEARCH_READER_SECS: String(READER_SECS) });
   ({ issuer, model, door } = bundle);
 });
 
@@ -160,6 +164,48 @@ test('the playground\'s follow() recovers a refused reconnect and reopens after 
     assert.equal(reopened[0].ids[0], after + 1, 'from the next event on');
   } finally {
     cutter.close();
+  }
+});
+
+/** The events of a whole SSE text: `{id, event}` of each frame with data (comments and
+ * `retry:` skipped). */
+function framesOf(text) {
+  return text.split('\n\n').flatMap((frame) => {
+    const field = (name) => frame.split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+    const event = field('event');
+    return event && field('data') !== undefined ? [{ id: field('id'), event }] : [];
+  });
+}
+
+// Issue 62 item 2, seed 003's own check: `curl -N "$stream_url"`, and a `fetch` reader (what a
+// backend service or a page without EventSource uses), each on one connection, see every event
+// to `complete` of a research that runs ~7 s with RESEARCH_READER_SECS at 2 (before: the stream
+// ended after 2 s with no ending event, and only EventSource came back for the rest).
+test('curl -N and a fetch reader see a research longer than RESEARCH_READER_SECS to complete on one connection', async () => {
+  const started = performance.now();
+  const viaCurl = await create(door.url, 'user-curl');
+  const curl = spawn('curl', ['-sN', '--max-time', '60', viaCurl.stream_url], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let curlText = '';
+  curl.stdout.on('data', (chunk) => { curlText += chunk; });
+  const viaFetch = await create(door.url, 'user-fetch');
+  const response = await fetch(viaFetch.stream_url);
+  assert.equal(response.status, 200);
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let fetchText = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    fetchText += decoder.decode(value, { stream: true });
+  }
+  const code = await new Promise((resolve) => curl.on('exit', resolve));
+  assert.equal(code, 0, 'curl ended when the stream did');
+  const elapsed = (performance.now() - started) / 1000;
+  assert.ok(elapsed > 2 * READER_SECS, `the research ran ${elapsed} s, past RESEARCH_READER_SECS`);
+  for (const [client, text] of [['curl', curlText], ['fetch', fetchText]]) {
+    const seen = framesOf(text);
+    assert.ok(!seen.some((e) => e.event === 'resume'), `${client}: never cut: ${text.slice(-300)}`);
+    assertWhole(seen);
   }
 });
 

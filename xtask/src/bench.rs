@@ -328,8 +328,10 @@ async fn cold_starts() -> Result {
     }
     crate::ensure_model()?;
     let dir = tempfile::tempdir()?;
-    // samples[build][function]
+    // samples[build][function], and the warm refusals after each first answer
     let mut samples: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); COLD.len()]; builds.len()];
+    let mut warm = samples.clone();
+    const WARM: usize = 20;
     let mut baseline = Vec::new();
     const ROUNDS: usize = 15;
     let turns = COLD.len() * builds.len();
@@ -349,8 +351,13 @@ async fn cold_starts() -> Result {
             let api = RuntimeApi::start().await?;
             let t = Instant::now();
             let mut child = api.spawn(&builds[b].1[i], &env, true)?;
-            let answer = api.invoke(event).await.map_err(|e| format!("{name}: cold invoke failed: {e}"))?;
+            let answer = api.invoke(event.clone()).await.map_err(|e| format!("{name}: cold invoke failed: {e}"))?;
             samples[b][i].push(t.elapsed());
+            for _ in 0..WARM {
+                let t = Instant::now();
+                api.invoke(event.clone()).await.map_err(|e| format!("{name}: warm invoke failed: {e}"))?;
+                warm[b][i].push(t.elapsed());
+            }
             child.kill().await?;
             let status = answer["statusCode"].as_u64().unwrap_or_default();
             if name != "hello-lambda" && status != 401 {
@@ -363,17 +370,26 @@ async fn cold_starts() -> Result {
          {ROUNDS} rounds taking turns; a bare process spawn: {:.2} ms",
         ms(median(baseline))
     );
-    println!("{:<16} {:>7} {:>9} {:>11} {:>9} {:>9}", "function", "build", "size MB", "median ms", "p90 ms", "x hello");
+    println!(
+        "{:<16} {:>7} {:>9} {:>11} {:>9} {:>9} {:>13} {:>13}",
+        "function", "build", "size MB", "median ms", "p90 ms", "x hello", "warm 401 ms", "401s/s/exec"
+    );
     for (i, (name, _, _)) in COLD.iter().enumerate() {
         for (b, (build, binaries)) in builds.iter().enumerate() {
             let hello = median(samples[b][0].clone());
             let m = median(samples[b][i].clone());
+            // A warm refusal's time is how long one anonymous request holds an execution (a
+            // lower bound: Lambda's own front end adds to it), so one execution refuses at most
+            // 1 / that a second, and a reservation of R fills at R times that.
+            let refusal = median(warm[b][i].clone());
             println!(
-                "{name:<16} {build:>7} {:>9.1} {:>11.1} {:>9.1} {:>9.2}",
+                "{name:<16} {build:>7} {:>9.1} {:>11.1} {:>9.1} {:>9.2} {:>13.3} {:>13.0}",
                 std::fs::metadata(&binaries[i])?.len() as f64 / 1e6,
                 ms(m),
                 ms(p90(samples[b][i].clone())),
-                m.as_secs_f64() / hello.as_secs_f64()
+                m.as_secs_f64() / hello.as_secs_f64(),
+                ms(refusal),
+                1.0 / refusal.as_secs_f64()
             );
         }
     }

@@ -94,7 +94,8 @@ pub fn routes(app: Arc<App>) -> Router {
     )
 }
 
-/// `GET /chat/{conversationId}?limit=10`: the newest turns, as `useChat`'s `messages`.
+/// `GET /chat/{conversationId}?limit=10`: the newest turns, as `useChat`'s `messages`. A read
+/// of the store, so it takes one of the user's requests like a chat does.
 async fn history(app: State, User(user): User, Id(id): Id, Query(query): Query) -> Result<Response> {
     let limit = match query.first("limit") {
         None => 10,
@@ -104,6 +105,7 @@ async fn history(app: State, User(user): User, Id(id): Id, Query(query): Query) 
             .filter(|n| (1..=50).contains(n))
             .ok_or_else(|| shared::Error::invalid("invalid_limit", "limit must be a whole number from 1 to 50"))?,
     };
+    app.quota.take(&user).await?;
     let turns = app.assistant.history.last(&user, &id, limit, app.assistant.clock.now()).await?;
     Ok(http::json(200, &ui_stream::history(&id, &turns)))
 }

@@ -7,7 +7,9 @@
 //!   whatever happens to connections, to its deadline and budget; its events are stored as they
 //!   happen. Every stream (a second reader, a reconnect with `Last-Event-ID`, as a header or the
 //!   `lastEventId` query parameter) replays what is stored after that id, then follows the rest
-//!   until the research ends: nothing lost, nothing twice.
+//!   until the research ends: nothing lost, nothing twice. A stream the function's own time
+//!   limit cuts first ends with a `resume` event (no id) naming the `Last-Event-ID` to reconnect
+//!   with.
 //! - `GET /api/research/{session_id}` -> `{session_id, topic, language, status, events}`: the
 //!   status (`waiting`, `running`, `complete`, `failed`, `cancelled`) and every event so far.
 //! - `DELETE /api/research/{session_id}` -> 202: the research stops within about a second (its
@@ -41,14 +43,15 @@ use shared::http::stream::{door_url, no_content};
 use shared::http::stream_links::StreamLinks;
 use shared::http::{Response, Router, sse};
 use shared::timeline::Proposal;
-use shared::timeline::runs::{Beat, DEAD_AFTER, Hold, Runs};
+use shared::timeline::runs::{Beat, DEAD_AFTER, Hold, RUN_LIMIT, Runs};
 use shared::timeline::sessions;
 use shared::{Error, Result, compose, http};
 
 /// Kept back from Lambda's deadline: a stream ends this long before it (the client reconnects).
 const STREAM_RESERVE: std::time::Duration = std::time::Duration::from_secs(2);
 /// Opens through one research's link a minute and a day (each also counts against its owner's
-/// quota): a stream resumes about every 90 s, a page reload or two on top.
+/// quota): a stream stays open to its research's end, so a few reconnects (a dropped signal, a
+/// page reload) are all a reader needs.
 const LINK_OPENS_PER_MINUTE: u32 = 10;
 const LINK_OPENS_PER_DAY: u32 = 300;
 
@@ -195,12 +198,13 @@ async fn stream(app: State, mut parts: Parts, Id(id): Id, query: Query, invocati
     if let Some(user) = owner.user() {
         app.quota.take(user).await?;
     }
-    let life =
-        shared::core::deadline::budget(app.runs.settings.reader_life, invocation.left, STREAM_RESERVE, "the stream");
+    // Open to the research's end, unless the function's own time ends first.
+    let life = shared::core::deadline::budget(RUN_LIMIT, invocation.left, STREAM_RESERVE, "the stream");
     let ticket = invocation.ticket;
     let hold = move || -> Hold { ticket.clone().map(|t| Box::new(t) as _) };
     let reader = app.runs.open(&id, owner.user(), proposal, after, life, invocation.left, hold).await?;
-    // The stream ends at its life: a client that reconnects after 1 s resumes it.
+    // A stream cut by the function's time limit says so last: a client that reconnects with the
+    // Last-Event-ID it names (EventSource does, after 1 s) resumes it.
     let beats = futures::stream::unfold(reader, |mut reader| async move {
         let beat = reader.next().await?;
         Some((beat, reader))
@@ -210,8 +214,19 @@ async fn stream(app: State, mut parts: Parts, Id(id): Id, query: Query, invocati
             events.iter().map(|e| sse::frame(Some(e.seq), Some(&e.name), &e.data.to_string())).collect::<String>(),
         ),
         Beat::Quiet => sse::KEEPALIVE,
+        Beat::Paused { after } => Bytes::from(sse::frame(None, Some("resume"), &resume(after).to_string())),
     });
     Ok(sse::response(futures::stream::once(async { sse::RETRY }).chain(beats), &[]))
+}
+
+/// The data of the `resume` event that ends a stream cut before the research ended.
+fn resume(after: u32) -> serde_json::Value {
+    serde_json::json!({
+        "last_event_id": after,
+        "message": format!("this stream reached the function's time limit; the research goes on: \
+                            open the same URL again with the header Last-Event-ID: {after} \
+                            (EventSource does so by itself)"),
+    })
 }
 
 async fn status(app: State, parts: Parts, owner: Owner, Id(id): Id) -> Result<Response> {

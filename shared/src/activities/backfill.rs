@@ -148,7 +148,7 @@ async fn read_source(source: &str, objects: Option<&Objects>) -> Result<String> 
                 .ok_or_else(|| Error::invalid("invalid_source", format!("{source}: expected s3://bucket/key")))?;
             match objects {
                 Some(objects) => objects.get(bucket, key).await,
-                None => Objects::from_env().get(bucket, key).await,
+                None => Objects::from_env()?.get(bucket, key).await,
             }
         }
         None => std::fs::read_to_string(source)

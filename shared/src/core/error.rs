@@ -93,6 +93,15 @@ impl Error {
         }
     }
 
+    /// Whether a 5xx answer is the function's own failure, which `Answered5xx` counts and the
+    /// canary alarms roll a new version back on: every 5xx but a dependency's that is not this
+    /// version's doing and has an alarm of its own (`Unavailable`: the issuer's keys,
+    /// `IssuerUnavailable`; a transient Secrets Manager fault, `SecretUnavailable`). A secret
+    /// the role may not read is a [`Error::Config`], the version's own.
+    pub fn is_own_failure(&self) -> bool {
+        self.status() >= 500 && !matches!(self, Self::Unavailable { .. })
+    }
+
     /// Stable machine-readable code for the JSON error body.
     pub fn code(&self) -> &'static str {
         match self {

@@ -58,10 +58,16 @@ struct Held {
     value: Option<Arc<str>>,
     read_at: Option<Instant>,
     failed_at: Option<Instant>,
+    /// Failed reads in a row that were the function's own fault (its role, the secret's name),
+    /// not Secrets Manager's: from the second on (5 s later: not IAM still taking a role update
+    /// in), a configuration error, not a 503.
+    own_faults: u32,
     /// An upstream refused the value: it is read again before the next use.
     refused: bool,
-    /// The value held before the last read changed it (links signed with it stay valid).
-    previous: Option<Arc<str>>,
+    /// The value held before the last read changed it, and until when it is still accepted:
+    /// `SECRETS_CACHE_S` after this container read the new one (a busy container holding the old
+    /// one reads again within that; an idle one signs with it until its next request's read).
+    previous: Option<(Arc<str>, Instant)>,
     /// When a refusal last had the value read again.
     refused_at: Option<Instant>,
     refreshing: bool,
@@ -96,12 +102,15 @@ impl Env<'_> {
         if id.len() > 2048 {
             return Err(Error::Config(format!("{variable} is not a secret's name or ARN (at most 2048 characters)")));
         }
-        let endpoint = self.get("AWS_ENDPOINT_URL_SECRETS_MANAGER");
+        let endpoint = match self.get("AWS_ENDPOINT_URL_SECRETS_MANAGER") {
+            Some(e) => Some(crate::core::validate::endpoint("AWS_ENDPOINT_URL_SECRETS_MANAGER", &e)?),
+            None => None,
+        };
         let secret = Secret(Arc::new(Inner::Managed(Managed {
             variable,
             id,
             region: self.get("AWS_REGION"),
-            endpoint: endpoint.map(|e| e.trim_end_matches('/').to_owned()),
+            endpoint,
             signer: match (self.get("AWS_ACCESS_KEY_ID"), self.get("AWS_SECRET_ACCESS_KEY")) {
                 // Lambda gives the role's credentials in the environment.
                 (Some(id), Some(key)) => {
@@ -152,7 +161,7 @@ impl Secret {
             // Refused: the new value, else the held one (the upstream may have refused for a while).
             Some(value) => Ok(self.fetch().await.unwrap_or(value)),
             None if may_read => self.fetch().await,
-            None => Err(unavailable()),
+            None => Err(managed.failed(lock(&managed.held).own_faults)),
         }
     }
 
@@ -184,12 +193,16 @@ impl Secret {
         }
     }
 
-    /// The value held before the last read changed it, if any: what a verifier still accepts
-    /// while other containers sign with it (a key is held up to `SECRETS_CACHE_S`).
+    /// The value held before the last read changed it, for `SECRETS_CACHE_S` after the change:
+    /// what a verifier still accepts while other containers sign with it (they hold a key up to
+    /// that long), and no longer (a leaked key rotated away stops working everywhere).
     pub fn previous(&self) -> Option<Arc<str>> {
         match &*self.0 {
             Inner::Given(_) => None,
-            Inner::Managed(m) => lock(&m.held).previous.clone(),
+            Inner::Managed(m) => {
+                let h = lock(&m.held);
+                h.previous.as_ref().filter(|(_, until)| Instant::now() < *until).map(|(value, _)| Arc::clone(value))
+            }
         }
     }
 
@@ -234,8 +247,9 @@ fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
     held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The caller's error when a key cannot be read: no detail of the account, the role or the
-/// secret (those are logged).
+/// The caller's error when a key cannot be read and Secrets Manager is at fault (unreachable,
+/// slow, throttling, failing): no detail of the account, the role or the secret (those are
+/// logged).
 fn unavailable() -> Error {
     Error::Unavailable {
         code: "secret_unavailable",
@@ -244,7 +258,36 @@ fn unavailable() -> Error {
     }
 }
 
+/// Why a read failed, and whose fault it is.
+struct ReadFailure {
+    why: String,
+    /// The function's own (a 4xx but throttling: its role may not read the secret, the secret or
+    /// its KMS key is gone, it is empty), not Secrets Manager's.
+    own: bool,
+}
+
+impl ReadFailure {
+    fn theirs(why: impl Into<String>) -> Self {
+        Self { why: why.into(), own: false }
+    }
+
+    fn ours(why: impl Into<String>) -> Self {
+        Self { why: why.into(), own: true }
+    }
+}
+
 impl Managed {
+    /// The caller's error after `own_faults` failed reads in a row that were the function's own:
+    /// from the second, a configuration error naming the variable (a version whose role lost the
+    /// secret fails as its own, and is rolled back), else [`unavailable`].
+    fn failed(&self, own_faults: u32) -> Error {
+        if own_faults >= 2 {
+            Error::Config(format!("{}: this function cannot read its secret; the log says why", self.variable))
+        } else {
+            unavailable()
+        }
+    }
+
     /// Reads the secret (one read at a time; a reader that waited takes the read it waited on).
     async fn refresh(&self) -> Result<Arc<str>> {
         let started = Instant::now();
@@ -259,38 +302,41 @@ impl Managed {
                 return Ok(Arc::clone(value));
             }
             if h.failed_at.is_some_and(|at| at >= started || at.elapsed() < FAILED_PAUSE) {
-                return Err(unavailable());
+                return Err(self.failed(h.own_faults));
             }
         }
         match tokio::time::timeout(READ_TIMEOUT, self.get_secret_value()).await {
             Ok(Ok(value)) => {
                 let mut h = lock(&self.held);
                 let value: Arc<str> = value.into();
-                if h.value.as_ref().is_some_and(|held| *held != value) {
-                    h.previous = h.value.take();
+                if let Some(held) = h.value.take().filter(|held| *held != value) {
+                    h.previous = Some((held, Instant::now() + self.cache));
                 }
-                (h.value, h.read_at, h.failed_at, h.refused) =
-                    (Some(Arc::clone(&value)), Some(Instant::now()), None, false);
+                (h.value, h.read_at, h.failed_at, h.refused, h.own_faults) =
+                    (Some(Arc::clone(&value)), Some(Instant::now()), None, false, 0);
                 Ok(value)
             }
             failed => {
-                let why = match failed {
-                    Ok(Err(why)) => why,
-                    _ => format!("Secrets Manager did not answer within {READ_TIMEOUT:?}"),
+                let failure = match failed {
+                    Ok(Err(failure)) => failure,
+                    _ => ReadFailure::theirs(format!("Secrets Manager did not answer within {READ_TIMEOUT:?}")),
                 };
                 let mut h = lock(&self.held);
                 h.failed_at = Some(Instant::now());
+                h.own_faults = if failure.own { h.own_faults + 1 } else { 0 };
+                let own_faults = h.own_faults;
                 let serving = if h.value.is_some() { "the value held serves on" } else { "no value is held" };
-                tracing::error!(variable = %self.variable, secret = %self.id, error = %why, "{serving}: the secret could not be read");
+                let fault = if failure.own { "this function's (its role, the secret)" } else { "Secrets Manager's" };
+                tracing::error!(variable = %self.variable, secret = %self.id, error = %failure.why, fault, "{serving}: the secret could not be read");
                 crate::core::metrics::count("SecretUnavailable", &[], 1.0);
-                Err(unavailable())
+                Err(self.failed(own_faults))
             }
         }
     }
 
     /// One `GetSecretValue` of the current version: its `SecretString`.
-    async fn get_secret_value(&self) -> std::result::Result<String, String> {
-        let region = self.region.as_deref().ok_or("AWS_REGION is not set")?;
+    async fn get_secret_value(&self) -> std::result::Result<String, ReadFailure> {
+        let region = self.region.as_deref().ok_or_else(|| ReadFailure::ours("AWS_REGION is not set"))?;
         let url = match &self.endpoint {
             Some(endpoint) => format!("{endpoint}/"),
             None if region.starts_with("cn-") => format!("https://secretsmanager.{region}.amazonaws.com.cn/"),
@@ -299,25 +345,34 @@ impl Managed {
         let body = json!({"SecretId": self.id}).to_string();
         let headers =
             [("content-type", "application/x-amz-json-1.1"), ("x-amz-target", "secretsmanager.GetSecretValue")];
-        let signed = self.signer.headers("POST", &url, "secretsmanager", region, &headers, body.as_bytes()).await?;
+        let signed = self
+            .signer
+            .headers("POST", &url, "secretsmanager", region, &headers, body.as_bytes())
+            .await
+            .map_err(ReadFailure::theirs)?;
         let mut request = http().post(&url).body(body);
         for (name, value) in headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).chain(signed) {
             request = request.header(name, value);
         }
-        let response = request.send().await.map_err(|e| format!("Secrets Manager: {}", e.without_url()))?;
+        let response =
+            request.send().await.map_err(|e| ReadFailure::theirs(format!("Secrets Manager: {}", e.without_url())))?;
         let status = response.status();
-        let answer: Value =
-            response.json().await.map_err(|e| format!("Secrets Manager's answer: {}", e.without_url()))?;
+        let answer: Value = response
+            .json()
+            .await
+            .map_err(|e| ReadFailure::theirs(format!("Secrets Manager's answer: {}", e.without_url())))?;
         if !status.is_success() {
             // `__type` is `[namespace#]Code`; the message names the secret, never its value.
             let code = answer["__type"].as_str().unwrap_or("unknown").rsplit('#').next().unwrap_or("unknown");
             let message = answer["Message"].as_str().or(answer["message"].as_str()).unwrap_or("");
-            return Err(format!("Secrets Manager answered HTTP {} {code}: {message}", status.as_u16()));
+            let why = format!("Secrets Manager answered HTTP {} {code}: {message}", status.as_u16());
+            let own = status.is_client_error() && !code.contains("Throttl") && code != "RequestTimeout";
+            return Err(ReadFailure { why, own });
         }
         match answer["SecretString"].as_str().map(str::trim) {
             Some(value) if !value.is_empty() => Ok(value.to_owned()),
-            Some(_) => Err("the secret is empty".into()),
-            None => Err("the secret has no SecretString (store the key as plain text)".into()),
+            Some(_) => Err(ReadFailure::ours("the secret is empty")),
+            None => Err(ReadFailure::ours("the secret has no SecretString (store the key as plain text)")),
         }
     }
 }
@@ -352,13 +407,33 @@ mod tests {
         assert_eq!(s.given(), Some("pplx-very-secret"));
     }
 
+    // Given Secrets Manager unreachable, a read is a 503 naming nothing of the account, not
+    // counted against the version; given the function's own fault (no region) twice in a row,
+    // a configuration error naming the variable but not the secret, counted.
     #[tokio::test]
-    async fn a_managed_secret_that_cannot_be_read_is_a_503_naming_nothing_of_the_account() {
-        let s = Env::from_pairs(&[("K_SECRET", "prod/k")]).secret("K").unwrap().unwrap();
+    async fn a_secret_that_cannot_be_read_is_a_503_when_secrets_manager_fails_and_a_500_when_we_do() {
+        let pairs = [
+            ("K_SECRET", "prod/k"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", "http://127.0.0.1:1"),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "example"),
+        ];
+        let s = Env::from_pairs(&pairs).secret("K").unwrap().unwrap();
         assert_eq!(format!("{s:?}"), "Secret(K_SECRET = \"prod/k\")");
-        let e = s.value().await.unwrap_err(); // no AWS_REGION: no read
-        assert_eq!((e.status(), e.code()), (503, "secret_unavailable"));
+        let e = s.value().await.unwrap_err(); // nothing listens on port 1
+        assert_eq!((e.status(), e.code(), e.is_own_failure()), (503, "secret_unavailable", false));
         assert!(!e.to_string().contains("prod/k") && !e.to_string().contains("K_SECRET"), "{e}");
+
+        let s = Env::from_pairs(&pairs[..1]).secret("K").unwrap().unwrap();
+        let e = s.value().await.unwrap_err(); // no AWS_REGION: no read
+        assert_eq!(e.code(), "secret_unavailable", "a first fault of ours may be IAM taking a role update in");
+        tokio::time::sleep(FAILED_PAUSE).await;
+        let e = s.value().await.unwrap_err();
+        assert_eq!((e.status(), e.code(), e.is_own_failure()), (500, "misconfigured", true));
+        assert!(!e.to_string().contains("prod/k") && e.to_string().contains("K_SECRET"), "{e}");
+        let again = s.value().await.unwrap_err();
+        assert_eq!(again.code(), "misconfigured", "within the pause, the same fault");
         assert!(Env::from_pairs(&[]).secret("K").unwrap().is_none());
     }
 }

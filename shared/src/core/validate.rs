@@ -2,6 +2,19 @@
 
 use crate::core::error::{Error, Result};
 
+/// `value` of the endpoint override `variable` (`AWS_ENDPOINT_URL_S3`, ...): `https`, or plain
+/// `http` on a loopback host only (a local stack); anything else is a configuration error, as
+/// requests signed with the function's credentials, and what they read, would cross the
+/// network in clear.
+pub fn endpoint(variable: &str, value: &str) -> Result<String> {
+    let url = url::Url::parse(value).map_err(|e| Error::Config(format!("{variable} is not a URL ({e})")))?;
+    match url.scheme() {
+        "https" => Ok(value.trim_end_matches('/').to_owned()),
+        "http" if loopback(&url) => Ok(value.trim_end_matches('/').to_owned()),
+        _ => Err(Error::Config(format!("{variable} must be https (plain http only on a loopback host)"))),
+    }
+}
+
 /// Whether `url` names a loopback host (`localhost`, 127.0.0.0/8, `::1`).
 pub fn loopback(url: &url::Url) -> bool {
     match url.host() {

@@ -5,9 +5,10 @@
 //!
 //! Each user's limits are their own: one user flooding spends their own minute, never another
 //! user's. The request counts fail open: when the store does not answer within
-//! `BUDGET_STORE_TIMEOUT_MS` (1 s), the same limits are counted in this container instead (a
-//! warning and the `QuotaFailedOpen` metric), as Envoy's and Stripe's rate limiters do, so a
-//! hung table does not take down a read that spends nothing. Spend never fails open: each paid
+//! `BUDGET_STORE_TIMEOUT_MS` (1 s), or fails, the same limits are counted in this container
+//! instead (a warning and the `QuotaFailedOpen` metric), as Envoy's and Stripe's rate limiters
+//! do, so a hung table does not take down a read that spends nothing. A counter the store
+//! throttles (a caller flooding their own key) is not an outage: 429, not counted here. Spend never fails open: each paid
 //! call is held against the budgets, which refuse (503) when the store does not answer.
 
 use std::collections::HashMap;
@@ -134,6 +135,17 @@ impl Quota {
                 let counted = self.records.add(&pk, &sk, 1, Some(i64::from(limit)), now.timestamp() + keep_secs);
                 match bounded(self.wait, "the quota store", counted).await {
                     Ok(counted) => counted.is_some(),
+                    // The store answers, throttling this key: the caller's own flood (a hot key),
+                    // not an outage. Counting it here instead would give each container a
+                    // quota of its own.
+                    Err(e) if crate::core::records::throttled(&e) => {
+                        tracing::warn!(error = %e, "the quota's counter is throttled: refused");
+                        crate::core::metrics::count("QuotaThrottled", &[], 1.0);
+                        return Err(Error::QuotaExceeded {
+                            message: "too many requests at once; retry in a second".into(),
+                            retry_after_secs: 1,
+                        });
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "quota store unavailable: counted in this container");
                         crate::core::metrics::count("QuotaFailedOpen", &[], 1.0);

@@ -11,10 +11,14 @@
 //! Keys are cached and never fetched on a request whose key is held: past an hour they are
 //! refreshed in the background while the held ones serve. A `kid` not held fetches them on the
 //! request (one fetch at a time, the others waiting for it), at most once per
-//! [`REFETCH_EVERY`], so a signing key the issuer just added is trusted at once and a flood of
-//! forged `kid`s costs the issuer one request per [`REFETCH_EVERY`]. When the keys cannot be
-//! had (the issuer down, the fetch failed) the answer is 503 `issuer_unavailable` with
-//! `Retry-After`, never a 401 for a token that may be valid; the `IssuerUnavailable` metric
+//! [`REFETCH_EVERY`], so a signing key the issuer added before the last fetch, or
+//! [`REFETCH_EVERY`] after it, is trusted at once, and a flood of forged `kid`s costs the issuer
+//! one request per [`REFETCH_EVERY`]. When the keys cannot be had and none are held (the issuer
+//! down since the function started) the answer is 503 `issuer_unavailable` with `Retry-After`,
+//! never a 401 for a token that may be valid, or 500 `misconfigured` when the failure is the
+//! deployment's (`JWT_ISSUER` answers a 4xx, names another issuer, publishes no key set); once
+//! keys are held, a `kid` they lack is a 401 whatever the issuer does (a forged token is not an
+//! outage, and must not look like one to the canary alarms). The `IssuerUnavailable` metric
 //! counts the failed fetches. The issuer and its `jwks_uri` must be `https`, except on a
 //! loopback host (a test issuer).
 
@@ -98,6 +102,9 @@ struct Keys {
     fetched: Option<Instant>,
     /// The last fetch that failed.
     failed: Option<Instant>,
+    /// Why it failed, when that is the deployment's own doing (`JWT_ISSUER` answers 4xx, names
+    /// another issuer, publishes no key set), not the issuer being down.
+    misconfigured: Option<String>,
     /// The last fetch for a `kid` not held while keys were.
     unknown: Option<Instant>,
 }
@@ -203,8 +210,9 @@ impl Verifier {
 
 impl Inner {
     /// The key `kid`: as held (refreshed in the background past [`KEYS_LIVE`]), else as fetched
-    /// now; 401 (`None`) only when keys fetched after the request looked lack it, 503 with
-    /// `Retry-After` when no fetch may run or it failed.
+    /// now. `None` (401) when the keys lack it: fetched after the request looked, or held while no
+    /// fetch may run (the issuer answered before; a forged `kid` is not an outage). 503 with
+    /// `Retry-After` only when no keys are held and none could be fetched.
     async fn key(self: &Arc<Self>, kid: &str) -> Result<Option<DecodingKey>> {
         let asked = Instant::now();
         if let Some(key) = self.held(kid) {
@@ -215,6 +223,12 @@ impl Inner {
             (Fetch::Fresh, key) => Ok(key),
             // A fetch that ran while this request waited may hold its key after all.
             (Fetch::Wait(_), Some(key)) => Ok(Some(key)),
+            (Fetch::Wait(_), None) if self.keys().fetched.is_some() => Ok(None),
+            // A new version with a wrong issuer fails as its own (its canary rolls it back).
+            (Fetch::Wait(_), None) if self.keys().misconfigured.is_some() => {
+                let why = self.keys().misconfigured.clone().unwrap_or_default();
+                Err(Error::Config(format!("JWT_ISSUER: its keys cannot be had: {why}")))
+            }
             (Fetch::Wait(wait), None) => Err(Error::Unavailable {
                 code: "issuer_unavailable",
                 message: "users' tokens cannot be verified right now (the issuer's keys could not be had); \
@@ -294,12 +308,16 @@ impl Inner {
         match self.fetch().await {
             Ok(set) => {
                 let mut keys = self.keys_mut();
-                (keys.set, keys.fetched) = (set, Some(began));
+                (keys.set, keys.fetched, keys.misconfigured) = (set, Some(began), None);
                 true
             }
-            Err(why) => {
-                self.keys_mut().failed = Some(Instant::now());
-                tracing::error!(issuer = %self.issuer.url, %why, "the issuer's keys could not be fetched");
+            Err(Failure { why, ours }) => {
+                {
+                    let mut keys = self.keys_mut();
+                    (keys.failed, keys.misconfigured) = (Some(Instant::now()), ours.then(|| why.clone()));
+                }
+                let fault = if ours { "the deployment's (JWT_ISSUER)" } else { "the issuer's" };
+                tracing::error!(issuer = %self.issuer.url, %why, fault, "the issuer's keys could not be fetched");
                 crate::core::metrics::count("IssuerUnavailable", &[], 1.0);
                 false
             }
@@ -307,25 +325,45 @@ impl Inner {
     }
 
     /// The issuer's key set, by OIDC discovery.
-    async fn fetch(&self) -> std::result::Result<JwkSet, String> {
+    async fn fetch(&self) -> std::result::Result<JwkSet, Failure> {
         let base = self.issuer.url.trim_end_matches('/');
         let discovery = format!("{base}/.well-known/openid-configuration");
         let document: Value = self.get_json(&discovery).await?;
         if document.get("issuer").and_then(Value::as_str).map(|i| i.trim_end_matches('/')) != Some(base) {
-            return Err(format!("{discovery} names another issuer"));
+            return Err(Failure::ours(format!("{discovery} names another issuer")));
         }
-        let jwks_uri = document.get("jwks_uri").and_then(Value::as_str).ok_or("no jwks_uri")?;
-        allowed(jwks_uri, url::Url::parse(base).is_ok_and(|u| loopback(&u)))?;
+        let jwks_uri = document
+            .get("jwks_uri")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Failure::ours(format!("{discovery}: no jwks_uri")))?;
+        allowed(jwks_uri, url::Url::parse(base).is_ok_and(|u| loopback(&u))).map_err(Failure::ours)?;
         let set: Value = self.get_json(jwks_uri).await?;
-        serde_json::from_value(set).map_err(|e| format!("{jwks_uri} is not a JWK set: {e}"))
+        serde_json::from_value(set).map_err(|e| Failure::ours(format!("{jwks_uri} is not a JWK set: {e}")))
     }
 
-    async fn get_json(&self, url: &str) -> std::result::Result<Value, String> {
-        let response = self.http.get()?.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
-        if !response.status().is_success() {
-            return Err(format!("{url}: HTTP {}", response.status()));
+    /// `url`'s JSON: the issuer's failure when it cannot be reached, answers 5xx or 429, the
+    /// deployment's when it answers another 4xx or what is not JSON (a wrong URL).
+    async fn get_json(&self, url: &str) -> std::result::Result<Value, Failure> {
+        let client = self.http.get().map_err(|e| Failure { why: e.to_string(), ours: false })?;
+        let response = client.get(url).send().await.map_err(|e| Failure { why: format!("{url}: {e}"), ours: false })?;
+        let status = response.status();
+        if !status.is_success() {
+            let ours = status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS;
+            return Err(Failure { why: format!("{url}: HTTP {status}"), ours });
         }
-        response.json().await.map_err(|e| format!("{url}: {e}"))
+        response.json().await.map_err(|e| Failure::ours(format!("{url}: {e}")))
+    }
+}
+
+/// Why the keys could not be fetched, and whether that is the deployment's own doing.
+struct Failure {
+    why: String,
+    ours: bool,
+}
+
+impl Failure {
+    fn ours(why: impl Into<String>) -> Self {
+        Self { why: why.into(), ours: true }
     }
 }
 

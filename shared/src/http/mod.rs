@@ -142,7 +142,9 @@ pub fn error(e: &Error, request_id: &str) -> Response {
     let status = e.status();
     if status >= 500 {
         tracing::error!(request_id, code = e.code(), error = %e, "request failed");
-        answered_5xx();
+        if e.is_own_failure() {
+            answered_5xx();
+        }
     } else {
         tracing::info!(request_id, code = e.code(), error = %e, "request refused");
     }
@@ -154,9 +156,9 @@ pub fn error(e: &Error, request_id: &str) -> Response {
     response
 }
 
-/// Counts one JSON 5xx answer in the EMF metric `Answered5xx`, by function and version: an
-/// answer is not a Lambda error, so the canary alarms watch this too, on the version being
-/// deployed alone.
+/// Counts one JSON 5xx answer of the function's own ([`Error::is_own_failure`]) in the EMF
+/// metric `Answered5xx`, by function and version: an answer is not a Lambda error, so the canary
+/// alarms watch this too, on the version being deployed alone.
 fn answered_5xx() {
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
     let version = std::env::var("AWS_LAMBDA_FUNCTION_VERSION").unwrap_or_default();

@@ -89,38 +89,44 @@ impl StreamLinks {
     }
 
     /// The owner `token` speaks for, if it is this key's, for session `session`, and not expired
-    /// at `now`; 401 otherwise.
+    /// at `now`; 401 otherwise. A token that fails its own checks (its form, algorithm, audience,
+    /// expiry, session, owner) is refused before any key is read: junk costs no Secrets Manager
+    /// read.
     pub async fn verify(&self, token: &str, session: &str, now: DateTime<Utc>) -> Result<Owner> {
         let refused = |why: &str| Error::Unauthenticated(format!("the stream link is not valid: {why}"));
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_audience(&[AUDIENCE]);
-        validation.set_required_spec_claims(&["exp", "aud", "sub"]);
-        // Checked below against the caller's clock, with no leeway: only this code issues them.
-        validation.validate_exp = false;
-        let decode = |key: &[u8]| jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(key), &validation);
-        // During a rotation containers sign with the old key or the new one for up to
-        // SECRETS_CACHE_S: the key held before is accepted too, and a link signed with neither
-        // has the key read again (at most every 10 s), in case it is newer than this one's.
-        let claims = match decode(&self.key().await?) {
-            Ok(decoded) => decoded.claims,
-            Err(_) => {
-                let Key::Secret(secret) = &self.key else { return Err(refused("not signed by this deployment")) };
-                match secret.previous().map(|previous| decode(previous.as_bytes())) {
-                    Some(Ok(decoded)) => decoded.claims,
-                    _ => {
-                        secret.refused();
-                        return Err(refused("not signed by this deployment"));
-                    }
-                }
-            }
-        };
+        let forged = || refused("not signed by this deployment");
+        let unverified = jsonwebtoken::dangerous::insecure_decode::<Claims>(token).map_err(|_| forged())?;
+        if unverified.header.alg != Algorithm::HS256 || unverified.claims.aud != AUDIENCE {
+            return Err(forged());
+        }
+        let claims = unverified.claims;
         if claims.exp <= now.timestamp() {
             return Err(refused("it has expired; GET /api/research/{id} gives a fresh one"));
         }
         if claims.sid != session {
             return Err(refused("it is for another session"));
         }
-        Owner::parse(&claims.sub).ok_or_else(|| refused("it names no owner"))
+        let owner = Owner::parse(&claims.sub).ok_or_else(|| refused("it names no owner"))?;
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(&[AUDIENCE]);
+        validation.set_required_spec_claims(&["exp", "aud", "sub"]);
+        // Checked above against the caller's clock, with no leeway: only this code issues them.
+        validation.validate_exp = false;
+        let signed =
+            |key: &[u8]| jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(key), &validation).is_ok();
+        // During a rotation containers sign with the old key or the new one for up to
+        // SECRETS_CACHE_S: the key held before is accepted too (for that long), and a link signed
+        // with neither has the key read again (at most every 10 s), in case it is newer than
+        // this one's.
+        if signed(&self.key().await?) {
+            return Ok(owner);
+        }
+        let Key::Secret(secret) = &self.key else { return Err(forged()) };
+        if secret.previous().is_some_and(|previous| signed(previous.as_bytes())) {
+            return Ok(owner);
+        }
+        secret.refused();
+        Err(forged())
     }
 }
 

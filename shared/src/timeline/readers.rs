@@ -48,6 +48,13 @@ pub struct Lease {
     places: Vec<Place>,
 }
 
+impl Lease {
+    /// Until when its places are held (Unix seconds).
+    pub fn until(&self) -> i64 {
+        self.until
+    }
+}
+
 /// The pools a reader of `session` owned by `user` (`None`: the backend) takes a place in.
 fn pools(session: &str, user: Option<&str>, caps: Caps) -> Vec<(String, u32)> {
     let mut pools = vec![(format!("SESSION#{session}"), caps.session)];
@@ -190,7 +197,7 @@ async fn giving_way(
         others()
             .filter(|r| r.body["kind"] == "reader")
             .filter(|r| r.body["since"].as_i64().is_some_and(|since| now.timestamp() - since >= SETTLED_SECS))
-            .min_by_key(|r| r.body["until"].as_i64().unwrap_or(0))
+            .min_by_key(|r| r.body["since"].as_i64().unwrap_or(0))
     };
     let victim = oldest("ended").or_else(|| if open { settled() } else { None });
     Ok(victim.and_then(|r| r.body["holder"].as_str().map(str::to_owned)))
@@ -243,10 +250,16 @@ async fn place(
     Ok(Err(wait))
 }
 
-/// Marks `lease`'s places as those of a stream that ended at its life: they wait for its
-/// client's resume until they expire, and any opener of the same research may take them.
-pub async fn ended_at_life(records: &dyn RecordStore, lease: &mut Lease, now: DateTime<Utc>) {
+/// Marks `lease`'s places as those of a stream that ended at its life: they wait `keep` for its
+/// client's resume, and any opener of the same research may take them.
+pub async fn ended_at_life(
+    records: &dyn RecordStore,
+    lease: &mut Lease,
+    keep: std::time::Duration,
+    now: DateTime<Utc>,
+) {
     lease.kind = "ended";
+    lease.until = now.timestamp() + i64::try_from(keep.as_secs()).unwrap_or(i64::MAX);
     for i in 0..lease.places.len() {
         let (pk, sk, rev) = (lease.places[i].pk.clone(), lease.places[i].sk.clone(), lease.places[i].rev);
         if let Ok(true) =
@@ -255,6 +268,42 @@ pub async fn ended_at_life(records: &dyn RecordStore, lease: &mut Lease, now: Da
             lease.places[i].rev = rev + 1;
         }
     }
+}
+
+/// Keeps `lease`'s places while its reader reads: when less than half of `hold` is left of them,
+/// held for `hold` from `now` again (each conditional on its revision, so one a resuming reader
+/// took over is not taken back). False when a place is no longer its own.
+pub async fn renew(
+    records: &dyn RecordStore,
+    lease: &mut Lease,
+    hold: std::time::Duration,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let hold_secs = i64::try_from(hold.as_secs()).unwrap_or(i64::MAX);
+    if lease.until - now.timestamp() > hold_secs / 2 {
+        return held(records, lease, now).await;
+    }
+    // Held longer in memory only once stored: a renewal the store did not take is tried again.
+    let renewed = Lease { until: now.timestamp() + hold_secs, ..lease.clone() };
+    let mut until = renewed.until;
+    for i in 0..lease.places.len() {
+        let (pk, sk, rev) = (lease.places[i].pk.clone(), lease.places[i].sk.clone(), lease.places[i].rev);
+        if records.put_if(&record(&pk, &sk, &renewed, rev + 1, renewed.until), Some(rev), now.timestamp()).await? {
+            lease.places[i].rev = rev + 1;
+            continue;
+        }
+        // Refused: taken over, or this renewal's own earlier write landed (a timed-out call, an
+        // SDK retry of an applied write): the place is still ours if it names us.
+        match records.get(&pk, &sk, now.timestamp()).await? {
+            Some(r) if r.body["holder"] == lease.holder.as_str() && r.body["kind"] == lease.kind => {
+                lease.places[i].rev = r.body[REV].as_i64().unwrap_or(rev);
+                until = until.min(r.body["until"].as_i64().unwrap_or(lease.until));
+            }
+            _ => return Ok(false),
+        }
+    }
+    lease.until = until;
+    Ok(true)
 }
 
 /// Whether `lease` still holds every place it claimed (false: a resuming reader took them over).

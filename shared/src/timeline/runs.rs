@@ -39,8 +39,9 @@ const DEAD_CHECK: Duration = Duration::from_secs(5);
 /// Storing one event of a run: 5 tries, the waits between them doubling from 200 ms.
 const STORE_EVENT: RetryPolicy =
     RetryPolicy { retries: 4, base: Duration::from_millis(200), max_wait: Duration::from_millis(1600) };
-/// The longest a run may take when Lambda gives no deadline (as the function's timeout).
-const RUN_LIMIT: Duration = Duration::from_secs(900);
+/// The longest a run or a stream may take when Lambda gives no deadline (as the function's
+/// timeout).
+pub const RUN_LIMIT: Duration = Duration::from_secs(900);
 /// A place's lease outlives its holder's planned end by this much (a killed Lambda's frees then).
 const PLACE_GRACE: Duration = Duration::from_secs(15);
 /// How often an open stream looks whether its places are still its own.
@@ -67,12 +68,17 @@ pub enum Beat {
     Events(Vec<Logged>),
     /// Nothing happened for [`KEEPALIVE`].
     Quiet,
+    /// The stream reached its life (the function's own time limit) before the research ended,
+    /// having sent every event up to `after`: its client resumes with `Last-Event-ID: after`.
+    Paused { after: u32 },
 }
 
 impl Runs {
     /// A stream of session `id` (owned by `user`, `None` for the backend) from after event
-    /// `after`, for `life` at most: a place in each pool that applies (429 when one is full), the
-    /// session marked read, and its run started if this is its first stream.
+    /// `after`, for `life` at most (the invocation's time: a stream is not ended by a clock of
+    /// its own): a place in each pool that applies (429 when one is full), held
+    /// `RESEARCH_READER_SECS` at a time and renewed while it reads; the session marked read, and
+    /// its run started if this is its first stream.
     pub async fn open(
         &self,
         id: &str,
@@ -84,7 +90,7 @@ impl Runs {
         hold: impl Fn() -> Hold,
     ) -> Result<Reader> {
         let now = self.clock.now();
-        // A place in each pool that applies, held at most the stream's life: a resume takes the
+        // A place in each pool that applies, renewed while the stream reads: a resume takes the
         // places of the stream it resumes.
         let places = readers::claim(
             &*self.records,
@@ -120,6 +126,8 @@ impl Runs {
             placed: started,
             read_marked: started,
             lease: Some(lease),
+            place_hold: self.settings.reader_life + PLACE_GRACE,
+            lapsing: false,
             hold: hold(),
             ended: false,
         })
@@ -279,7 +287,7 @@ fn too_many(retry_after_secs: u64) -> Error {
 }
 
 /// One stream's reader: what is stored after `after`, then what is stored next, until the run
-/// ends or the stream's life does.
+/// ends or the stream's life does (then [`Beat::Paused`], once).
 pub struct Reader {
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
@@ -295,6 +303,10 @@ pub struct Reader {
     read_marked: tokio::time::Instant,
     /// Its places (`None` once given back or marked ended at its life).
     lease: Option<Lease>,
+    /// How long its places are held from each renewal.
+    place_hold: Duration,
+    /// Its places could not be renewed and lapse before the next look: it ends.
+    lapsing: bool,
     /// Its invocation's, held by the task that gives its places back.
     hold: Hold,
     ended: bool,
@@ -316,22 +328,23 @@ impl Drop for Reader {
 }
 
 impl Reader {
-    /// What the stream sends next; `None` when it ends (the research ended, its life is over, or
-    /// a resuming stream took its place).
+    /// What the stream sends next; `None` when it ends (the research ended, its life is over and
+    /// [`Beat::Paused`] was sent, or a resuming stream took its place).
     pub async fn next(&mut self) -> Option<Beat> {
         loop {
             let left = self.until.saturating_duration_since(tokio::time::Instant::now());
             if self.ended {
                 return None;
             }
-            if left.is_zero() {
+            if left.is_zero() || self.lapsing {
+                self.ended = true;
                 // Its life is over, not the research: the places wait for the client's resume
                 // (marked so, any opener of the research may take them).
                 if let Some(mut lease) = self.lease.take() {
-                    let mark = readers::ended_at_life(&*self.records, &mut lease, self.clock.now());
+                    let mark = readers::ended_at_life(&*self.records, &mut lease, PLACE_GRACE, self.clock.now());
                     let _ = tokio::time::timeout(STORE_TIME, mark).await;
                 }
-                return None;
+                return Some(Beat::Paused { after: self.after });
             }
             // No store call or wait runs past the stream's end.
             let (read_time, wait) = (STORE_TIME.min(left), POLL.min(left));
@@ -350,16 +363,22 @@ impl Reader {
             }
             if self.placed.elapsed() >= PLACE_CHECK {
                 self.placed = tokio::time::Instant::now();
-                // A resuming stream took this one's place: it ends (its client is gone).
-                if let Some(lease) = &self.lease
-                    && let Ok(false) = bounded(
-                        read_time,
-                        "checking a reader's place",
-                        readers::held(&*self.records, lease, self.clock.now()),
-                    )
-                    .await
-                {
-                    return None;
+                // Its places renewed while it reads; a resuming stream took them: it ends (its
+                // client is gone). A store that does not answer is asked again next time.
+                let (hold, now) = (self.place_hold, self.clock.now());
+                if let Some(lease) = &mut self.lease {
+                    let renewed = readers::renew(&*self.records, lease, hold, now);
+                    match bounded(read_time, "renewing a reader's places", renewed).await {
+                        Ok(true) => {}
+                        Ok(false) => return None,
+                        // Not renewed before the next look would be too late: it ends as at its
+                        // life (its client resumes), before a pool counts its places free.
+                        Err(e) => {
+                            tracing::warn!(session = %self.session, error = %e, "a reader's places were not renewed");
+                            let next = now.timestamp() + PLACE_CHECK.as_secs() as i64 + 1;
+                            self.lapsing = lease.until() <= next;
+                        }
+                    }
                 }
             }
             if self.checked.elapsed() >= DEAD_CHECK {

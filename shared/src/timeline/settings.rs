@@ -20,8 +20,8 @@ pub struct Settings {
     /// A run nobody reads (a stream, a status) for this long stops itself, unless it runs in
     /// the background (`RESEARCH_ABANDON_AFTER_S`).
     pub abandon_after: Duration,
-    /// The longest one stream stays open (`RESEARCH_READER_SECS`, 1-840): then it ends and the
-    /// client resumes with `Last-Event-ID`.
+    /// How long an open stream's places are held at a time (`RESEARCH_READER_SECS`, 1-840),
+    /// renewed while it reads: a stream whose container died frees them within this.
     pub reader_life: Duration,
     /// Places in the pools of open streams and runs ([`crate::timeline::readers`]):
     /// `RESEARCH_SESSION_READERS`, `RESEARCH_USER_STREAMS`, `RESEARCH_USERS_STREAMS`.

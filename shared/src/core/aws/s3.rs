@@ -15,6 +15,10 @@ pub struct Objects {
     endpoint: Option<String>,
     region: String,
     signer: Signer,
+    /// The account that must own the bucket (`S3_EXPECTED_BUCKET_OWNER`, sent as
+    /// `x-amz-expected-bucket-owner`): a bucket of the same name in another account (deleted,
+    /// then taken) is refused by S3 (403), not read.
+    owner: Option<String>,
 }
 
 /// The most one read of an import's S3 object may take (the job's own time is 15 minutes).
@@ -22,14 +26,28 @@ pub const S3_READ_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Objects {
     /// A reader from the standard AWS environment: `AWS_REGION` (or `AWS_DEFAULT_REGION`,
-    /// else us-east-1), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`), the default credentials.
-    pub fn from_env() -> Self {
-        let var = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()));
-        Self {
-            endpoint: var(&["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]),
-            region: var(&["AWS_REGION", "AWS_DEFAULT_REGION"]).unwrap_or_else(|| "us-east-1".into()),
-            signer: Signer::default(),
+    /// else us-east-1), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`: https, or http on a
+    /// loopback host), `S3_EXPECTED_BUCKET_OWNER`, the default credentials.
+    pub fn from_env() -> Result<Self> {
+        fn var(name: &'static str) -> Option<(&'static str, String)> {
+            std::env::var(name).ok().filter(|v| !v.is_empty()).map(|v| (name, v))
         }
+        let endpoint = match var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL")) {
+            Some((name, value)) => Some(crate::core::validate::endpoint(name, &value)?),
+            None => None,
+        };
+        let owner = var("S3_EXPECTED_BUCKET_OWNER").map(|(_, v)| v);
+        if owner.as_ref().is_some_and(|o| o.len() != 12 || !o.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(Error::Config("S3_EXPECTED_BUCKET_OWNER must be a 12-digit AWS account id".into()));
+        }
+        Ok(Self {
+            endpoint,
+            region: var("AWS_REGION")
+                .or_else(|| var("AWS_DEFAULT_REGION"))
+                .map_or_else(|| "us-east-1".into(), |(_, v)| v),
+            signer: Signer::default(),
+            owner,
+        })
     }
 
     /// A reader of an S3-compatible endpoint with fixed credentials (local stacks, tests).
@@ -39,7 +57,14 @@ impl Objects {
             endpoint: Some(endpoint.to_owned()),
             region: "us-east-1".into(),
             signer: Signer::with(aws_credential_types::provider::SharedCredentialsProvider::new(credentials)),
+            owner: None,
         }
+    }
+
+    /// The same reader, reading only buckets `account` owns.
+    pub fn owned_by(mut self, account: &str) -> Self {
+        self.owner = Some(account.to_owned());
+        self
     }
 
     /// `bucket`'s object `key` as text: a name S3 could not have is refused unsent (400); a
@@ -76,13 +101,15 @@ impl Objects {
             .build()
             .map_err(|e| ours(&e))?;
         let read = with_backoff(S3_RETRY, "s3", |_| async {
+            let owner: Vec<(&str, &str)> =
+                self.owner.iter().map(|o| ("x-amz-expected-bucket-owner", o.as_str())).collect();
             let signed = self
                 .signer
-                .headers("GET", &url, "s3", &self.region, &[], b"")
+                .headers("GET", &url, "s3", &self.region, &owner, b"")
                 .await
                 .map_err(|e| Read::Final(ours(&e)))?;
             let mut request = client.get(&url);
-            for (name, value) in signed {
+            for (name, value) in owner.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).chain(signed) {
                 request = request.header(name, value);
             }
             let mut response = request.send().await.map_err(|e| Read::Again(causes(&e.without_url())))?;
