@@ -5,21 +5,52 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::time::Instant;
 
 use integration::rag::RagHarness;
 use serde_json::json;
-use shared::activities::index::{HardFilter, point_id};
+use shared::activities::index::edge::{EdgeIndex, LEASE, MAX_HOLD, one_turn};
+use shared::activities::index::{DenseSpace, HardFilter, VectorIndex, point_id};
+use shared::activities::settings::EdgeSharing;
 
-fn worker(dir: &std::path::Path, prefix: &str, count: usize) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_index_worker"))
-        .args([dir.to_str().unwrap(), prefix, &count.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start index_worker")
+/// A writer process, killed when dropped: a failing test never deletes its directory under a
+/// writer still writing (which then fails for that, hiding the first failure).
+struct Worker(Child);
+
+impl std::ops::Deref for Worker {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
 }
 
-fn acks(child: &mut Child, want: Option<usize>) -> Vec<String> {
+impl std::ops::DerefMut for Worker {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn worker(dir: &std::path::Path, prefix: &str, count: usize) -> Worker {
+    Worker(
+        Command::new(env!("CARGO_BIN_EXE_index_worker"))
+            .args([dir.to_str().unwrap(), prefix, &count.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start index_worker"),
+    )
+}
+
+fn acks(child: &mut Worker, want: Option<usize>) -> Vec<String> {
     let stdout = child.stdout.take().unwrap();
     let mut ids = Vec::new();
     for line in BufReader::new(stdout).lines() {
@@ -75,4 +106,37 @@ async fn acknowledged_writes_survive_a_killed_writer() {
     assert_eq!(acks(&mut after, None).len(), 3);
     assert!(after.wait().unwrap().success());
     assert!(index.count(&HardFilter::bookable(chrono::Utc::now())).await.unwrap() >= 23);
+}
+
+// Given a turn (a search's operations) holding the shard past MAX_HOLD while another index on
+// the directory waits for it, then the turn keeps the shard to its last operation and the other
+// gets it after: a search waits for the others once, not between its own reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_keeps_the_shard_to_its_last_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let space = DenseSpace { name: "turns".into(), dimensions: 3 };
+    let open = || EdgeIndex::new(dir.path(), "turns", space.clone(), EdgeSharing::Shared);
+    let (searcher, other) = (open(), open());
+    searcher.ensure().await.unwrap();
+    let filter = HardFilter::bookable(chrono::Utc::now());
+    let (first_done, other_may_start) = tokio::sync::oneshot::channel();
+    let turn = one_turn(async {
+        searcher.count(&filter).await.unwrap();
+        let first = Instant::now();
+        first_done.send(()).unwrap();
+        let mut last = first;
+        while first.elapsed() < MAX_HOLD * 3 {
+            tokio::time::sleep(LEASE / 4).await;
+            searcher.count(&filter).await.unwrap();
+            last = Instant::now();
+        }
+        last
+    });
+    let waiting = async {
+        other_may_start.await.unwrap();
+        other.count(&filter).await.unwrap();
+        Instant::now()
+    };
+    let (last_of_turn, other_got_it) = tokio::join!(turn, waiting);
+    assert!(other_got_it > last_of_turn, "the waiting index had the shard in the middle of the turn");
 }

@@ -40,6 +40,20 @@ impl Bm25 {
     }
 }
 
+/// Loads the tokenizer's dictionaries (the Chinese segmenter's, over a second unoptimised) on a
+/// background thread, once per process: a search built now does not pay for them inside its
+/// first query's budget.
+pub fn warm() {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let started =
+            std::thread::Builder::new().name("tokenizer-warm".into()).spawn(|| Bm25::new().query("预热中文分词"));
+        if let Err(e) = started {
+            tracing::warn!(error = %e, "tokenizer warm-up not started; the first query loads it");
+        }
+    });
+}
+
 impl Default for Bm25 {
     fn default() -> Self {
         Self::new()

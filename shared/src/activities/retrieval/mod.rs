@@ -39,6 +39,7 @@ use uuid::Uuid;
 
 use crate::activities::embedder::{EmbeddingService, Input};
 use crate::activities::index::bm25::Bm25;
+use crate::activities::index::edge::one_turn;
 use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
 use crate::activities::indexing::activity_of;
 use crate::activities::interests::{Interests, Source};
@@ -135,6 +136,7 @@ impl Retrieval {
         ranking: Ranking,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        crate::activities::index::bm25::warm();
         Self { index, embedding, bm25: Arc::new(Bm25::new()), interests, reasons, ranking, clock }
     }
 
@@ -163,7 +165,7 @@ impl Retrieval {
     /// Runs `req` within seed 004's [`BUDGET`]. Index faults are errors (a 503 in time when the
     /// index hangs); embedder faults degrade to lexical ranking.
     pub async fn search(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
-        bounded(BUDGET, "the search", self.search_now(req, request_id)).await
+        bounded(BUDGET, "the search", one_turn(self.search_now(req, request_id))).await
     }
 
     async fn search_now(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {

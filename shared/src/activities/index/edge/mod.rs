@@ -18,11 +18,17 @@
 //!   keeps it, for a process that owns its `DATA_DIR` alone (one Lambda container's `/tmp`,
 //!   a benchmark). Another process opening it gets an error, never a corrupt shard.
 //!
+//! A caller's operations that make one answer (a search's count, estimate and queries) run as
+//! one turn ([`one_turn`]): once the first has the shard, the rest keep it past [`MAX_HOLD`],
+//! so a search waits for the others once, not once per operation.
+//!
 //! In both modes a write is flushed (WAL and segments, synced) before it returns, so an
 //! acknowledged write survives the process being frozen or killed right after it answers.
 //! Operations are synchronous and run on the blocking thread pool.
 
+use std::cell::Cell;
 use std::fs::File;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -55,6 +61,23 @@ pub const LEASE: Duration = Duration::from_millis(200);
 
 /// Shared mode: how long a busy process keeps the shard before it lets a waiting one in.
 pub const MAX_HOLD: Duration = Duration::from_millis(300);
+
+tokio::task_local! {
+    /// Set within [`one_turn`]: whether the turn's first operation has run.
+    static TURN: Cell<bool>;
+}
+
+/// Runs `work` as one turn on a shared index: its operations after the first never hand the
+/// shard over for [`MAX_HOLD`] (the first may, like any other). For any index; a no-op but for
+/// [`Sharing::Shared`].
+pub async fn one_turn<F: Future>(work: F) -> F::Output {
+    TURN.scope(Cell::new(false), work).await
+}
+
+/// Whether the calling task is inside a turn whose first operation has run; marks it as run.
+fn continues_turn() -> bool {
+    TURN.try_with(|started| started.replace(true)).unwrap_or(false)
+}
 
 pub struct EdgeIndex {
     inner: Arc<Inner>,
@@ -115,7 +138,8 @@ impl EdgeIndex {
 
     async fn run<T: Send + 'static>(&self, op: impl FnOnce(&EdgeShard) -> Result<T> + Send + 'static) -> Result<T> {
         let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || inner.with(op)).await.map_err(|e| store_error("task", e))?
+        let continuing = continues_turn();
+        tokio::task::spawn_blocking(move || inner.with(continuing, op)).await.map_err(|e| store_error("task", e))?
     }
 }
 
@@ -129,11 +153,12 @@ impl Drop for EdgeIndex {
 
 impl Inner {
     /// Runs `op` on the shard; a write is durable when this returns (every update is followed
-    /// by a flush inside `op`'s callers, and closing flushes too).
-    fn with<T>(self: &Arc<Self>, op: impl FnOnce(&EdgeShard) -> Result<T>) -> Result<T> {
+    /// by a flush inside `op`'s callers, and closing flushes too). `continuing`: `op` continues
+    /// a turn, so a shard held past [`MAX_HOLD`] is kept.
+    fn with<T>(self: &Arc<Self>, continuing: bool, op: impl FnOnce(&EdgeShard) -> Result<T>) -> Result<T> {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let shared = self.sharing == Sharing::Shared;
-        if shared && held.as_ref().is_some_and(|h| h.since.elapsed() >= MAX_HOLD) {
+        if shared && !continuing && held.as_ref().is_some_and(|h| h.since.elapsed() >= MAX_HOLD) {
             // Held long enough: close, and give a process waiting on the lock its turn.
             *held = None;
             std::thread::sleep(Duration::from_millis(5));
