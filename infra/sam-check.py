@@ -178,6 +178,67 @@ for keys in ({}, {name: f"research/{name}" for name in secret_parameters}):
             failed.append(f"{name} ({'every key' if keys else 'no key'}): reads {sorted(named)}, may read {sorted(got)}")
     print(f"{'every key given' if keys else 'no key given'}: each function may read exactly the secrets it names")
 
+# Which records each function may write (docs/access.md): every write action on the table names
+# the partitions it may touch (dynamodb:LeadingKeys), exactly as the docs' table lists them, and
+# nothing may DeleteItem, Scan or write in transactions.
+WRITES = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem")
+FORBIDDEN = ("dynamodb:DeleteItem", "dynamodb:Scan", "dynamodb:TransactWriteItems", "dynamodb:PartiQLDelete", "dynamodb:*")
+
+
+def documented_writes():
+    """{function: {action: set of prefixes}} from docs/access.md's table."""
+    lines = open("docs/access.md", encoding="utf-8").read().split("## Which records each function may write", 1)[1]
+    table = {}
+    for line in lines.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("function", "---") or not line.startswith("|"):
+            continue
+        table[cells[0]] = {action: {p.strip().strip("`") for p in cell.split(",") if p.strip()}
+                           for action, cell in zip(WRITES, cells[1:])}
+    return table
+
+
+def kebab(logical_id):
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", logical_id.removesuffix("Function")).lower()
+
+
+deployed, given = transformed(overrides)
+conditions = decode("template.yaml")[0].get("Conditions", {})
+roles = {n: r for n, r in deployed.items() if r["Type"] == "AWS::IAM::Role"}
+granted = {}
+for name, function in deployed.items():
+    if function["Type"] != "AWS::Lambda::Function":
+        continue
+    role = roles.get(function["Properties"]["Role"]["Fn::GetAtt"][0], {})
+    writes = {}
+    for policy in present(evaluate(role.get("Properties", {}).get("Policies", []), given, conditions)):
+        for statement in policy["PolicyDocument"]["Statement"]:
+            actions = statement.get("Action")
+            actions = [a for a in (actions if isinstance(actions, list) else [actions]) if str(a).startswith("dynamodb:")]
+            for action in actions:
+                if action in FORBIDDEN:
+                    failed.append(f"{name}: may {action}")
+                if action not in WRITES:
+                    continue
+                keys = None
+                for operator, values in statement.get("Condition", {}).items():
+                    if operator.startswith("ForAllValues:String") and "dynamodb:LeadingKeys" in values:
+                        keys = values["dynamodb:LeadingKeys"]
+                if keys is None:
+                    failed.append(f"{name}: {action} on every partition (no dynamodb:LeadingKeys)")
+                    continue
+                writes.setdefault(action, set()).update(keys if isinstance(keys, list) else [keys])
+    if writes:
+        granted[kebab(name)] = writes
+        reach = "; ".join(f"{a.split(':')[1]} {', '.join(sorted(p))}" for a, p in sorted(writes.items()))
+        print(f"{name} writes: {reach}")
+documented = documented_writes()
+for function in sorted(set(granted) | set(documented)):
+    want = {a: p for a, p in documented.get(function, {}).items() if p}
+    if granted.get(function, {}) != want:
+        failed.append(f"{function}: may write {granted.get(function)}, docs/access.md says {want}")
+print(f"writes by partition: {len(granted)} functions, each as docs/access.md lists")
+
 # Settings reach the live alias: for every parameter, a second value; an aliased function
 # publishes a version (CodeDeploy then shifts its alias) when its version's logical id or its
 # description changes. The description is ConfigurationDigest's answer, computed by its own
