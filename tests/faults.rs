@@ -272,17 +272,19 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
 }
 
 /// A proxy on 127.0.0.1 in front of DynamoDB Local (`target`, host:port) that loses DynamoDB's
-/// answer to the `UpdateItem` requests numbered in `lose` (0 the first): each is forwarded and
-/// applied, and its client is answered a 500 `InternalServerError` instead, as after a fault
-/// between DynamoDB's write and its answer, which the SDK sends again.
-async fn losing_answers(target: String, lose: &'static [usize]) -> String {
+/// answer to the `operation` requests (`UpdateItem`, `PutItem`) numbered in `lose` (0 the
+/// first, retries counted): each is forwarded and applied, and its client is answered a 500
+/// `InternalServerError` instead, as after a fault between DynamoDB's write and its answer,
+/// which the SDK sends again.
+async fn losing_answers(target: String, operation: &'static str, lose: &'static [usize]) -> String {
+    let target_header = format!("x-amz-target: dynamodb_20120810.{}", operation.to_ascii_lowercase());
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let updates = Arc::new(AtomicUsize::new(0));
     tokio::spawn(async move {
         while let Ok((mut inbound, _)) = listener.accept().await {
-            let (target, updates) = (target.clone(), Arc::clone(&updates));
+            let (target, updates, target_header) = (target.clone(), Arc::clone(&updates), target_header.clone());
             tokio::spawn(async move {
                 let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await else { return };
                 let Some(first) = read_request(&mut inbound).await else { return };
@@ -290,7 +292,7 @@ async fn losing_answers(target: String, lose: &'static [usize]) -> String {
                     return;
                 }
                 let head = String::from_utf8_lossy(&first).to_ascii_lowercase();
-                let update = head.contains("x-amz-target: dynamodb_20120810.updateitem");
+                let update = head.contains(&target_header);
                 if update && lose.contains(&updates.fetch_add(1, Ordering::SeqCst)) {
                     // DynamoDB's answer begins: the update is applied. Its client never hears it.
                     let mut answer = [0u8; 64];
@@ -322,7 +324,7 @@ async fn a_counter_update_whose_answer_was_lost_counts_once() {
     let table = format!("faults-{}", uuid::Uuid::new_v4());
     let direct = DynamoRecords::local(&endpoint, table.clone()).await;
     direct.create_table().await.expect("create the table");
-    let proxy = losing_answers(endpoint.trim_start_matches("http://").to_owned(), &[0, 2]).await;
+    let proxy = losing_answers(endpoint.trim_start_matches("http://").to_owned(), "UpdateItem", &[0, 2]).await;
     let proxied = DynamoRecords::at(&proxy, table, STORE_TIMEOUT).await;
     let expires = chrono::Utc::now().timestamp() + 3600;
 
@@ -334,6 +336,37 @@ async fn a_counter_update_whose_answer_was_lost_counts_once() {
     assert_eq!(proxied.add("USERSPEND#u", "spend", 800, Some(1000), expires).await.unwrap(), Some(1100));
     assert_eq!(proxied.add("USERSPEND#u", "spend", 1, Some(1000), expires).await.unwrap(), None);
     assert_eq!(direct.get("USERSPEND#u", "spend", 0).await.unwrap().unwrap().body, json!({"total": 1100}));
+}
+
+// Issue 62 item 5: a conditional put DynamoDB applied but whose answer was lost is sent again by
+// the SDK and refused by its own write; it is told it wrote (a reader's place or a research's
+// claim is not orphaned), while another writer's put on the same key is still refused (before:
+// the retry's refusal read as "someone else holds it").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conditional_put_whose_answer_was_lost_is_its_own() {
+    use shared::core::records::Record;
+    let endpoint = integration::dynamodb_local_endpoint();
+    let table = format!("faults-{}", uuid::Uuid::new_v4());
+    let direct = DynamoRecords::local(&endpoint, table.clone()).await;
+    direct.create_table().await.expect("create the table");
+    // PutItem requests: 0 the claim (answer lost), 1 its retry, 2 another writer's claim, 3 the
+    // next revision (answer lost), 4 its retry, 5 a stale revision.
+    let proxy = losing_answers(endpoint.trim_start_matches("http://").to_owned(), "PutItem", &[0, 3]).await;
+    let proxied = DynamoRecords::at(&proxy, table, STORE_TIMEOUT).await;
+    let now = chrono::Utc::now().timestamp();
+    let claim = Record {
+        pk: "SESSION#s".into(),
+        sk: "PLACE#1".into(),
+        expires_at: Some(now + 60),
+        body: json!({"holder": "a", "rev": 1}),
+    };
+    assert!(proxied.put_new(&claim, now).await.unwrap(), "the claim whose answer was lost is this call's");
+    let other = Record { body: json!({"holder": "b", "rev": 1}), ..claim.clone() };
+    assert!(!proxied.put_new(&other, now).await.unwrap(), "another writer's claim on the key is refused");
+    let next = Record { body: json!({"holder": "a", "rev": 2}), ..claim.clone() };
+    assert!(proxied.put_if(&next, Some(1), now).await.unwrap(), "the revision whose answer was lost is this call's");
+    assert!(!proxied.put_if(&claim, Some(1), now).await.unwrap(), "a stale revision is refused");
+    assert_eq!(direct.get("SESSION#s", "PLACE#1", now).await.unwrap().expect("the place").body, next.body);
 }
 
 /// A TCP proxy on 127.0.0.1 in front of `target` whose behaviour can be switched: forward,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, PutRequest, ReturnValue,
@@ -41,6 +42,10 @@ fn bounded(loader: aws_config::ConfigLoader, timeout: Duration) -> aws_config::C
     )
 }
 
+/// The attribute of a conditionally put item that names the call that wrote it (not read back
+/// into the record).
+const PUT_TOKEN: &str = "put";
+
 /// Records in a DynamoDB table.
 #[derive(Clone, Debug)]
 pub struct DynamoRecords {
@@ -58,7 +63,10 @@ impl DynamoRecords {
     }
 
     /// Writes `record` only where `condition` holds (with its attribute `names` and `values`);
-    /// true if written, false when the condition refused it.
+    /// true if written, false when the condition refused it. The item carries this call's token
+    /// ([`PUT_TOKEN`]): when the SDK sends the put again after its answer was lost, the condition
+    /// refuses the retry on the item the first attempt wrote, and the token says it was this call's
+    /// (written: true), not another writer's.
     async fn put_where(
         &self,
         record: &Record,
@@ -66,12 +74,16 @@ impl DynamoRecords {
         names: &[(&str, &str)],
         values: &[(&str, AttributeValue)],
     ) -> Result<bool> {
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let mut item = to_item(record);
+        item.insert(PUT_TOKEN.to_owned(), AttributeValue::S(token.clone()));
         let mut put = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(record)))
-            .condition_expression(condition);
+            .set_item(Some(item))
+            .condition_expression(condition)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         for (name, attribute) in names {
             put = put.expression_attribute_names(*name, *attribute);
         }
@@ -80,8 +92,13 @@ impl DynamoRecords {
         }
         match put.send().await {
             Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
-            Err(e) => Err(sdk_error(e)),
+            Err(e) => match e.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(refused)) => {
+                    let holder = refused.item().and_then(|old| old.get(PUT_TOKEN)).and_then(|t| t.as_s().ok());
+                    Ok(holder == Some(&token))
+                }
+                _ => Err(sdk_error(e)),
+            },
         }
     }
 
