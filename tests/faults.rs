@@ -688,3 +688,41 @@ async fn every_log_line_of_a_request_names_its_id_and_caller() {
     assert!(!user.contains("u-span"), "the user's id itself is not logged");
     assert_eq!(caller("span-test-anonymous"), "anonymous");
 }
+
+// Issue 62 item 5: given an embedder slower than the search's 3 s (a deployer's
+// RAG_EMBED_TIMEOUT_MS above it), the search answers 503 in time and the embedding call its
+// bound cut in flight is recorded as failed (it may have been billed) with the request's id, its
+// hold kept (before: no record of it at all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paid_call_cut_in_flight_by_the_search_bound_is_recorded() {
+    use integration::rag::activity;
+    let embedding = integration::embedding::EmbeddingServer::start(integration::rag::DIMS, Duration::ZERO).await;
+    let h = RagHarness::with(Some(embedding), &[("RAG_EMBED_TIMEOUT_MS", "10000")]).await;
+    let catalogue: Vec<Value> = (0..5)
+        .map(|i| activity(&format!("a{i}"), &format!("桌游小局 {i}"), "桌游", "轻策略桌游，四五个人慢慢玩。", 30 + i))
+        .collect();
+    assert_eq!(h.index("POST", "/activities", &Value::from(catalogue).to_string()).await.0, 200);
+    let server = h.embedding.as_ref().unwrap().server();
+    server.reset().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(10)))
+        .mount(server)
+        .await;
+    let started = Instant::now();
+    let (status, r) = h.search(json!({"semanticQuery": "桌游", "limit": 3})).await;
+    let took = started.elapsed();
+    assert_eq!((status, r["error"]["code"].as_str()), (503, Some("store_unavailable")), "{r}");
+    assert!(took < Duration::from_millis(3500), "answered after {took:?}");
+    row("embedder slower than the search's 3 s", "POST /rag/search", status, took, "the cut call's failed record");
+    let mut cut = Vec::new();
+    for _ in 0..50 {
+        cut = h.costs().await.into_iter().filter(|c| c.failed).collect();
+        if !cut.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(cut.len(), 1, "one failed record for the call cut in flight: {cut:?}");
+    assert_eq!(cut[0].kind, shared::costs::ledger::CallKind::Embedding);
+    assert!(!cut[0].request_id.is_empty());
+}

@@ -464,6 +464,22 @@ async fn the_owner_cancels_a_research_and_billing_stops(kind: StoreKind) {
     assert!(fake.finished.lock().unwrap().len() < 12);
     let (status, r) = json_of(request(&app, "GET", &path, "").await).await;
     assert_eq!((status, r["status"].as_str()), (200, Some("cancelled")), "{r}");
+    // Issue 62 item 5: every model request it made is on the ledger, those the cancel cut in
+    // flight as failed (they may have been billed): none is left out.
+    let (made, now) = (fake.requests.load(Ordering::SeqCst), app.runs.clock.now());
+    let mut recorded = Vec::new();
+    for _ in 0..40 {
+        let costs =
+            app.runs.timeline.ledger().between(now - chrono::Duration::hours(1), now + chrono::Duration::hours(1));
+        recorded =
+            costs.await.unwrap().into_iter().filter(|c| c.kind == shared::costs::ledger::CallKind::Llm).collect();
+        if recorded.len() >= made {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(recorded.len() >= made, "{} model calls recorded of {made} made", recorded.len());
+    assert!(recorded.iter().any(|c| c.failed), "the calls cut in flight are recorded as failed");
 }
 
 // Issue 40: GET /api/research/{id} answers the status and every event so far; a reader replays

@@ -53,6 +53,40 @@ pub struct Charge<'a> {
 /// The one path every paid call is accounted through: holds its worst case against the agent's
 /// daily budget before the call, prices it after (the upstream's own figure wins over the price
 /// table), writes it and settles the hold.
+/// A paid call between its hold and its accounting. Dropped before [`InFlight::accounted`] (a
+/// research cancelled, abandoned or cut by its function's deadline; a search past its bound), it
+/// records the call as failed, on a task of its own since it may have been billed, and its
+/// budget hold stays counted at the worst case.
+#[must_use = "a call in flight is accounted, or recorded as failed when dropped"]
+pub struct InFlight {
+    ledger: Ledger,
+    record: Option<CostRecord>,
+}
+
+impl InFlight {
+    /// The call was accounted by its caller (its record written, or known not billed).
+    pub fn accounted(mut self) {
+        self.record = None;
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some(record) = self.record.take() else { return };
+        tracing::warn!(
+            agent = record.agent,
+            provider = record.provider,
+            request_id = record.request_id,
+            "a paid call was dropped in flight: recorded as failed (it may have been billed)"
+        );
+        let ledger = self.ledger.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(async move { ledger.record(&record).await })),
+            Err(e) => replay::log("cost record", &[to_record(&record)], &e),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Ledger {
     records: Arc<dyn RecordStore>,
@@ -180,6 +214,12 @@ impl Ledger {
         } else {
             budgets.settle(hold, cost.cost_usd).await;
         }
+    }
+
+    /// A paid call in flight, whose record should it be dropped before it is accounted is
+    /// `failed` ([`InFlight`]).
+    pub fn in_flight(&self, failed: &Charge<'_>) -> InFlight {
+        InFlight { ledger: self.clone(), record: Some(self.bill(failed)) }
     }
 
     /// The cost record of `charge`, priced and stamped now (not yet written).

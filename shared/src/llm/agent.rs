@@ -123,6 +123,7 @@ impl Loop<'_> {
             };
             let none = Usage::default();
             let failed = &charge(&none, Outcome::Failed, None);
+            let in_flight = ledger.in_flight(failed);
             let (sent, text): (&ChatRequest, _) = (request, self.text);
             let attempt = |_| async move {
                 let answer = match text {
@@ -156,6 +157,7 @@ impl Loop<'_> {
                 Some(at) => within(self.retry, at, "llm", attempt).await,
                 None => with_backoff(self.retry, "llm", attempt).await,
             };
+            in_flight.accounted();
             let reply = match reply {
                 Ok(reply) => reply,
                 Err(e) => {

@@ -212,6 +212,7 @@ impl SearchService {
             let until = time.until.checked_sub(kept).filter(|t| *t > Instant::now()).unwrap_or(time.until);
             let (model, ceiling) = provider.adapter.worst_case(query);
             let hold = self.ledger.hold(&query.agent, name, model, &ceiling).await?;
+            let in_flight = self.ledger.in_flight(&self.failed_call(query, request_id, name));
             let started = Instant::now();
             // Attempts that failed after the provider may have billed them (a failed run, a
             // call cut short), each recorded as a failed call whatever the next attempt does.
@@ -224,6 +225,7 @@ impl SearchService {
                 answer
             };
             let outcome = within(self.retry, until, name, attempt).await;
+            in_flight.accounted();
             let took = started.elapsed();
             // The last attempt's failure is recorded below; one cut by the deadline was dropped
             // before it could be counted here.

@@ -150,9 +150,12 @@ impl Tools {
             return Ok(self.kept(request_id, hit.results, &found).await);
         }
         let hold = self.ledger.hold(agent, "tavily", tavily::MODEL, &tavily::ceiling()).await?;
+        let nothing = Usage::default();
+        let in_flight = self.ledger.in_flight(&charge(&nothing, Outcome::Failed, 0.0));
         let answer = tokio::time::timeout(self.budget, tavily.search_web(query))
             .await
             .unwrap_or(Err(crate::core::upstream::ProviderError::OutOfTime));
+        in_flight.accounted();
         match answer {
             Ok((results, usage)) => {
                 // Only valid, public http(s) URLs reach the model.

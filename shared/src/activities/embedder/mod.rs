@@ -86,26 +86,30 @@ pub async fn embed(
         .hold(agent, embedder.provider(), embedder.model(), &ceiling)
         .await
         .map_err(|e| ProviderError::OverBudget(e.to_string()))?;
-    let attempt = |_| embedder.embed_batch(inputs, input);
-    let result = match deadline {
-        Some(at) => within(retry, at, embedder.provider(), attempt).await,
-        None => with_backoff(retry, embedder.provider(), attempt).await,
-    };
-    let (usage, outcome) = match &result {
-        Ok((_, usage)) => (usage.clone(), Outcome::Live),
-        Err(_) => (Usage::default(), Outcome::Failed),
-    };
-    let charge = Charge {
+    let charge = |usage, outcome| Charge {
         request_id,
         agent,
         kind: CallKind::Embedding,
         provider: embedder.provider(),
         model: embedder.model(),
-        usage: &usage,
+        usage,
         outcome,
         saved_usd: 0.0,
         upstream_id: None,
     };
+    let nothing = Usage::default();
+    let in_flight = ledger.in_flight(&charge(&nothing, Outcome::Failed));
+    let attempt = |_| embedder.embed_batch(inputs, input);
+    let result = match deadline {
+        Some(at) => within(retry, at, embedder.provider(), attempt).await,
+        None => with_backoff(retry, embedder.provider(), attempt).await,
+    };
+    in_flight.accounted();
+    let (usage, outcome) = match &result {
+        Ok((_, usage)) => (usage.clone(), Outcome::Live),
+        Err(_) => (Usage::default(), Outcome::Failed),
+    };
+    let charge = charge(&usage, outcome);
     // A failure that cannot have been billed is not recorded; its hold is released all the same.
     let recorded = match &result {
         Err(e) if !e.maybe_billed() => ledger.bill(&charge),
