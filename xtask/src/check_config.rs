@@ -201,7 +201,21 @@ pub fn run(args: &[String]) -> crate::Result {
         return Err(format!("{bad} function(s) misconfigured").into());
     }
     println!("every function's configuration reads");
+    if let Some(warning) = readers_key(&overrides) {
+        println!("warning: {warning}");
+    }
     Ok(())
+}
+
+/// What is wrong with the Qdrant keys `overrides` give the functions that only read the index,
+/// if anything: with a read-write key and no read-only one, they would read the read-write key.
+fn readers_key(overrides: &BTreeMap<String, String>) -> Option<String> {
+    let given = |name: &str| overrides.get(name).is_some_and(|v| !v.trim().is_empty());
+    (given("QdrantApiKeySecret") && !given("QdrantReadOnlyApiKeySecret")).then(|| {
+        "rag-search and the assistant only read the index but would get the read-write Qdrant key: \
+         create the server's read-only key's secret and pass QdrantReadOnlyApiKeySecret (docs/deploy.md)"
+            .to_owned()
+    })
 }
 
 #[cfg(test)]
@@ -242,10 +256,14 @@ mod tests {
         let line = guide.lines().find_map(|l| l.strip_prefix("cargo xtask check-config ")).expect("the guide runs it");
         let args: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
         run(&args).expect("the guide's check passes");
-        assert_eq!(
-            misconfigured(&args.iter().filter_map(|a| a.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect()),
-            []
-        );
+        let given: BTreeMap<String, String> =
+            args.iter().filter_map(|a| a.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect();
+        assert_eq!(misconfigured(&given), []);
+        // Issue 62 item 4: the guide's path gives the index's readers the read-only key.
+        assert_eq!(given.get("QdrantReadOnlyApiKeySecret").map(String::as_str), Some("research/qdrant-read"));
+        assert_eq!(readers_key(&given), None);
+        let read_write_only = answers(&[("QdrantApiKeySecret", "research/qdrant")]);
+        assert!(readers_key(&read_write_only).is_some_and(|w| w.contains("QdrantReadOnlyApiKeySecret")));
     }
 
     // Issue 43: the template's defaults with the deploy guide's answers read for every function,
