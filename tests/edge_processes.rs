@@ -5,11 +5,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use integration::rag::RagHarness;
 use serde_json::json;
-use shared::activities::index::edge::{EdgeIndex, LEASE, MAX_HOLD, one_turn};
+use shared::activities::index::edge::{EdgeIndex, LEASE, MAX_HOLD, MAX_TURN, one_turn};
 use shared::activities::index::{DenseSpace, HardFilter, VectorIndex, point_id};
 use shared::activities::settings::EdgeSharing;
 
@@ -108,11 +108,10 @@ async fn acknowledged_writes_survive_a_killed_writer() {
     assert!(index.count(&HardFilter::bookable(chrono::Utc::now())).await.unwrap() >= 23);
 }
 
-// Given a turn (a search's operations) holding the shard past MAX_HOLD while another index on
-// the directory waits for it, then the turn keeps the shard to its last operation and the other
-// gets it after: a search waits for the others once, not between its own reads.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_turn_keeps_the_shard_to_its_last_operation() {
+/// A turn of `length` from its first operation (reads every LEASE / 4) on one index while
+/// another index on the directory asks for the shard after that first operation: when the turn's
+/// last read ended, and when the other had the shard.
+async fn turn_beside_a_waiter(length: Duration) -> (Instant, Instant) {
     let dir = tempfile::tempdir().unwrap();
     let space = DenseSpace { name: "turns".into(), dimensions: 3 };
     let open = || EdgeIndex::new(dir.path(), "turns", space.clone(), EdgeSharing::Shared);
@@ -125,7 +124,7 @@ async fn a_turn_keeps_the_shard_to_its_last_operation() {
         let first = Instant::now();
         first_done.send(()).unwrap();
         let mut last = first;
-        while first.elapsed() < MAX_HOLD * 3 {
+        while first.elapsed() < length {
             tokio::time::sleep(LEASE / 4).await;
             searcher.count(&filter).await.unwrap();
             last = Instant::now();
@@ -137,6 +136,22 @@ async fn a_turn_keeps_the_shard_to_its_last_operation() {
         other.count(&filter).await.unwrap();
         Instant::now()
     };
-    let (last_of_turn, other_got_it) = tokio::join!(turn, waiting);
+    tokio::join!(turn, waiting)
+}
+
+// Given a turn (a search's operations) holding the shard past MAX_HOLD while another index on
+// the directory waits for it, then the turn keeps the shard to its last operation and the other
+// gets it after: a search waits for the others once, not between its own reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_keeps_the_shard_to_its_last_operation() {
+    let (last_of_turn, other_got_it) = turn_beside_a_waiter(MAX_HOLD * 3).await;
     assert!(other_got_it > last_of_turn, "the waiting index had the shard in the middle of the turn");
+}
+
+// Given a turn longer than MAX_TURN (overlapping searches in one process), then the waiting
+// index gets the shard before the turn ends: a process's turns never starve the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_longer_than_max_turn_lets_a_waiter_in() {
+    let (last_of_turn, other_got_it) = turn_beside_a_waiter(MAX_TURN * 2).await;
+    assert!(other_got_it < last_of_turn, "the waiting index waited for the whole turn");
 }

@@ -14,35 +14,43 @@ use super::SparseVector;
 /// Average enriched-text length in tokens (seed 004's seven lines, a short description).
 const AVERAGE_TOKENS: f64 = 60.0;
 
-pub struct Bm25(EdgeBm25);
+/// The encoder, built at its first use: a function's start does not build it for a request
+/// that needs no lexical weights.
+pub struct Bm25(std::sync::OnceLock<EdgeBm25>);
 
 impl Bm25 {
     pub fn new() -> Self {
-        let config = EdgeBm25Config {
-            avg_len: NotNan::new(AVERAGE_TOKENS).expect("a number"),
-            tokenizer: TokenizerType::Multilingual,
-            language: Some("chinese".into()),
-            ..EdgeBm25Config::default()
-        };
-        Self(EdgeBm25::new(config).expect("the built-in configuration is valid"))
+        Self(std::sync::OnceLock::new())
+    }
+
+    fn encoder(&self) -> &EdgeBm25 {
+        self.0.get_or_init(|| {
+            let config = EdgeBm25Config {
+                avg_len: NotNan::new(AVERAGE_TOKENS).expect("a number"),
+                tokenizer: TokenizerType::Multilingual,
+                language: Some("chinese".into()),
+                ..EdgeBm25Config::default()
+            };
+            EdgeBm25::new(config).expect("the built-in configuration is valid")
+        })
     }
 
     /// Weights of a document (an activity's lexical text).
     pub fn document(&self, text: &str) -> SparseVector {
-        let v = self.0.embed_document(text);
+        let v = self.encoder().embed_document(text);
         SparseVector { indices: v.indices, values: v.values }
     }
 
     /// Weights of a query.
     pub fn query(&self, text: &str) -> SparseVector {
-        let v = self.0.embed_query(text);
+        let v = self.encoder().embed_query(text);
         SparseVector { indices: v.indices, values: v.values }
     }
 }
 
 /// Loads the tokenizer's dictionaries (the Chinese segmenter's, over a second unoptimised) on a
-/// background thread, once per process: a search built now does not pay for them inside its
-/// first query's budget.
+/// background thread, once per process (the first search calls it): the searches after it do
+/// not pay for them inside their budget, and a function's start does not wait for them.
 pub fn warm() {
     static WARM: std::sync::Once = std::sync::Once::new();
     WARM.call_once(|| {

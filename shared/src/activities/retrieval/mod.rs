@@ -136,7 +136,6 @@ impl Retrieval {
         ranking: Ranking,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        crate::activities::index::bm25::warm();
         Self { index, embedding, bm25: Arc::new(Bm25::new()), interests, reasons, ranking, clock }
     }
 
@@ -165,6 +164,7 @@ impl Retrieval {
     /// Runs `req` within seed 004's [`BUDGET`]. Index faults are errors (a 503 in time when the
     /// index hangs); embedder faults degrade to lexical ranking.
     pub async fn search(&self, req: &SearchRequest, request_id: &str) -> Result<SearchResponse> {
+        crate::activities::index::bm25::warm();
         bounded(BUDGET, "the search", one_turn(self.search_now(req, request_id))).await
     }
 

@@ -19,8 +19,8 @@
 //!   a benchmark). Another process opening it gets an error, never a corrupt shard.
 //!
 //! A caller's operations that make one answer (a search's count, estimate and queries) run as
-//! one turn ([`one_turn`]): once the first has the shard, the rest keep it past [`MAX_HOLD`],
-//! so a search waits for the others once, not once per operation.
+//! one turn ([`one_turn`]): once the first has the shard, the rest keep it past [`MAX_HOLD`]
+//! (up to [`MAX_TURN`]), so a search waits for the others once, not once per operation.
 //!
 //! In both modes a write is flushed (WAL and segments, synced) before it returns, so an
 //! acknowledged write survives the process being frozen or killed right after it answers.
@@ -62,13 +62,17 @@ pub const LEASE: Duration = Duration::from_millis(200);
 /// Shared mode: how long a busy process keeps the shard before it lets a waiting one in.
 pub const MAX_HOLD: Duration = Duration::from_millis(300);
 
+/// Shared mode: how long a turn's operations keep the shard past [`MAX_HOLD`]; overlapping
+/// turns in one process never keep it from the others longer.
+pub const MAX_TURN: Duration = Duration::from_millis(1500);
+
 tokio::task_local! {
     /// Set within [`one_turn`]: whether the turn's first operation has run.
     static TURN: Cell<bool>;
 }
 
-/// Runs `work` as one turn on a shared index: its operations after the first never hand the
-/// shard over for [`MAX_HOLD`] (the first may, like any other). For any index; a no-op but for
+/// Runs `work` as one turn on a shared index: its operations after the first hand the shard
+/// over only after [`MAX_TURN`], not [`MAX_HOLD`] (the first may, like any other). For any index; a no-op but for
 /// [`Sharing::Shared`].
 pub async fn one_turn<F: Future>(work: F) -> F::Output {
     TURN.scope(Cell::new(false), work).await
@@ -154,11 +158,12 @@ impl Drop for EdgeIndex {
 impl Inner {
     /// Runs `op` on the shard; a write is durable when this returns (every update is followed
     /// by a flush inside `op`'s callers, and closing flushes too). `continuing`: `op` continues
-    /// a turn, so a shard held past [`MAX_HOLD`] is kept.
+    /// a turn, so a shard held past [`MAX_HOLD`] is kept up to [`MAX_TURN`].
     fn with<T>(self: &Arc<Self>, continuing: bool, op: impl FnOnce(&EdgeShard) -> Result<T>) -> Result<T> {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let shared = self.sharing == Sharing::Shared;
-        if shared && !continuing && held.as_ref().is_some_and(|h| h.since.elapsed() >= MAX_HOLD) {
+        let limit = if continuing { MAX_TURN } else { MAX_HOLD };
+        if shared && held.as_ref().is_some_and(|h| h.since.elapsed() >= limit) {
             // Held long enough: close, and give a process waiting on the lock its turn.
             *held = None;
             std::thread::sleep(Duration::from_millis(5));
