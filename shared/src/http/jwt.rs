@@ -103,8 +103,11 @@ struct Keys {
     /// The last fetch that failed.
     failed: Option<Instant>,
     /// Why it failed, when that is the deployment's own doing (`JWT_ISSUER` answers 4xx, names
-    /// another issuer, publishes no key set), not the issuer being down.
+    /// another issuer, publishes no key set) two fetches running, not the issuer being down or
+    /// answering one fetch oddly (a maintenance page, a cut body).
     misconfigured: Option<String>,
+    /// Fetches running that failed the deployment's way.
+    own_failures: u32,
     /// The last fetch for a `kid` not held while keys were.
     unknown: Option<Instant>,
 }
@@ -308,14 +311,17 @@ impl Inner {
         match self.fetch().await {
             Ok(set) => {
                 let mut keys = self.keys_mut();
-                (keys.set, keys.fetched, keys.misconfigured) = (set, Some(began), None);
+                (keys.set, keys.fetched, keys.misconfigured, keys.own_failures) = (set, Some(began), None, 0);
                 true
             }
             Err(Failure { why, ours }) => {
-                {
+                let ours = {
                     let mut keys = self.keys_mut();
+                    keys.own_failures = if ours { keys.own_failures + 1 } else { 0 };
+                    let ours = keys.own_failures >= 2;
                     (keys.failed, keys.misconfigured) = (Some(Instant::now()), ours.then(|| why.clone()));
-                }
+                    ours
+                };
                 let fault = if ours { "the deployment's (JWT_ISSUER)" } else { "the issuer's" };
                 tracing::error!(issuer = %self.issuer.url, %why, fault, "the issuer's keys could not be fetched");
                 crate::core::metrics::count("IssuerUnavailable", &[], 1.0);
@@ -341,8 +347,9 @@ impl Inner {
         serde_json::from_value(set).map_err(|e| Failure::ours(format!("{jwks_uri} is not a JWK set: {e}")))
     }
 
-    /// `url`'s JSON: the issuer's failure when it cannot be reached, answers 5xx or 429, the
-    /// deployment's when it answers another 4xx or what is not JSON (a wrong URL).
+    /// `url`'s JSON: the issuer's failure when it cannot be reached, answers 5xx or 429 or its
+    /// body is cut, the deployment's when it answers another 4xx or what is not JSON (a wrong
+    /// URL).
     async fn get_json(&self, url: &str) -> std::result::Result<Value, Failure> {
         let client = self.http.get().map_err(|e| Failure { why: e.to_string(), ours: false })?;
         let response = client.get(url).send().await.map_err(|e| Failure { why: format!("{url}: {e}"), ours: false })?;
@@ -351,7 +358,8 @@ impl Inner {
             let ours = status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS;
             return Err(Failure { why: format!("{url}: HTTP {status}"), ours });
         }
-        response.json().await.map_err(|e| Failure::ours(format!("{url}: {e}")))
+        let body = response.bytes().await.map_err(|e| Failure { why: format!("{url}: {e}"), ours: false })?;
+        serde_json::from_slice(&body).map_err(|e| Failure::ours(format!("{url}: not JSON: {e}")))
     }
 }
 
