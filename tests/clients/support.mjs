@@ -206,11 +206,16 @@ export async function startCutter(target, { cutAfter, refuseReconnect = false })
         if (conn.ids.length > before) conn.deliveries += 1;
         const part = text.slice(sent, upTo);
         sent = upTo;
-        // Cut once what was written reached the client: it had every id counted here.
+        // Cut once what was written reached the client: it had every id counted here. The write's
+        // callback only says the kernel took it; a close arriving with the last events in one read
+        // can make the browser drop them (an incomplete chunked body), so the cut waits a moment.
         res.write(part, () => {
           if (!cut) return;
-          res.socket.destroy();
-          answer.destroy();
+          setTimeout(() => {
+            res.socket?.destroy();
+            res.destroy();
+            answer.destroy();
+          }, 250);
         });
       });
       answer.on('end', () => res.end());
