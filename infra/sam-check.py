@@ -380,7 +380,7 @@ def alternative(spec, value):
         "research/changed", "https://changed.example:6334", "other-collection",
         "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/POST/ai/tools/*",
         "research=6,*=0", "tavily,perplexity", "research,detail", "0.25", "0.75", "email",
-        "https://issuer.example", "x", "[]", str(value) + "x",
+        "https://issuer.example", "x", "[]", "123456789012", str(value) + "x",
     ]
     pattern = spec.get("AllowedPattern")
     for candidate in candidates:

@@ -352,7 +352,7 @@ fn the_deploy_guide_names_every_function_and_output() {
 // every partition the table names is one the code writes.
 #[test]
 fn the_table_rights_are_what_the_record_store_calls() {
-    let (adapter, template) = (read("shared/src/core/records/dynamodb.rs"), read("template.yaml"));
+    let (adapter, template) = (read("shared/src/core/records/dynamodb/mod.rs"), read("template.yaml"));
     // Item operations and queries; the table's set-up (`create_table`, `update_time_to_live`, for
     // DynamoDB Local in tests) is no function's business.
     let mut called: Vec<String> = Vec::new();

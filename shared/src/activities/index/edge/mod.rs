@@ -72,8 +72,8 @@ tokio::task_local! {
 }
 
 /// Runs `work` as one turn on a shared index: its operations after the first hand the shard
-/// over only after [`MAX_TURN`], not [`MAX_HOLD`] (the first may, like any other). For any index; a no-op but for
-/// [`Sharing::Shared`].
+/// over only after [`MAX_TURN`], not [`MAX_HOLD`] (the first may, like any other). Any index's
+/// callers may use it; it changes nothing but under [`Sharing::Shared`].
 pub async fn one_turn<F: Future>(work: F) -> F::Output {
     TURN.scope(Cell::new(false), work).await
 }
