@@ -124,6 +124,42 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Why a read of a dependency failed (the issuer's keys, a secret), and whether that is this
+/// deployment's own doing (its configuration, its role) rather than the dependency's.
+pub struct Fault {
+    pub why: String,
+    pub own: bool,
+}
+
+impl Fault {
+    pub fn ours(why: impl Into<String>) -> Self {
+        Self { why: why.into(), own: true }
+    }
+
+    pub fn theirs(why: impl Into<String>) -> Self {
+        Self { why: why.into(), own: false }
+    }
+}
+
+/// Failed reads in a row that were the deployment's own: one odd answer (a maintenance page,
+/// IAM still taking a role update in) is no proof; from the second on, the deployment is at
+/// fault (a configuration error, counted against its version).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OwnFaults(u32);
+
+impl OwnFaults {
+    /// Counts a failed read, the deployment's own if `own`; whether the deployment is now at fault.
+    pub fn after(&mut self, own: bool) -> bool {
+        self.0 = if own { self.0 + 1 } else { 0 };
+        self.proven()
+    }
+
+    /// Whether the deployment is at fault.
+    pub fn proven(self) -> bool {
+        self.0 >= 2
+    }
+}
+
 /// A store call still running at its deadline.
 impl From<crate::core::retry::OutOfTime> for Error {
     fn from(_: crate::core::retry::OutOfTime) -> Self {

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::core::aws::Signer;
 use crate::core::config::Env;
-use crate::core::error::{Error, Result};
+use crate::core::error::{Error, Fault, OwnFaults, Result};
 
 /// How long one read of a secret may take.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
@@ -61,7 +61,7 @@ struct Held {
     /// Failed reads in a row that were the function's own fault (its role, the secret's name),
     /// not Secrets Manager's: from the second on (5 s later: not IAM still taking a role update
     /// in), a configuration error, not a 503.
-    own_faults: u32,
+    own_faults: OwnFaults,
     /// An upstream refused the value: it is read again before the next use.
     refused: bool,
     /// The value held before the last read changed it, and until when it is still accepted:
@@ -258,30 +258,12 @@ fn unavailable() -> Error {
     }
 }
 
-/// Why a read failed, and whose fault it is.
-struct ReadFailure {
-    why: String,
-    /// The function's own (a 4xx but throttling: its role may not read the secret, the secret or
-    /// its KMS key is gone, it is empty), not Secrets Manager's.
-    own: bool,
-}
-
-impl ReadFailure {
-    fn theirs(why: impl Into<String>) -> Self {
-        Self { why: why.into(), own: false }
-    }
-
-    fn ours(why: impl Into<String>) -> Self {
-        Self { why: why.into(), own: true }
-    }
-}
-
 impl Managed {
-    /// The caller's error after `own_faults` failed reads in a row that were the function's own:
+    /// The caller's error after failed reads in a row that were the function's own (`own_faults`):
     /// from the second, a configuration error naming the variable (a version whose role lost the
     /// secret fails as its own, and is rolled back), else [`unavailable`].
-    fn failed(&self, own_faults: u32) -> Error {
-        if own_faults >= 2 {
+    fn failed(&self, own_faults: OwnFaults) -> Error {
+        if own_faults.proven() {
             Error::Config(format!("{}: this function cannot read its secret; the log says why", self.variable))
         } else {
             unavailable()
@@ -313,17 +295,17 @@ impl Managed {
                     h.previous = Some((held, Instant::now() + self.cache));
                 }
                 (h.value, h.read_at, h.failed_at, h.refused, h.own_faults) =
-                    (Some(Arc::clone(&value)), Some(Instant::now()), None, false, 0);
+                    (Some(Arc::clone(&value)), Some(Instant::now()), None, false, OwnFaults::default());
                 Ok(value)
             }
             failed => {
                 let failure = match failed {
                     Ok(Err(failure)) => failure,
-                    _ => ReadFailure::theirs(format!("Secrets Manager did not answer within {READ_TIMEOUT:?}")),
+                    _ => Fault::theirs(format!("Secrets Manager did not answer within {READ_TIMEOUT:?}")),
                 };
                 let mut h = lock(&self.held);
                 h.failed_at = Some(Instant::now());
-                h.own_faults = if failure.own { h.own_faults + 1 } else { 0 };
+                h.own_faults.after(failure.own);
                 let own_faults = h.own_faults;
                 let serving = if h.value.is_some() { "the value held serves on" } else { "no value is held" };
                 let fault = if failure.own { "this function's (its role, the secret)" } else { "Secrets Manager's" };
@@ -335,8 +317,8 @@ impl Managed {
     }
 
     /// One `GetSecretValue` of the current version: its `SecretString`.
-    async fn get_secret_value(&self) -> std::result::Result<String, ReadFailure> {
-        let region = self.region.as_deref().ok_or_else(|| ReadFailure::ours("AWS_REGION is not set"))?;
+    async fn get_secret_value(&self) -> std::result::Result<String, Fault> {
+        let region = self.region.as_deref().ok_or_else(|| Fault::ours("AWS_REGION is not set"))?;
         let url = match &self.endpoint {
             Some(endpoint) => format!("{endpoint}/"),
             None if region.starts_with("cn-") => format!("https://secretsmanager.{region}.amazonaws.com.cn/"),
@@ -349,30 +331,30 @@ impl Managed {
             .signer
             .headers("POST", &url, "secretsmanager", region, &headers, body.as_bytes())
             .await
-            .map_err(ReadFailure::theirs)?;
+            .map_err(Fault::theirs)?;
         let mut request = http().post(&url).body(body);
         for (name, value) in headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).chain(signed) {
             request = request.header(name, value);
         }
         let response =
-            request.send().await.map_err(|e| ReadFailure::theirs(format!("Secrets Manager: {}", e.without_url())))?;
+            request.send().await.map_err(|e| Fault::theirs(format!("Secrets Manager: {}", e.without_url())))?;
         let status = response.status();
         let answer: Value = response
             .json()
             .await
-            .map_err(|e| ReadFailure::theirs(format!("Secrets Manager's answer: {}", e.without_url())))?;
+            .map_err(|e| Fault::theirs(format!("Secrets Manager's answer: {}", e.without_url())))?;
         if !status.is_success() {
             // `__type` is `[namespace#]Code`; the message names the secret, never its value.
             let code = answer["__type"].as_str().unwrap_or("unknown").rsplit('#').next().unwrap_or("unknown");
             let message = answer["Message"].as_str().or(answer["message"].as_str()).unwrap_or("");
             let why = format!("Secrets Manager answered HTTP {} {code}: {message}", status.as_u16());
             let own = status.is_client_error() && !code.contains("Throttl") && code != "RequestTimeout";
-            return Err(ReadFailure { why, own });
+            return Err(Fault { why, own });
         }
         match answer["SecretString"].as_str().map(str::trim) {
             Some(value) if !value.is_empty() => Ok(value.to_owned()),
-            Some(_) => Err(ReadFailure::ours("the secret is empty")),
-            None => Err(ReadFailure::ours("the secret has no SecretString (store the key as plain text)")),
+            Some(_) => Err(Fault::ours("the secret is empty")),
+            None => Err(Fault::ours("the secret has no SecretString (store the key as plain text)")),
         }
     }
 }

@@ -33,7 +33,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::core::error::{Error, Result};
+use crate::core::error::{Error, Fault, OwnFaults, Result};
 use crate::core::validate::loopback;
 
 /// Time box of one fetch of the issuer's discovery document or keys.
@@ -107,7 +107,7 @@ struct Keys {
     /// answering one fetch oddly (a maintenance page, a cut body).
     misconfigured: Option<String>,
     /// Fetches running that failed the deployment's way.
-    own_failures: u32,
+    own_failures: OwnFaults,
     /// The last fetch for a `kid` not held while keys were.
     unknown: Option<Instant>,
 }
@@ -311,14 +311,14 @@ impl Inner {
         match self.fetch().await {
             Ok(set) => {
                 let mut keys = self.keys_mut();
-                (keys.set, keys.fetched, keys.misconfigured, keys.own_failures) = (set, Some(began), None, 0);
+                (keys.set, keys.fetched, keys.misconfigured, keys.own_failures) =
+                    (set, Some(began), None, OwnFaults::default());
                 true
             }
-            Err(Failure { why, ours }) => {
+            Err(Fault { why, own }) => {
                 let ours = {
                     let mut keys = self.keys_mut();
-                    keys.own_failures = if ours { keys.own_failures + 1 } else { 0 };
-                    let ours = keys.own_failures >= 2;
+                    let ours = keys.own_failures.after(own);
                     (keys.failed, keys.misconfigured) = (Some(Instant::now()), ours.then(|| why.clone()));
                     ours
                 };
@@ -331,47 +331,35 @@ impl Inner {
     }
 
     /// The issuer's key set, by OIDC discovery.
-    async fn fetch(&self) -> std::result::Result<JwkSet, Failure> {
+    async fn fetch(&self) -> std::result::Result<JwkSet, Fault> {
         let base = self.issuer.url.trim_end_matches('/');
         let discovery = format!("{base}/.well-known/openid-configuration");
         let document: Value = self.get_json(&discovery).await?;
         if document.get("issuer").and_then(Value::as_str).map(|i| i.trim_end_matches('/')) != Some(base) {
-            return Err(Failure::ours(format!("{discovery} names another issuer")));
+            return Err(Fault::ours(format!("{discovery} names another issuer")));
         }
         let jwks_uri = document
             .get("jwks_uri")
             .and_then(Value::as_str)
-            .ok_or_else(|| Failure::ours(format!("{discovery}: no jwks_uri")))?;
-        allowed(jwks_uri, url::Url::parse(base).is_ok_and(|u| loopback(&u))).map_err(Failure::ours)?;
+            .ok_or_else(|| Fault::ours(format!("{discovery}: no jwks_uri")))?;
+        allowed(jwks_uri, url::Url::parse(base).is_ok_and(|u| loopback(&u))).map_err(Fault::ours)?;
         let set: Value = self.get_json(jwks_uri).await?;
-        serde_json::from_value(set).map_err(|e| Failure::ours(format!("{jwks_uri} is not a JWK set: {e}")))
+        serde_json::from_value(set).map_err(|e| Fault::ours(format!("{jwks_uri} is not a JWK set: {e}")))
     }
 
     /// `url`'s JSON: the issuer's failure when it cannot be reached, answers 5xx or 429 or its
     /// body is cut, the deployment's when it answers another 4xx or what is not JSON (a wrong
     /// URL).
-    async fn get_json(&self, url: &str) -> std::result::Result<Value, Failure> {
-        let client = self.http.get().map_err(|e| Failure { why: e.to_string(), ours: false })?;
-        let response = client.get(url).send().await.map_err(|e| Failure { why: format!("{url}: {e}"), ours: false })?;
+    async fn get_json(&self, url: &str) -> std::result::Result<Value, Fault> {
+        let client = self.http.get().map_err(|e| Fault::theirs(e.to_string()))?;
+        let response = client.get(url).send().await.map_err(|e| Fault::theirs(format!("{url}: {e}")))?;
         let status = response.status();
         if !status.is_success() {
-            let ours = status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS;
-            return Err(Failure { why: format!("{url}: HTTP {status}"), ours });
+            let own = status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS;
+            return Err(Fault { why: format!("{url}: HTTP {status}"), own });
         }
-        let body = response.bytes().await.map_err(|e| Failure { why: format!("{url}: {e}"), ours: false })?;
-        serde_json::from_slice(&body).map_err(|e| Failure::ours(format!("{url}: not JSON: {e}")))
-    }
-}
-
-/// Why the keys could not be fetched, and whether that is the deployment's own doing.
-struct Failure {
-    why: String,
-    ours: bool,
-}
-
-impl Failure {
-    fn ours(why: impl Into<String>) -> Self {
-        Self { why: why.into(), ours: true }
+        let body = response.bytes().await.map_err(|e| Fault::theirs(format!("{url}: {e}")))?;
+        serde_json::from_slice(&body).map_err(|e| Fault::ours(format!("{url}: not JSON: {e}")))
     }
 }
 
