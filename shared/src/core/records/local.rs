@@ -10,6 +10,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{Record, RecordStore};
 use crate::core::error::{Error, Result};
 
+/// How long a write waits for another process's write to finish.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Records in a SQLite file.
 #[derive(Clone)]
 pub struct LocalRecords {
@@ -23,24 +26,44 @@ impl LocalRecords {
         std::fs::create_dir_all(dir).map_err(|e| Error::Store(format!("cannot create {}: {e}", dir.display())))?;
         let path = dir.join("records.sqlite3");
         let conn = Connection::open(&path).map_err(|e| store_error(&e))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| store_error(&e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| store_error(&e))?;
         Ok(Self { conn: Arc::new(Mutex::new((conn, false))) })
     }
 
     /// The table, made on the first call rather than at open: a function's start does not wait
     /// for the file's first writes (several syncs to disk) when its first request needs no record.
+    ///
+    /// Two processes opening a new file at once both switch it to WAL; SQLite answers the loser
+    /// `SQLITE_BUSY` at once, without its busy handler (waiting could deadlock), so the setup
+    /// is retried here within the same busy timeout. Every step is idempotent.
     fn ready(conn: &mut Connection) -> rusqlite::Result<()> {
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = NORMAL;
-             CREATE TABLE IF NOT EXISTS records (
-                 pk TEXT NOT NULL,
-                 sk TEXT NOT NULL,
-                 expires_at INTEGER,
-                 body TEXT NOT NULL,
-                 PRIMARY KEY (pk, sk)
-             ) WITHOUT ROWID;",
-        )
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match conn.execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 PRAGMA synchronous = NORMAL;
+                 BEGIN IMMEDIATE;
+                 CREATE TABLE IF NOT EXISTS records (
+                     pk TEXT NOT NULL,
+                     sk TEXT NOT NULL,
+                     expires_at INTEGER,
+                     body TEXT NOT NULL,
+                     PRIMARY KEY (pk, sk)
+                 ) WITHOUT ROWID;
+                 COMMIT;",
+            ) {
+                Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
+                    if !conn.is_autocommit() {
+                        conn.execute_batch("ROLLBACK")?;
+                    }
+                    if std::time::Instant::now() >= deadline {
+                        return Err(e);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => return other,
+            }
+        }
     }
 
     async fn with_conn<T: Send + 'static>(
@@ -103,7 +126,9 @@ impl RecordStore for LocalRecords {
         let rows: Vec<(String, String, Option<i64>, String)> =
             records.iter().map(|r| (r.pk.clone(), r.sk.clone(), r.expires_at, r.body.to_string())).collect();
         self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
+            // IMMEDIATE: the write lock is taken (waiting the busy timeout) before the first
+            // statement, never upgraded from a read, which SQLite would refuse without waiting.
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             {
                 let mut stmt = tx.prepare_cached(UPSERT)?;
                 for (pk, sk, expires_at, body) in &rows {
