@@ -316,7 +316,91 @@ async fn users_spending_all_they_may_never_stop_the_backend(kind: StoreKind) {
     assert_eq!(line["users"], json!({"day": day, "budgetUsd": 0.5, "spentUsd": 0.5}), "{line}");
 }
 
+// Issue 62 item 3: no two accounts stop every other user's paid calls. With the template's
+// defaults for the assistant ($5 a day, half for users, $0.50 a user, 5 % of users' share a
+// user), each account may spend $0.125 of the assistant: two accounts spend a tenth of users'
+// $2.50 and every other user goes on; it takes twenty accounts to spend it all. A user an
+// operator gave a budget of their own is not held to the 5 %.
+async fn a_few_accounts_cannot_spend_every_users_share(kind: StoreKind) {
+    use shared::core::upstream::Usage;
+    use shared::costs::budget::{set_user_cap, spending_as};
+    use shared::costs::ledger::{CallKind, Charge, Ledger, Outcome};
+    let (records, _guard) = integration::store(kind).await;
+    let clock = Arc::new(SystemClock);
+    let caps = BudgetCaps::parse("assistant=5,*=0").unwrap();
+    let budgets = Budgets::new(caps, records.clone(), clock.clone(), Duration::from_secs(5), 0.0)
+        .with_user_cap(0.5)
+        .with_users_share(0.5)
+        .with_user_pool_share(0.05);
+    let prices = Arc::new(shared::costs::pricing::PriceTable::default());
+    let ledger = Ledger::new(records.clone(), prices, clock.clone(), shared::core::retry::STORE_RETRY)
+        .with_budgets(Arc::new(budgets));
+    // Calls of $0.025 (the reported cost wins over the table).
+    let usage = Usage { provider_cost_usd: Some(0.025), ..Usage::default() };
+    let (ledger_ref, usage_ref) = (&ledger, &usage);
+    let paid = move |user: String| async move {
+        let (ledger, usage) = (ledger_ref, usage_ref);
+        let call = spending_as(&user, async {
+            let hold = ledger.hold("assistant", "openrouter", "deepseek/deepseek-chat", usage).await?;
+            let cost = ledger
+                .charge(&Charge {
+                    request_id: "call",
+                    agent: "assistant",
+                    kind: CallKind::Llm,
+                    provider: "openrouter",
+                    model: "deepseek/deepseek-chat",
+                    usage,
+                    outcome: Outcome::Live,
+                    saved_usd: 0.0,
+                    upstream_id: None,
+                })
+                .await;
+            ledger.settle(hold, &cost, false).await;
+            Ok::<_, shared::core::error::Error>(())
+        });
+        call.await.map_err(|e| e.code())
+    };
+    // Each account calls until refused: how many calls it made, and why it stopped.
+    let spend_all = |user: String| async move {
+        let mut calls = 0;
+        loop {
+            match paid(user.clone()).await {
+                Ok(()) => calls += 1,
+                Err(code) => return (calls, code),
+            }
+        }
+    };
+    let budgets = ledger.budgets().unwrap();
+    let today = chrono::Utc::now().date_naive();
+    for attacker in ["attacker-1", "attacker-2"] {
+        assert_eq!(spend_all(attacker.into()).await, (5, "user_budget_exceeded"), "$0.125 of the assistant each");
+    }
+    assert!((budgets.users_spent("assistant", today).await.unwrap() - 0.25).abs() < 1e-9);
+    paid("someone-else".into()).await.expect("every other user's call goes on");
+
+    // Vetted by an operator ($0.30 a day): past the 5 %, to their own cap.
+    set_user_cap(&*records, "operator", "vetted", br#"{"usdPerDay": 0.3}"#, chrono::Utc::now()).await.unwrap();
+    assert_eq!(spend_all("vetted".into()).await, (12, "user_budget_exceeded"));
+
+    // Users' $2.50: spent $0.25 + $0.025 + $0.30; the other $1.925 takes 16 more accounts.
+    let mut accounts = 0;
+    let stopped = loop {
+        accounts += 1;
+        let (_, code) = spend_all(format!("account-{accounts}")).await;
+        if code != "user_budget_exceeded" {
+            break code;
+        }
+    };
+    assert_eq!((accounts, stopped), (16, "budget_exceeded"), "users' share spent by the 16th further account");
+    assert!((budgets.users_spent("assistant", today).await.unwrap() - 2.5).abs() < 1e-9);
+    assert!((budgets.spent("assistant", today).await.unwrap() - 2.5).abs() < 1e-9);
+    // The backend's calls of the assistant go on from the other half.
+    let backend = ledger.hold("assistant", "openrouter", "deepseek/deepseek-chat", &usage).await;
+    assert!(backend.is_ok(), "{backend:?}");
+}
+
 on_both_stores!(
+    a_few_accounts_cannot_spend_every_users_share,
     users_spending_all_they_may_never_stop_the_backend,
     a_call_cut_short_keeps_its_hold,
     unpriced_and_reported_costs_are_budgeted,

@@ -19,6 +19,12 @@
 //! users' counter, capped at `USERS_BUDGET_SHARE` (half) of the agent's cap, so users spending
 //! all they may never stop the backend's calls of that agent; the rest of the cap is the
 //! backend's (which may also spend what users leave).
+//!
+//! And each user on the default cap may spend at most `USER_POOL_SHARE` (5 %) of an agent's
+//! users' share a day (a counter per user and agent), so it takes twenty accounts, not two, to
+//! spend what all users may of an agent. A user an operator gave a cap of their own
+//! ([`set_user_cap`]) is vetted and not held to it. `UsersPoolUsedPercent` (EMF, per agent and
+//! without dimensions) says how much of each users' share is spent, for the template's alarm.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -38,7 +44,7 @@ pub use users::{
     MAX_USER_CAP_USD, Spender, UserBudget, set_user_cap, spending_as, top_spenders, user_budget, user_budget_spent,
     user_cap_key,
 };
-use users::{SPENDERS_KEEP_SECS, spender, spender_key, user_cap, user_key};
+use users::{spender, user_key, user_share_key};
 
 /// Micro-dollars: counters are integers, so concurrent adds never round.
 fn micros(usd: f64) -> i64 {
@@ -56,14 +62,15 @@ pub struct Hold {
     counted: bool,
     /// The user's counter the same worst case is held on, when a user is spending.
     user: Option<(String, String)>,
-    /// The agent's users' counter, held on too when a user is spending.
-    pool: Option<(String, String)>,
+    /// The user's counter of this agent and the agent's users' counter, held on too when a
+    /// user is spending.
+    shares: Vec<(String, String)>,
 }
 
 impl Hold {
     /// A hold of nothing, for a call that costs nothing.
     pub fn free(agent: &str) -> Self {
-        Self { agent: agent.to_owned(), day: NaiveDate::MIN, micros: 0, counted: false, user: None, pool: None }
+        Self { agent: agent.to_owned(), day: NaiveDate::MIN, micros: 0, counted: false, user: None, shares: Vec::new() }
     }
 }
 
@@ -80,6 +87,8 @@ pub struct Budgets {
     user_cap_usd: f64,
     /// The share of each agent's cap users may spend together.
     users_share: f64,
+    /// The share of that which one user on the default cap may spend.
+    user_pool_share: f64,
 }
 
 /// How long a day's counter is kept (the report reads spend from the cost records).
@@ -105,12 +114,19 @@ impl Budgets {
         outage_allowance_usd: f64,
     ) -> Self {
         let allowance = AtomicI64::new(micros(outage_allowance_usd));
-        Self { caps, records, clock, wait, allowance, user_cap_usd: 0.0, users_share: 1.0 }
+        Self { caps, records, clock, wait, allowance, user_cap_usd: 0.0, users_share: 1.0, user_pool_share: 1.0 }
     }
 
     /// The same budgets, users together held to `share` (0 to 1) of each agent's cap.
     pub fn with_users_share(mut self, share: f64) -> Self {
         self.users_share = share.clamp(0.0, 1.0);
+        self
+    }
+
+    /// The same budgets, each user on the default cap held to `share` (0 to 1) of what users
+    /// together may spend of each agent.
+    pub fn with_user_pool_share(mut self, share: f64) -> Self {
+        self.user_pool_share = share.clamp(0.0, 1.0);
         self
     }
 
@@ -132,36 +148,6 @@ impl Budgets {
         self
     }
 
-    /// Holds `worst` micro-dollars against `user`'s day: the counter's key, or 429
-    /// `user_budget_exceeded`, or 503 when the store does not answer (fails closed).
-    async fn hold_user(&self, user: &str, worst: i64, now: DateTime<Utc>) -> Result<Option<(String, String)>> {
-        if self.user_cap_usd <= 0.0 {
-            return Ok(None);
-        }
-        let (pk, sk) = user_key(user, now.date_naive());
-        let expires = now.timestamp() + KEEP_SECS;
-        let held = async {
-            let cap_usd = user_cap(&*self.records, self.user_cap_usd, user, now).await?;
-            // A cap of 0 (an operator stopped the user) admits nothing, not even a first call.
-            if cap_usd <= 0.0 {
-                return Ok((cap_usd, None));
-            }
-            let total = self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires).await?;
-            Ok::<_, Error>((cap_usd, total))
-        };
-        match bounded(self.wait, "the budget store", held).await {
-            Ok((_, Some(_))) => Ok(Some((pk, sk))),
-            Ok((cap_usd, None)) => {
-                tracing::warn!(cap_usd, "a user's daily budget is spent: paid call refused");
-                Err(user_budget_spent(cap_usd, now))
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
-                Err(Error::Store("the budget store did not answer; paid calls wait until it does".into()))
-            }
-        }
-    }
-
     /// Adds `delta` micro-dollars to a counter, or says why it could not (the hold stays).
     async fn adjust(&self, (pk, sk): &(String, String), delta: i64, now: DateTime<Utc>) -> Option<i64> {
         let expires = now.timestamp() + KEEP_SECS;
@@ -171,22 +157,6 @@ impl Budgets {
                 tracing::warn!(counter = pk, delta, error = %e, "budget hold not settled; it stays counted");
                 None
             }
-        }
-    }
-
-    /// Keeps `user`'s spend of `now`'s day, `total` micro-dollars, on the day's board of
-    /// spenders ([`top_spenders`]).
-    async fn post_spender(&self, user: &str, total: i64, now: DateTime<Utc>) {
-        let (pk, sk) = spender_key(user, now.date_naive());
-        let user: String = user.chars().take(128).collect();
-        let record = crate::core::records::Record {
-            pk,
-            sk,
-            expires_at: Some(now.timestamp() + SPENDERS_KEEP_SECS),
-            body: serde_json::json!({"user": user, "usd": total as f64 / 1e6}),
-        };
-        if let Err(e) = bounded(self.wait, "the spenders board", self.records.put(&record)).await {
-            tracing::warn!(error = %e, "a user's spend was not posted on the day's board");
         }
     }
 
@@ -208,21 +178,24 @@ impl Budgets {
         if self.caps.of(agent) <= 0.0 {
             return self.hold_agent(agent, worst, now).await;
         }
-        let user = self.hold_user(&user, worst, now).await?;
-        let pool = match self.hold_pool(agent, worst, now).await {
-            Ok(pool) => pool,
-            Err(e) => {
-                // The user's hold is given back: nothing was spent.
-                if let Some(counter) = &user {
-                    self.adjust(counter, -worst, now).await;
-                }
-                return Err(e);
+        let (mine, vetted) = self.hold_user(&user, worst, now).await?;
+        let mut held: Vec<(String, String)> = mine.iter().cloned().collect();
+        let hold = async {
+            if !vetted && self.user_pool_share < 1.0 {
+                held.extend(self.hold_user_share(&user, agent, worst, now).await?);
             }
-        };
-        match self.hold_agent(agent, worst, now).await {
-            Ok(hold) => Ok(Hold { user, pool: Some(pool), ..hold }),
+            held.push(self.hold_pool(agent, worst, now).await?);
+            self.hold_agent(agent, worst, now).await
+        }
+        .await;
+        match hold {
+            Ok(hold) => {
+                let shares = held.split_off(usize::from(mine.is_some()));
+                Ok(Hold { user: mine, shares, ..hold })
+            }
             Err(e) => {
-                for counter in user.iter().chain([&pool]) {
+                // Nothing was spent: every counter held for this call is given back.
+                for counter in &held {
                     self.adjust(counter, -worst, now).await;
                 }
                 Err(e)
@@ -244,8 +217,12 @@ impl Budgets {
             self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires).await
         };
         match bounded(self.wait, "the budget store", held).await {
-            Ok(Some(_)) => Ok((pk, sk)),
+            Ok(Some(total)) => {
+                emit_used("UsersPoolUsedPercent", agent, total, micros(cap_usd), now);
+                Ok((pk, sk))
+            }
             Ok(None) => {
+                emit_used("UsersPoolUsedPercent", agent, micros(cap_usd), micros(cap_usd), now);
                 tracing::warn!(agent, cap_usd, "users' share of an agent's daily budget is spent: paid call refused");
                 Err(Error::BudgetExceeded {
                     code: "budget_exceeded",
@@ -282,12 +259,12 @@ impl Budgets {
         let expires = now.timestamp() + KEEP_SECS;
         match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(cap), expires)).await {
             Ok(Some(total)) => {
-                emit_used(agent, total, cap, now);
-                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: true, user: None, pool: None })
+                emit_used("BudgetUsedPercent", agent, total, cap, now);
+                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: true, user: None, shares: Vec::new() })
             }
             Ok(None) => {
                 tracing::warn!(agent, cap_usd, "daily budget spent: paid call refused");
-                emit_used(agent, cap, cap, now);
+                emit_used("BudgetUsedPercent", agent, cap, cap, now);
                 Err(refused())
             }
             Err(e) => self.take_allowance(agent, worst, &e.to_string()).map_err(|()| refused()),
@@ -308,7 +285,7 @@ impl Budgets {
                     "budget store unavailable: paid call allowed from this container's outage allowance"
                 );
                 let day = NaiveDate::MIN;
-                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: false, user: None, pool: None })
+                Ok(Hold { agent: agent.to_owned(), day, micros: worst, counted: false, user: None, shares: Vec::new() })
             }
             Err(_) => {
                 tracing::error!(
@@ -323,7 +300,7 @@ impl Budgets {
 
     /// Keeps `hold` as it is (the user's part too): the call may have cost its worst case.
     pub fn keep(&self, hold: Hold) {
-        if hold.counted || hold.user.is_some() {
+        if hold.counted || hold.user.is_some() || !hold.shares.is_empty() {
             tracing::info!(
                 agent = hold.agent,
                 held_usd = hold.micros as f64 / 1e6,
@@ -355,12 +332,16 @@ impl Budgets {
                 .flatten()
                 .map(|user| user_key(&user, now.date_naive()))
         });
-        let pool = hold.pool.clone().or_else(|| {
-            (hold.micros == 0 && cost_usd > 0.0 && spender().is_some()).then(|| pool_key(&hold.agent, now.date_naive()))
-        });
-        if let Some(counter) = &pool {
-            let delta = micros(cost_usd) - hold.micros;
-            if delta != 0 {
+        let shares = match (hold.shares.is_empty() && hold.micros == 0 && cost_usd > 0.0, spender()) {
+            (true, Some(user)) => {
+                let day = now.date_naive();
+                vec![user_share_key(&user, &hold.agent, day), pool_key(&hold.agent, day)]
+            }
+            _ => hold.shares.clone(),
+        };
+        let delta = micros(cost_usd) - hold.micros;
+        if delta != 0 {
+            for counter in &shares {
                 self.adjust(counter, delta, now).await;
             }
         }
@@ -392,10 +373,11 @@ impl Budgets {
     }
 }
 
-/// `BudgetUsedPercent` per agent, and without dimensions for the template's alarm at 80 %.
-fn emit_used(agent: &str, total: i64, cap: i64, now: DateTime<Utc>) {
+/// `name` (`BudgetUsedPercent`, `UsersPoolUsedPercent`): `total` of `cap` per agent, and
+/// without dimensions for the template's alarms at 80 %.
+fn emit_used(name: &str, agent: &str, total: i64, cap: i64, now: DateTime<Utc>) {
     let used = total as f64 * 100.0 / cap.max(1) as f64;
-    let metric = [("BudgetUsedPercent", "Percent", used)];
+    let metric = [(name, "Percent", used)];
     metrics::emit(&metrics::render(&[("Agent", agent)], &metric, now.timestamp_millis()));
     metrics::emit(&metrics::render(&[], &metric, now.timestamp_millis()));
 }

@@ -3,8 +3,9 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+use super::{Budgets, KEEP_SECS, micros};
 use crate::core::error::{Error, Result};
-use crate::core::records::{RecordStore, TOTAL, key_part};
+use crate::core::records::{RecordStore, TOTAL, bounded, key_part};
 
 tokio::task_local! {
     /// The signed-in user whose request is spending, set by [`spending_as`].
@@ -43,6 +44,19 @@ pub async fn user_budget(
     Ok(UserBudget { cap_usd, left_usd: (cap_usd - spent as f64 / 1e6).max(0.0) })
 }
 
+/// 429 `user_budget_exceeded`: a user's part of `agent`'s users' share, `cap_usd`, is spent
+/// for `now`'s day.
+fn user_share_spent(agent: &str, cap_usd: f64, now: DateTime<Utc>) -> Error {
+    Error::BudgetExceeded {
+        code: "user_budget_exceeded",
+        message: format!(
+            "you have spent your part (${cap_usd:.4}) of what users may spend on {agent:?} today (UTC); \
+             it renews at midnight UTC"
+        ),
+        retry_after_secs: crate::core::time::seconds_to_midnight(now),
+    }
+}
+
 /// 429 `user_budget_exceeded`: a user's budget of `cap_usd` for `now`'s day is spent.
 pub fn user_budget_spent(cap_usd: f64, now: DateTime<Utc>) -> Error {
     Error::BudgetExceeded {
@@ -58,15 +72,15 @@ pub fn user_cap_key(user: &str) -> (String, String) {
 }
 
 /// `user`'s daily cap in USD: the operator's for this user, else `default_usd`.
-pub(super) async fn user_cap(
-    records: &dyn RecordStore,
-    default_usd: f64,
-    user: &str,
-    now: DateTime<Utc>,
-) -> Result<f64> {
+async fn user_cap(records: &dyn RecordStore, default_usd: f64, user: &str, now: DateTime<Utc>) -> Result<f64> {
+    Ok(operator_cap(records, user, now).await?.unwrap_or(default_usd))
+}
+
+/// The daily cap an operator set for `user`, if any.
+async fn operator_cap(records: &dyn RecordStore, user: &str, now: DateTime<Utc>) -> Result<Option<f64>> {
     let (pk, sk) = user_cap_key(user);
     let set = records.get(&pk, &sk, now.timestamp()).await?;
-    Ok(set.and_then(|r| r.body["usdPerDay"].as_f64()).unwrap_or(default_usd))
+    Ok(set.and_then(|r| r.body["usdPerDay"].as_f64()))
 }
 
 /// The most an operator may give one user a day.
@@ -120,6 +134,11 @@ pub(super) fn user_key(user: &str, day: NaiveDate) -> (String, String) {
     (format!("USERSPEND#{}#{}", day.format("%Y-%m-%d"), key_part(user, 12)), "spend".to_owned())
 }
 
+/// The counter of what `user` spent of `agent` on `day`, beside their day's counter.
+pub(super) fn user_share_key(user: &str, agent: &str, day: NaiveDate) -> (String, String) {
+    (user_key(user, day).0, format!("agent#{agent}"))
+}
+
 /// The day's board of spenders: one item per user who spent that day (`USERSPENDERS#<day>` /
 /// the user's key), what they had spent at their last paid call.
 pub(super) fn spender_key(user: &str, day: NaiveDate) -> (String, String) {
@@ -153,4 +172,91 @@ pub async fn top_spenders(records: &dyn RecordStore, day: NaiveDate, limit: usiz
     spenders.sort_by(|a, b| b.usd.total_cmp(&a.usd).then_with(|| a.user.cmp(&b.user)));
     spenders.truncate(limit);
     Ok(spenders)
+}
+
+impl Budgets {
+    /// Holds `worst` micro-dollars against `user`'s day: the counter's key and whether an
+    /// operator set the user's cap (vetted), or 429 `user_budget_exceeded`, or 503 when the
+    /// store does not answer (fails closed).
+    pub(super) async fn hold_user(
+        &self,
+        user: &str,
+        worst: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(Option<(String, String)>, bool)> {
+        if self.user_cap_usd <= 0.0 {
+            return Ok((None, false));
+        }
+        let (pk, sk) = user_key(user, now.date_naive());
+        let expires = now.timestamp() + KEEP_SECS;
+        let held = async {
+            let set = operator_cap(&*self.records, user, now).await?;
+            let cap_usd = set.unwrap_or(self.user_cap_usd);
+            // A cap of 0 (an operator stopped the user) admits nothing, not even a first call.
+            if cap_usd <= 0.0 {
+                return Ok((cap_usd, set.is_some(), None));
+            }
+            let total = self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires).await?;
+            Ok::<_, Error>((cap_usd, set.is_some(), total))
+        };
+        match bounded(self.wait, "the budget store", held).await {
+            Ok((_, vetted, Some(_))) => Ok((Some((pk, sk)), vetted)),
+            Ok((cap_usd, _, None)) => {
+                tracing::warn!(cap_usd, "a user's daily budget is spent: paid call refused");
+                Err(user_budget_spent(cap_usd, now))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
+                Err(Error::Store("the budget store did not answer; paid calls wait until it does".into()))
+            }
+        }
+    }
+
+    /// Holds `worst` against what `user` may spend of `agent`'s users' share: the counter's
+    /// key, or 429 `user_budget_exceeded` when their part is spent, or 503 when the store does
+    /// not answer (fails closed).
+    pub(super) async fn hold_user_share(
+        &self,
+        user: &str,
+        agent: &str,
+        worst: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(String, String)>> {
+        let cap_usd = self.users_cap(agent) * self.user_pool_share;
+        if micros(cap_usd) == 0 {
+            // No users' share: the pool refuses next.
+            return Ok(None);
+        }
+        let (pk, sk) = user_share_key(user, agent, now.date_naive());
+        let expires = now.timestamp() + KEEP_SECS;
+        match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires))
+            .await
+        {
+            Ok(Some(_)) => Ok(Some((pk, sk))),
+            Ok(None) => {
+                tracing::warn!(agent, cap_usd, "a user's share of an agent's day is spent: paid call refused");
+                Err(user_share_spent(agent, cap_usd, now))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
+                Err(Error::Store("the budget store did not answer; paid calls wait until it does".into()))
+            }
+        }
+    }
+
+    /// Keeps `user`'s spend of `now`'s day, `total` micro-dollars, on the day's board of
+    /// spenders ([`top_spenders`]).
+    pub(super) async fn post_spender(&self, user: &str, total: i64, now: DateTime<Utc>) {
+        let (pk, sk) = spender_key(user, now.date_naive());
+        let user: String = user.chars().take(128).collect();
+        let record = crate::core::records::Record {
+            pk,
+            sk,
+            expires_at: Some(now.timestamp() + SPENDERS_KEEP_SECS),
+            body: serde_json::json!({"user": user, "usd": total as f64 / 1e6}),
+        };
+        if let Err(e) = bounded(self.wait, "the spenders board", self.records.put(&record)).await {
+            tracing::warn!(error = %e, "a user's spend was not posted on the day's board");
+        }
+    }
 }
