@@ -461,11 +461,35 @@ async fn sse_events_come_in_order(kind: StoreKind) {
     let (status, _, text) = down.send(Some(USER), &json!({"message": "你好"}), true).await;
     assert_eq!(status, 200);
     assert!(
-        text.starts_with("event: mode\n") && text.contains("event: error\ndata: {\"code\":\"upstream_unavailable\""),
+        text.starts_with("event: mode\n") && text.contains("event: error\ndata: {\"code\":\"model_unavailable\""),
         "{text}"
     );
-    let (_, _, text) = down.send(Some(USER), &json!({"message": "你好"}), false).await;
-    assert!(text.contains("upstream_unavailable"), "JSON callers get the one error body: {text}");
+    let (status, _, text) = down.send(Some(USER), &json!({"message": "你好"}), false).await;
+    assert_eq!(status, 503, "a dependency's answer, with Retry-After: {text}");
+    assert!(text.contains("model_unavailable"), "JSON callers get the one error body: {text}");
+
+    // A conversation the provider refuses (too long, filtered) is the caller's 4xx, never a
+    // 5xx a stranger could send to roll a deploy back.
+    let refusing = wiremock::MockServer::start().await;
+    let refusal = json!({"error": {"message": "This model's maximum context length is 65536 tokens",
+                                   "type": "invalid_request_error", "param": null, "code": "context_length_exceeded"}});
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(refusal))
+        .mount(&refusing)
+        .await;
+    let refused = ChatHarness::new(
+        kind,
+        Chat { model: None, env: &[("LLM_API_KEY", "k"), ("LLM_BASE_URL", &refusing.uri())], ..Chat::default() },
+    )
+    .await;
+    let (status, _, text) = refused.send(Some(USER), &json!({"message": "你好"}), false).await;
+    assert_eq!(status, 400, "{text}");
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["error"]["code"], "model_refused", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("maximum context length"), "{r}");
+    let (_, _, text) = refused.send(Some(USER), &json!({"message": "你好"}), true).await;
+    assert!(text.contains("event: error\ndata: {\"code\":\"model_refused\""), "{text}");
 }
 
 // No LLM key: the labelled mock still classifies, runs the mode's tool and names what it found.

@@ -317,10 +317,11 @@ async fn users_spending_all_they_may_never_stop_the_backend(kind: StoreKind) {
 }
 
 // Issue 62 item 3: no two accounts stop every other user's paid calls. With the template's
-// defaults for the assistant ($5 a day, half for users, $0.50 a user, 5 % of users' share a
-// user), each account may spend $0.125 of the assistant: two accounts spend a tenth of users'
-// $2.50 and every other user goes on; it takes twenty accounts to spend it all. A user an
-// operator gave a budget of their own is not held to the 5 %.
+// defaults for the assistant ($5 a day, half for users, a fifth of that kept for vetted users,
+// 5 % of the rest a user), each account may spend $0.10 of the assistant: two accounts spend a
+// tenth of what users on the default budget may, and every other user goes on; it takes twenty
+// to spend it all, and then users an operator vetted still spend their reserve. An operator's
+// cap below the default restricts a user; it does not vet them.
 async fn a_few_accounts_cannot_spend_every_users_share(kind: StoreKind) {
     use shared::core::upstream::Usage;
     use shared::costs::budget::{set_user_cap, spending_as};
@@ -331,7 +332,8 @@ async fn a_few_accounts_cannot_spend_every_users_share(kind: StoreKind) {
     let budgets = Budgets::new(caps, records.clone(), clock.clone(), Duration::from_secs(5), 0.0)
         .with_user_cap(0.5)
         .with_users_share(0.5)
-        .with_user_pool_share(0.05);
+        .with_user_pool_share(0.05)
+        .with_vetted_share(0.2);
     let prices = Arc::new(shared::costs::pricing::PriceTable::default());
     let ledger = Ledger::new(records.clone(), prices, clock.clone(), shared::core::retry::STORE_RETRY)
         .with_budgets(Arc::new(budgets));
@@ -373,16 +375,16 @@ async fn a_few_accounts_cannot_spend_every_users_share(kind: StoreKind) {
     let budgets = ledger.budgets().unwrap();
     let today = chrono::Utc::now().date_naive();
     for attacker in ["attacker-1", "attacker-2"] {
-        assert_eq!(spend_all(attacker.into()).await, (5, "user_budget_exceeded"), "$0.125 of the assistant each");
+        assert_eq!(spend_all(attacker.into()).await, (4, "user_budget_exceeded"), "$0.10 of the assistant each");
     }
-    assert!((budgets.users_spent("assistant", today).await.unwrap() - 0.25).abs() < 1e-9);
+    assert!((budgets.users_spent("assistant", today).await.unwrap() - 0.2).abs() < 1e-9);
     paid("someone-else".into()).await.expect("every other user's call goes on");
+    let now = chrono::Utc::now();
+    set_user_cap(&*records, "operator", "restricted", br#"{"usdPerDay": 0.3}"#, now).await.unwrap();
+    assert_eq!(spend_all("restricted".into()).await, (4, "user_budget_exceeded"), "restricted, not vetted");
 
-    // Vetted by an operator ($0.30 a day): past the 5 %, to their own cap.
-    set_user_cap(&*records, "operator", "vetted", br#"{"usdPerDay": 0.3}"#, chrono::Utc::now()).await.unwrap();
-    assert_eq!(spend_all("vetted".into()).await, (12, "user_budget_exceeded"));
-
-    // Users' $2.50: spent $0.25 + $0.025 + $0.30; the other $1.925 takes 16 more accounts.
+    // Users on the default budget may spend $2 of users' $2.50: spent $0.20 + $0.025 + $0.10;
+    // the other $1.675 takes 17 more accounts.
     let mut accounts = 0;
     let stopped = loop {
         accounts += 1;
@@ -391,7 +393,13 @@ async fn a_few_accounts_cannot_spend_every_users_share(kind: StoreKind) {
             break code;
         }
     };
-    assert_eq!((accounts, stopped), (16, "budget_exceeded"), "users' share spent by the 16th further account");
+    assert_eq!((accounts, stopped), (17, "budget_exceeded"), "spent by the 17th further account");
+    assert!((budgets.users_spent("assistant", today).await.unwrap() - 2.0).abs() < 1e-9);
+    assert_eq!(paid("a-new-account".into()).await, Err("budget_exceeded"));
+
+    // A vetted user ($0.60 a day: at least the default) spends the vetted users' reserve.
+    set_user_cap(&*records, "operator", "vetted", br#"{"usdPerDay": 0.6}"#, now).await.unwrap();
+    assert_eq!(spend_all("vetted".into()).await, (20, "budget_exceeded"), "users' whole $2.50, past the 5 %");
     assert!((budgets.users_spent("assistant", today).await.unwrap() - 2.5).abs() < 1e-9);
     assert!((budgets.spent("assistant", today).await.unwrap() - 2.5).abs() < 1e-9);
     // The backend's calls of the assistant go on from the other half.

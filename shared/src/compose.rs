@@ -132,7 +132,8 @@ pub fn ledger(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clo
     )
     .with_user_cap(config.costs.user_budget_usd_per_day)
     .with_users_share(config.costs.users_share)
-    .with_user_pool_share(config.costs.user_pool_share);
+    .with_user_pool_share(config.costs.user_pool_share)
+    .with_vetted_share(config.costs.vetted_share);
     Ok(Ledger::new(records, Arc::new(prices(config)?), clock, STORE_RETRY).with_budgets(Arc::new(budgets)))
 }
 

@@ -39,7 +39,7 @@ use crate::core::error::{Error, Result};
 use crate::core::records::{HOT_PATH, bounded};
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
-use crate::llm::agent::{self, AgentError, AgentSpec};
+use crate::llm::agent::{self, AgentSpec};
 use crate::llm::{self, ChatModel, Message};
 
 /// The longest message accepted, in characters.
@@ -357,15 +357,7 @@ impl Assistant {
         let replied =
             agent::converse(&*self.llm, &self.ledger, self.retry, &spec, messages, &toolbox, request_id, text)
                 .await
-                .map_err(|e| match e {
-                    AgentError::Budget(e) => e,
-                    e => {
-                        tracing::error!(request_id, error = %e, "assistant model failed");
-                        Error::Upstream(format!(
-                            "the assistant's model is unavailable; please retry (request {request_id})"
-                        ))
-                    }
-                });
+                .map_err(|e| e.answer(request_id));
         let reply = match (replied, &taken) {
             (Ok(reply), _) => reply,
             // The approved call already ran (or was declined): its outcome is answered and kept

@@ -30,10 +30,13 @@ pub struct Settings {
     /// The share of each agent's daily cap that signed-in users' requests may spend together
     /// (`USERS_BUDGET_SHARE`, 0 to 1): the rest is the backend's, whatever users do.
     pub users_share: f64,
-    /// The share (0 to 1) of each agent's users' share that one user on the default cap may
-    /// spend a day (`USER_POOL_SHARE`): it takes `1 / share` accounts to spend what every user
-    /// may spend of an agent. Users an operator gave a cap of their own are not held to it.
+    /// The share (0 to 1) of what users on the default budget may spend of each agent that one
+    /// of them may spend a day (`USER_POOL_SHARE`): it takes `1 / share` accounts to spend it.
+    /// Vetted users (an operator gave them at least the default) are not held to it.
     pub user_pool_share: f64,
+    /// The share (0 to 1) of users' share of each agent kept for vetted users, those an
+    /// operator gave at least the default budget (`VETTED_USERS_SHARE`).
+    pub vetted_share: f64,
     /// Requests a user may make per minute and per day on the user routes that search
     /// (`USER_QUOTA_PER_MINUTE`, `USER_QUOTA_PER_DAY`).
     pub quota_per_minute: u32,
@@ -64,6 +67,10 @@ impl Settings {
             user_pool_share: match env.usd("USER_POOL_SHARE", 0.05) {
                 Ok(share) if share <= 1.0 => share,
                 _ => return Err(Error::Config("USER_POOL_SHARE must be a number from 0 to 1".into())),
+            },
+            vetted_share: match env.usd("VETTED_USERS_SHARE", 0.2) {
+                Ok(share) if share <= 1.0 => share,
+                _ => return Err(Error::Config("VETTED_USERS_SHARE must be a number from 0 to 1".into())),
             },
             quota_per_minute: count("USER_QUOTA_PER_MINUTE", 30)?,
             quota_per_day: count("USER_QUOTA_PER_DAY", 1000)?,
@@ -161,10 +168,10 @@ mod tests {
         assert_eq!(s.agents, DEFAULT_AGENTS);
         assert_eq!((s.quota_per_minute, s.quota_per_day, s.user_budget_usd_per_day), (30, 1000, 0.5));
         assert!(s.operators.is_empty());
-        assert_eq!((s.users_share, s.user_pool_share), (0.5, 0.05));
-        for bad in ["1.5", "-0.1", "a tenth"] {
-            let e = settings(&[("USER_POOL_SHARE", bad)]).unwrap_err();
-            assert!(e.to_string().contains("USER_POOL_SHARE"), "{e}");
+        assert_eq!((s.users_share, s.user_pool_share, s.vetted_share), (0.5, 0.05, 0.2));
+        for (key, bad) in [("USER_POOL_SHARE", "1.5"), ("USER_POOL_SHARE", "-0.1"), ("VETTED_USERS_SHARE", "a fifth")] {
+            let e = settings(&[(key, bad)]).unwrap_err();
+            assert!(e.to_string().contains(key), "{e}");
         }
         assert!(settings(&[("BUDGETS", "research")]).unwrap_err().to_string().contains("BUDGETS"));
         assert!(settings(&[("AGENTS", "a b c!")]).unwrap_err().to_string().contains("AGENTS"));

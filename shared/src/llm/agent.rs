@@ -77,6 +77,52 @@ pub enum AgentError {
     Budget(Error),
 }
 
+impl AgentError {
+    /// What a caller is answered when a run for it failed (`request_id` in the message). What
+    /// a user's own words can cause is not counted against the version that served it
+    /// (`Answered5xx` would roll back a good deploy on a stranger's say): a refused request
+    /// (the provider's 400/413/422: too long, filtered) is 400 `model_refused`, and a model
+    /// down, slow or not answering in form is 503 `model_unavailable`, a dependency's answer
+    /// with its own metric (`ModelFailure`, `ModelFailuresAlarm`). A key or plan the provider
+    /// refuses, or an answer this version cannot read, stays the version's own (503).
+    pub fn answer(self, request_id: &str) -> Error {
+        if let Self::Budget(e) = self {
+            return e;
+        }
+        tracing::error!(request_id, error = %self, "the model failed");
+        match &self {
+            Self::Model(ProviderError::Refused { status: 400 | 413 | 422, message, .. }) => {
+                crate::core::metrics::count("ModelFailure", &[], 1.0);
+                let why: String = message.chars().take(200).collect();
+                Error::Invalid {
+                    code: "model_refused",
+                    message: format!("the model refused this conversation: {why} (request {request_id})"),
+                }
+            }
+            Self::Model(
+                ProviderError::Timeout(_)
+                | ProviderError::OutOfTime
+                | ProviderError::Network(_)
+                | ProviderError::RateLimited { .. }
+                | ProviderError::Unavailable { .. }
+                | ProviderError::RunFailed { .. },
+            )
+            | Self::RequestLimit(_)
+            | Self::InvalidOutput(_) => {
+                crate::core::metrics::count("ModelFailure", &[], 1.0);
+                Error::Unavailable {
+                    code: "model_unavailable",
+                    message: format!(
+                        "the model did not answer in time or in form; please retry (request {request_id})"
+                    ),
+                    retry_after_secs: 5,
+                }
+            }
+            _ => Error::Upstream(format!("the model is unavailable; please retry (request {request_id})")),
+        }
+    }
+}
+
 /// One run: the model, its tools, and what the run has used so far.
 struct Loop<'a> {
     llm: &'a dyn ChatModel,

@@ -21,9 +21,11 @@
 //! backend's (which may also spend what users leave).
 //!
 //! And each user on the default cap may spend at most `USER_POOL_SHARE` (5 %) of an agent's
-//! users' share a day (a counter per user and agent), so it takes twenty accounts, not two, to
-//! spend what all users may of an agent. A user an operator gave a cap of their own
-//! ([`set_user_cap`]) is vetted and not held to it. `UsersPoolUsedPercent` (EMF, per agent and
+//! users' share a day (a counter per user and agent; a call is admitted only while it fits, the
+//! day's first always), so it takes twenty accounts, not two, to spend what all users may of an
+//! agent. A user an operator gave at least the default cap ([`set_user_cap`]) is vetted and not
+//! held to it; and `VETTED_USERS_SHARE` (a fifth) of users' share is for vetted users only, so
+//! accounts made to drain it never stop them. `UsersPoolUsedPercent` (EMF, per agent and
 //! without dimensions) says how much of each users' share is spent, for the template's alarm.
 
 use std::sync::Arc;
@@ -89,6 +91,8 @@ pub struct Budgets {
     users_share: f64,
     /// The share of that which one user on the default cap may spend.
     user_pool_share: f64,
+    /// The share of it kept for vetted users.
+    vetted_share: f64,
 }
 
 /// How long a day's counter is kept (the report reads spend from the cost records).
@@ -114,7 +118,17 @@ impl Budgets {
         outage_allowance_usd: f64,
     ) -> Self {
         let allowance = AtomicI64::new(micros(outage_allowance_usd));
-        Self { caps, records, clock, wait, allowance, user_cap_usd: 0.0, users_share: 1.0, user_pool_share: 1.0 }
+        Self {
+            caps,
+            records,
+            clock,
+            wait,
+            allowance,
+            user_cap_usd: 0.0,
+            users_share: 1.0,
+            user_pool_share: 1.0,
+            vetted_share: 0.0,
+        }
     }
 
     /// The same budgets, users together held to `share` (0 to 1) of each agent's cap.
@@ -130,9 +144,21 @@ impl Budgets {
         self
     }
 
+    /// The same budgets, `share` (0 to 1) of what users together may spend of each agent kept
+    /// for vetted users: those on the default budget spend the rest.
+    pub fn with_vetted_share(mut self, share: f64) -> Self {
+        self.vetted_share = share.clamp(0.0, 1.0);
+        self
+    }
+
     /// What users together may spend of `agent`'s day, in USD.
     pub fn users_cap(&self, agent: &str) -> f64 {
         self.caps.of(agent) * self.users_share
+    }
+
+    /// What users on the default budget together may spend of `agent`'s day, in USD.
+    fn open_cap(&self, agent: &str) -> f64 {
+        self.users_cap(agent) * (1.0 - self.vetted_share)
     }
 
     /// What users together have spent (and hold) of `agent`'s `day`, in USD.
@@ -184,7 +210,7 @@ impl Budgets {
             if !vetted && self.user_pool_share < 1.0 {
                 held.extend(self.hold_user_share(&user, agent, worst, now).await?);
             }
-            held.push(self.hold_pool(agent, worst, now).await?);
+            held.push(self.hold_pool(agent, worst, vetted, now).await?);
             self.hold_agent(agent, worst, now).await
         }
         .await;
@@ -203,11 +229,13 @@ impl Budgets {
         }
     }
 
-    /// Holds `worst` against what users together may spend of `agent`'s day: the counter's
-    /// key, or 429 `budget_exceeded` when their share is spent, or 503 when the store does not
-    /// answer (fails closed, as the user's own cap).
-    async fn hold_pool(&self, agent: &str, worst: i64, now: DateTime<Utc>) -> Result<(String, String)> {
-        let cap_usd = self.users_cap(agent);
+    /// Holds `worst` against what users together may spend of `agent`'s day (users on the
+    /// default budget: all but the vetted users' reserve): the counter's key, or 429
+    /// `budget_exceeded` when that is spent, or 503 when the store does not answer (fails
+    /// closed, as the user's own cap).
+    async fn hold_pool(&self, agent: &str, worst: i64, vetted: bool, now: DateTime<Utc>) -> Result<(String, String)> {
+        let whole = micros(self.users_cap(agent));
+        let cap_usd = if vetted { self.users_cap(agent) } else { self.open_cap(agent) };
         let (pk, sk) = pool_key(agent, now.date_naive());
         let expires = now.timestamp() + KEEP_SECS;
         let held = async {
@@ -218,16 +246,24 @@ impl Budgets {
         };
         match bounded(self.wait, "the budget store", held).await {
             Ok(Some(total)) => {
-                emit_used("UsersPoolUsedPercent", agent, total, micros(cap_usd), now);
+                emit_used("UsersPoolUsedPercent", agent, total, whole, now);
                 Ok((pk, sk))
             }
             Ok(None) => {
-                emit_used("UsersPoolUsedPercent", agent, micros(cap_usd), micros(cap_usd), now);
-                tracing::warn!(agent, cap_usd, "users' share of an agent's daily budget is spent: paid call refused");
+                if micros(cap_usd) > 0 {
+                    emit_used("UsersPoolUsedPercent", agent, micros(cap_usd), whole, now);
+                }
+                tracing::warn!(
+                    agent,
+                    cap_usd,
+                    vetted,
+                    "users' share of an agent's daily budget is spent: paid call refused"
+                );
+                let who = if vetted { "users" } else { "users on the default budget" };
                 Err(Error::BudgetExceeded {
                     code: "budget_exceeded",
                     message: format!(
-                        "users have spent their share (${cap_usd}) of agent {agent:?}'s budget for today (UTC); \
+                        "{who} have spent their share (${cap_usd}) of agent {agent:?}'s budget for today (UTC); \
                          it renews at midnight UTC"
                     ),
                     retry_after_secs: crate::core::time::seconds_to_midnight(now),

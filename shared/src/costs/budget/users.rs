@@ -194,10 +194,11 @@ impl Budgets {
             let cap_usd = set.unwrap_or(self.user_cap_usd);
             // A cap of 0 (an operator stopped the user) admits nothing, not even a first call.
             if cap_usd <= 0.0 {
-                return Ok((cap_usd, set.is_some(), None));
+                return Ok((cap_usd, false, None));
             }
             let total = self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires).await?;
-            Ok::<_, Error>((cap_usd, set.is_some(), total))
+            // Vetted: an operator gave the user at least the default (a lower cap restricts).
+            Ok::<_, Error>((cap_usd, set.is_some_and(|set| set >= self.user_cap_usd), total))
         };
         match bounded(self.wait, "the budget store", held).await {
             Ok((_, vetted, Some(_))) => Ok((Some((pk, sk)), vetted)),
@@ -222,16 +223,17 @@ impl Budgets {
         worst: i64,
         now: DateTime<Utc>,
     ) -> Result<Option<(String, String)>> {
-        let cap_usd = self.users_cap(agent) * self.user_pool_share;
-        if micros(cap_usd) == 0 {
-            // No users' share: the pool refuses next.
-            return Ok(None);
+        let cap_usd = self.open_cap(agent) * self.user_pool_share;
+        let cap = micros(cap_usd);
+        if cap == 0 {
+            return Err(user_share_spent(agent, cap_usd, now));
         }
+        // Admitted only while the call fits (the first call of the day always is): an account
+        // never spends past its part, so spending users' share takes `1 / share` accounts.
+        let ceiling = (cap - worst + 1).max(1);
         let (pk, sk) = user_share_key(user, agent, now.date_naive());
         let expires = now.timestamp() + KEEP_SECS;
-        match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(micros(cap_usd)), expires))
-            .await
-        {
+        match bounded(self.wait, "the budget store", self.records.add(&pk, &sk, worst, Some(ceiling), expires)).await {
             Ok(Some(_)) => Ok(Some((pk, sk))),
             Ok(None) => {
                 tracing::warn!(agent, cap_usd, "a user's share of an agent's day is spent: paid call refused");
