@@ -14,6 +14,9 @@ from pathlib import Path
 import yaml
 
 MACHINES = {"x86_64": 62, "arm64": 183}
+# Text only the Qdrant Edge adapter carries (its errors): a deployed function uses a Qdrant
+# server, and `cargo lambda build` leaves the crates' `edge` feature out (their Cargo.toml).
+EDGE = b"vector index (edge)"
 
 
 class Tagged(yaml.SafeLoader):
@@ -72,6 +75,9 @@ def check(build, template, embedder, architecture, say=print):
         machine = int.from_bytes(head[18:20], "little")
         if head[:4] != b"\x7fELF" or machine != MACHINES[arch]:
             problems.append(f"{name}: deployed as {arch}, built for ELF machine {machine}")
+        elif EDGE in bootstrap.read_bytes():
+            problems.append(f"{name}: carries Qdrant Edge, which a deployed function never runs "
+                            "(built without [package.metadata.lambda.build] no_default_features?)")
         else:
             say(f"{name}: {arch} ({bootstrap.stat().st_size // 1024} KiB)")
     if embedder in ("bundled", "auto"):
@@ -82,14 +88,15 @@ def check(build, template, embedder, architecture, say=print):
     return problems
 
 
-def fake(build, template, embedder, architecture, wrong=None):
-    """Artifacts as a build for these parameters leaves them; `wrong` built for the other architecture."""
+def fake(build, template, embedder, architecture, wrong=None, edge=None):
+    """Artifacts as a build for these parameters leaves them; `wrong` built for the other
+    architecture, `edge` with Qdrant Edge in it."""
     for name, arch in architectures(template, embedder, architecture).items():
         if name == wrong:
             arch = "x86_64" if arch == "arm64" else "arm64"
         (build / name).mkdir(parents=True)
         head = b"\x7fELF" + bytes(14) + MACHINES[arch].to_bytes(2, "little")
-        (build / name / "bootstrap").write_bytes(head + bytes(100))
+        (build / name / "bootstrap").write_bytes(head + bytes(100) + (EDGE if name == edge else b""))
     (build / "ModelLayer" / "models").mkdir(parents=True)
     (build / "ModelLayer" / "models" / "e5-small-q4.bin").write_bytes(b"weights")
     (build / "template.yaml").write_text("Resources:\n  ModelLayer:\n    Properties:\n      ContentUri: ModelLayer\n")
@@ -108,9 +115,13 @@ def self_test():
                 fake(Path(wrong), template, embedder, architecture, wrong=moved)
                 if not check(wrong, template, embedder, architecture, say=lambda _: None):
                     failed.append(f"Embedder={embedder} Architecture={architecture}: {moved} built wrong, not seen")
+            with tempfile.TemporaryDirectory() as heavy:
+                fake(Path(heavy), template, embedder, architecture, edge="RagSearchFunction")
+                if not check(heavy, template, embedder, architecture, say=lambda _: None):
+                    failed.append(f"Embedder={embedder} Architecture={architecture}: Qdrant Edge in a function, not seen")
     for problem in failed:
         print(f"FAILED: {problem}")
-    print(f"artifacts check: {len(functions)} functions, 4 parameter sets, right builds pass and wrong ones fail")
+    print(f"artifacts check: {len(functions)} functions, 4 parameter sets, right builds pass and wrong ones (an architecture, Qdrant Edge) fail")
     return 1 if failed else 0
 
 

@@ -231,3 +231,33 @@ fn function_crates_hold_no_tests() {
     }
     assert!(checked >= 6, "only {checked} function crates found");
 }
+
+// Given every function crate, then `cargo lambda build` (what `sam build` runs, at the workspace
+// root, with `--bin <name>` only) builds it alone and without its default features: its
+// `[package.metadata.lambda.build]` names its own package (else every default member, the
+// tests crate among them, would be selected and their features unified into the binary), and
+// a crate with default features (Qdrant Edge) turns them off. Checked on the artifacts with
+// DEPLOY_BUILD=1 (infra/artifacts-check.py); cargo-lambda 1.9.2's reading of these keys was
+// tried on a workspace of the same shape.
+#[test]
+fn deploy_builds_build_each_function_alone() {
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(functions).unwrap() {
+        let dir = entry.unwrap().path();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let name = manifest.lines().find_map(|l| l.strip_prefix("name = \"")).unwrap().trim_end_matches('"');
+        let section = |header: &str| {
+            manifest.split_once(header).map(|(_, rest)| rest.split("\n[").next().unwrap_or(rest).to_owned())
+        };
+        let build = section("\n[package.metadata.lambda.build]\n")
+            .unwrap_or_else(|| panic!("{name}: no [package.metadata.lambda.build]"));
+        assert!(build.lines().any(|l| l.trim() == format!("packages = [\"{name}\"]")), "{name}: {build}");
+        let defaults = section("\n[features]\n").is_some_and(|f| f.lines().any(|l| l.starts_with("default = ")));
+        if defaults {
+            assert!(build.lines().any(|l| l.trim() == "no_default_features = true"), "{name}: {build}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 7, "only {checked} function crates found");
+}

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use integration::rag::RagHarness;
 use serde_json::json;
-use shared::activities::index::edge::{EdgeIndex, LEASE, MAX_HOLD, MAX_TURN, one_turn};
+use shared::activities::index::edge::{EdgeIndex, LEASE, MAX_HOLD, MAX_TURN};
+use shared::activities::index::one_turn;
 use shared::activities::index::{DenseSpace, HardFilter, VectorIndex, point_id};
 use shared::activities::settings::EdgeSharing;
 

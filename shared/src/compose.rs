@@ -276,16 +276,24 @@ pub fn dense_space(config: &Config) -> crate::activities::index::DenseSpace {
 /// The vector index `VECTOR_STORE` selects, for the configured model's dense vector.
 #[cfg(feature = "vector-index")]
 pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::activities::index::VectorIndex>> {
-    use crate::activities::index::edge::EdgeIndex;
     use crate::activities::index::qdrant::QdrantIndex;
     use crate::activities::settings::VectorStoreKind;
     Ok(match &config.activities.vector_store {
-        VectorStoreKind::Edge => Arc::new(EdgeIndex::new(
+        #[cfg(feature = "edge")]
+        VectorStoreKind::Edge => Arc::new(crate::activities::index::edge::EdgeIndex::new(
             &config.core.data_dir,
             &config.activities.qdrant_collection,
             dense_space(config),
             config.activities.edge_sharing,
         )),
+        #[cfg(not(feature = "edge"))]
+        VectorStoreKind::Edge => {
+            return Err(Error::Config(
+                "VECTOR_STORE is edge (the default), but this build has no Qdrant Edge: deploy builds \
+                 (`cargo lambda build`, `sam build`) leave it out; set VECTOR_STORE=qdrant and QDRANT_URL"
+                    .into(),
+            ));
+        }
         VectorStoreKind::Qdrant { url, api_key, read_only } => {
             let index = QdrantIndex::new(
                 url,

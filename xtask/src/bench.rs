@@ -17,7 +17,7 @@ use shared::costs::rollup::Day;
 use shared::web::citations::{self, SearchHit};
 
 use crate::runtime_api::RuntimeApi;
-use crate::{Result, build_functions, sample_upstream};
+use crate::{Result, sample_upstream};
 
 /// Runs the benches named in `only` (`search`, `cold`, `report`, `rag`, `nearby`, `backfill`,
 /// `embed`), or all.
@@ -309,17 +309,18 @@ const COLD: [(&str, &str, &str); 7] = [
     ("index-activity", "POST", "/activities"),
 ];
 
-/// Cold start of each release binary on the embedded default: from exec to its first answer
-/// under a local Runtime API, the functions taking turns round after round (the machine is
-/// shared), beside a hello-world `lambda_http` function and a bare process spawn; and each
-/// binary's size. `COLD_START_BINARIES=<dir>` measures the binaries there instead of building
+/// Cold start of each release binary, built and configured as deployed (without Qdrant Edge,
+/// `VECTOR_STORE=qdrant`; records in a local file): from exec to its first answer under a
+/// local Runtime API, the functions taking turns round after round (the machine is shared),
+/// beside a hello-world `lambda_http` function and a bare process spawn; and each binary's
+/// size. `COLD_START_BINARIES=<dir>` measures the binaries there instead of building
 /// them; `COLD_START_BEFORE=<dir>` measures another commit's binaries there (hello's too, or
 /// it takes this one's) in the same rounds, for a before/after.
 async fn cold_starts() -> Result {
     let names = COLD.map(|(name, _, _)| name);
     let after = match std::env::var_os("COLD_START_BINARIES") {
         Some(dir) => names.map(|name| std::path::PathBuf::from(&dir).join(name)),
-        None => build_functions(names, true)?,
+        None => crate::build_deployed(names)?,
     };
     let mut builds = vec![("after", after.clone())];
     if let Some(dir) = std::env::var_os("COLD_START_BEFORE") {
@@ -347,7 +348,13 @@ async fn cold_starts() -> Result {
             let mut event = crate::api_event(method, path, None)?;
             event["requestContext"]["authorizer"] = serde_json::Value::Null;
             let data = dir.path().join(format!("{name}-{b}-{round}"));
-            let env = [("RECORD_STORE", "local".to_owned()), ("DATA_DIR", data.display().to_string())];
+            // A Qdrant server as deployed (connected at the first search: nothing listens here).
+            let env = [
+                ("RECORD_STORE", "local".to_owned()),
+                ("DATA_DIR", data.display().to_string()),
+                ("VECTOR_STORE", "qdrant".to_owned()),
+                ("QDRANT_URL", "http://127.0.0.1:9".to_owned()),
+            ];
             let api = RuntimeApi::start().await?;
             let t = Instant::now();
             let mut child = api.spawn(&builds[b].1[i], &env, true)?;
@@ -366,7 +373,7 @@ async fn cold_starts() -> Result {
         }
     }
     println!(
-        "\n== cold start of each release binary (embedded default): exec to first answer under a local Runtime API, \
+        "\n== cold start of each release binary (as deployed: no Qdrant Edge, VECTOR_STORE=qdrant): exec to first answer under a local Runtime API, \
          {ROUNDS} rounds taking turns; a bare process spawn: {:.2} ms",
         ms(median(baseline))
     );

@@ -150,7 +150,7 @@ fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[P
     // Not quiet: a first build takes minutes, and cargo's own progress shows it is working.
     cmd.current_dir(root()).args(["build", "-p", "xtask"]);
     if !cfg!(feature = "tools") {
-        cmd.arg("--no-default-features");
+        cmd.arg("--no-default-features").args(edge_features(&names));
     }
     for name in names {
         cmd.args(["-p", name]);
@@ -166,6 +166,37 @@ fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[P
     let target = exe.parent().and_then(|p| p.parent()).ok_or("xtask binary has no target dir")?;
     let dir = target.join(if release { "release" } else { "debug" });
     Ok(names.map(|name| dir.join(name)))
+}
+
+/// Builds the function binaries `names` in release as a deploy build does (`cargo lambda build`
+/// takes their Cargo.toml's `no_default_features`: no Qdrant Edge), on their own: built beside
+/// xtask, whose features give the shared crate Edge, they would carry it. Returns their paths.
+fn build_deployed<const N: usize>(names: [&str; N]) -> Result<[PathBuf; N]> {
+    let mut cmd = cargo();
+    cmd.current_dir(root()).args(["build", "--release", "--no-default-features"]);
+    for name in names {
+        cmd.args(["-p", name]);
+    }
+    eprintln!("building {} (release, as deployed)...", names.join(", "));
+    if !cmd.status()?.success() {
+        return Err(format!("cargo build of {} failed", names.join(", ")).into());
+    }
+    let exe = std::env::current_exe()?;
+    let target = exe.parent().and_then(|p| p.parent()).ok_or("xtask binary has no target dir")?;
+    Ok(names.map(|name| target.join("release").join(name)))
+}
+
+/// The function crates with Qdrant Edge (their default feature `edge`, the local vector index).
+const WITH_EDGE: [&str; 4] = ["rag-search", "assistant", "index-activity", "backfill"];
+
+/// `--no-default-features` applies to every package selected, so a light build of `names`
+/// asks for their Edge by name: locally they run on the embedded default.
+fn edge_features(names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| WITH_EDGE.contains(n))
+        .flat_map(|n| ["--features".to_owned(), format!("{n}/edge")])
+        .collect()
 }
 
 /// A cargo command as from the user's shell: without the variables `cargo run` set for this

@@ -35,15 +35,22 @@ fn features(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
 fn first_builds_build_what_the_tests_reuse() {
     let tests = features(&["--workspace", "-e", "normal,build,dev"]);
     let light = ["-p", "xtask", "--no-default-features", "-e", "normal,build"];
-    let selections: [Vec<&str>; 5] = [
-        light.to_vec(),
-        light.iter().copied().chain(crate::demo::FIRST.iter().flat_map(|f| ["-p", *f])).collect(),
-        light.iter().copied().chain(crate::demo::REST.iter().flat_map(|f| ["-p", *f])).collect(),
-        light.iter().copied().chain(crate::serve::SERVED.iter().flat_map(|f| ["-p", *f])).collect(),
-        vec!["-p", "xtask", "-e", "normal,build"],
+    // As `build_functions` builds them.
+    let with = |names: &[&str]| -> Vec<String> {
+        let packages = names.iter().flat_map(|f| ["-p".to_owned(), (*f).to_owned()]);
+        light.iter().map(|a| (*a).to_owned()).chain(crate::edge_features(names)).chain(packages).collect()
+    };
+    let selections: [Vec<String>; 5] = [
+        with(&[]),
+        with(&crate::demo::FIRST),
+        with(&crate::demo::REST),
+        with(&crate::serve::SERVED),
+        ["-p", "xtask", "-e", "normal,build"].map(String::from).to_vec(),
     ];
     let mut drift = Vec::new();
     for args in &selections {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let args = &args;
         for (package, have) in features(args) {
             match tests.get(&package) {
                 Some(want) if want != &have => drift.push(format!(

@@ -135,9 +135,10 @@ async fn chat(
     let (tx, mut rx) = mpsc::unbounded_channel();
     // The reply runs on its own task: it ends (its costs recorded, its turn stored) even when
     // the client leaves mid-stream, which closes `rx` and so stops the model. The ticket is held
-    // until the reply's task ends, so Lambda does not freeze it mid-way (`stream::run`).
+    // until the reply's task ends, so Lambda does not freeze it mid-way (`stream::run`), and by
+    // what the reply leaves behind (`background::kept`: a cost record still being written).
     let Invocation { request_id, left, ticket } = invocation;
-    let reply = tokio::spawn(
+    let reply = tokio::spawn(shared::core::background::kept(
         {
             let (app, id) = (Arc::clone(&app), request_id.clone());
             async move {
@@ -149,7 +150,7 @@ async fn chat(
             }
         }
         .in_current_span(),
-    );
+    ));
     let first = match wire {
         Wire::Json => None,
         _ => rx.recv().await,

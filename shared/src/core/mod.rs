@@ -4,6 +4,7 @@
 //! with its SQLite and DynamoDB adapters, and CloudWatch EMF metrics. Depends on no capability.
 
 pub mod aws;
+pub mod background;
 pub mod clock;
 pub mod config;
 pub mod deadline;

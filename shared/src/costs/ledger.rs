@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 
+use crate::core::background;
 use crate::core::clock::Clock;
 use crate::core::error::Result;
 use crate::core::records::{Record, RecordStore, replay};
@@ -80,9 +81,9 @@ impl Drop for InFlight {
             "a paid call was dropped in flight: recorded as failed (it may have been billed)"
         );
         let ledger = self.ledger.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn(async move { ledger.record(&record).await })),
-            Err(e) => replay::log("cost record", &[to_record(&record)], &e),
+        let logged = to_record(&record);
+        if background::spawn(async move { ledger.record(&record).await }).is_none() {
+            replay::log("cost record", &[logged], &"no runtime to write it on");
         }
     }
 }
@@ -272,11 +273,22 @@ impl Ledger {
     }
 
     /// Records `cost`, within [`replay::WRITE_TIME`] (or [`Self::writing_within`]). Never
-    /// fails: a record not stored in time is logged for replay.
+    /// fails: a record not stored in time is logged for replay. The write runs on a task of its
+    /// own ([`background::spawn`]): a caller dropped meanwhile (a search past its bound, a
+    /// research cancelled) does not lose what is owed.
     pub async fn record(&self, cost: &CostRecord) {
         let record = to_record(cost);
-        let records = std::slice::from_ref(&record);
-        replay::keep("cost record", records, self.write_time, |_| self.records.put(&record)).await;
+        let (records, time, owed) = (Arc::clone(&self.records), self.write_time, record.clone());
+        let write = async move {
+            replay::keep("cost record", std::slice::from_ref(&record), time, |_| records.put(&record)).await;
+        };
+        // A write that could not run or ended without its own word (a panic) is logged here.
+        let Some(task) = background::spawn(write) else {
+            return replay::log("cost record", &[owed], &"no runtime to write it on");
+        };
+        if let Err(e) = task.await {
+            replay::log("cost record", &[owed], &e);
+        }
     }
 
     /// Records `cost` under `id` unless a record is already there (reported usage, idempotent

@@ -140,7 +140,11 @@ pub async fn run(router: Router) -> Result<(), Error> {
         let streamed = via_function_url(&event.payload);
         let mut request: Request = event.payload.into();
         request.extensions_mut().insert(ticket.clone());
-        let response = super::invoke_streamed(router.clone(), request.with_lambda_context(event.context));
+        // Work the handler leaves behind ([`crate::core::background::spawn`]) holds the ticket.
+        let response = crate::core::background::scope(
+            Arc::new(ticket.clone()),
+            super::invoke_streamed(router.clone(), request.with_lambda_context(event.context)),
+        );
         async move {
             let response = response.await;
             let (parts, body) = response.into_parts();

@@ -81,7 +81,7 @@ impl AgentError {
     /// What a caller is answered when a run for it failed (`request_id` in the message). What
     /// a user's own words can cause is not counted against the version that served it
     /// (`Answered5xx` would roll back a good deploy on a stranger's say): a refused request
-    /// (the provider's 400/413/422: too long, filtered) is 400 `model_refused`, and a model
+    /// (the provider's 400/413/422, or 403: too long, filtered) is 400 `model_refused`, and a model
     /// down, slow or not answering in form is 503 `model_unavailable`, a dependency's answer
     /// with its own metric (`ModelFailure`, `ModelFailuresAlarm`). A key or plan the provider
     /// refuses, or an answer this version cannot read, stays the version's own (503).
@@ -89,14 +89,22 @@ impl AgentError {
         if let Self::Budget(e) = self {
             return e;
         }
-        tracing::error!(request_id, error = %self, "the model failed");
         match &self {
-            Self::Model(ProviderError::Refused { status: 400 | 413 | 422, message, .. }) => {
+            // A 403 is OpenRouter's answer to input its moderation flagged (a key it refuses is
+            // a 401, the version's own).
+            Self::Model(
+                ProviderError::Refused { status: status @ (400 | 413 | 422), .. }
+                | ProviderError::Unauthorized { status: status @ 403 },
+            ) => {
+                // The provider's own words stay in the log: they may quote the conversation.
+                tracing::warn!(request_id, error = %self, "the model's provider refused a conversation");
                 crate::core::metrics::count("ModelFailure", &[], 1.0);
-                let why: String = message.chars().take(200).collect();
                 Error::Invalid {
                     code: "model_refused",
-                    message: format!("the model refused this conversation: {why} (request {request_id})"),
+                    message: format!(
+                        "the model's provider refused this conversation (HTTP {status}): it may be too long, \
+                         or its content was filtered (request {request_id})"
+                    ),
                 }
             }
             Self::Model(
@@ -109,6 +117,7 @@ impl AgentError {
             )
             | Self::RequestLimit(_)
             | Self::InvalidOutput(_) => {
+                tracing::error!(request_id, error = %self, "the model failed");
                 crate::core::metrics::count("ModelFailure", &[], 1.0);
                 Error::Unavailable {
                     code: "model_unavailable",
@@ -118,7 +127,10 @@ impl AgentError {
                     retry_after_secs: 5,
                 }
             }
-            _ => Error::Upstream(format!("the model is unavailable; please retry (request {request_id})")),
+            _ => {
+                tracing::error!(request_id, error = %self, "the model failed");
+                Error::Upstream(format!("the model is unavailable; please retry (request {request_id})"))
+            }
         }
     }
 }
@@ -171,7 +183,10 @@ impl Loop<'_> {
             let failed = &charge(&none, Outcome::Failed, None);
             let in_flight = ledger.in_flight(failed);
             let (sent, text): (&ChatRequest, _) = (request, self.text);
+            // Whether an attempt is waiting on the model (not recording its own failure).
+            let working = &std::sync::atomic::AtomicBool::new(false);
             let attempt = |_| async move {
+                working.store(true, std::sync::atomic::Ordering::Relaxed);
                 let answer = match text {
                     None => llm.chat(sent).await,
                     Some(text) => {
@@ -189,6 +204,7 @@ impl Loop<'_> {
                         })
                     }
                 };
+                working.store(false, std::sync::atomic::Ordering::Relaxed);
                 // An attempt cut short while the model was working may be billed, whether or not
                 // a retry then succeeds: each one is recorded (an attempt dropped at the deadline
                 // is recorded below, as the last).
@@ -210,7 +226,9 @@ impl Loop<'_> {
                     // Dropped at the deadline while the model was working: it may be billed, so it
                     // is recorded (an attempt that failed by itself recorded its own).
                     let cost = match e {
-                        ProviderError::OutOfTime => ledger.charge(failed).await,
+                        ProviderError::OutOfTime if working.load(std::sync::atomic::Ordering::Relaxed) => {
+                            ledger.charge(failed).await
+                        }
                         _ => ledger.bill(failed),
                     };
                     ledger.settle(hold, &cost, e.may_have_cost()).await;

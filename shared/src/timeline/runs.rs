@@ -270,7 +270,7 @@ impl Runs {
             tokio::join!(drive, record);
             readers::release(&*records, &lease, clock.now()).await;
         };
-        tokio::spawn(run.in_current_span());
+        tokio::spawn(crate::core::background::kept(run.in_current_span()));
     }
 }
 

@@ -2,8 +2,8 @@
 //! model that made it ([`DenseSpace`], cosine), a BM25 sparse vector (`sparse`, IDF modifier)
 //! and a filterable payload.
 //!
-//! Two adapters pass one behavioural suite: [`edge::EdgeIndex`] (Qdrant Edge, in process, on
-//! disk under `DATA_DIR`) and [`qdrant::QdrantIndex`] (a Qdrant server over gRPC). Both take
+//! Two adapters pass one behavioural suite: `edge::EdgeIndex` (Qdrant Edge, in process, on
+//! disk under `DATA_DIR`; the `edge` feature, which deploy builds leave out) and [`qdrant::QdrantIndex`] (a Qdrant server over gRPC). Both take
 //! the same [`HardFilter`] and the same client-side BM25 vectors ([`bm25::Bm25`]), so the
 //! lexical channel tokenises identically everywhere.
 //!
@@ -23,8 +23,12 @@
 //! Ranking beyond one channel (fusion, distance order) is the caller's: see `retrieval`.
 
 pub mod bm25;
+#[cfg(feature = "edge")]
 pub mod edge;
 pub mod qdrant;
+
+use std::cell::Cell;
+use std::future::Future;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -32,6 +36,24 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::core::error::Result;
+
+tokio::task_local! {
+    /// Set within [`one_turn`]: whether the turn's first operation has run.
+    static TURN: Cell<bool>;
+}
+
+/// Runs `work` as one turn on the index: a shared Qdrant Edge shard hands itself over between
+/// the turn's operations only after its `MAX_TURN`, not its `MAX_HOLD` (the first may, like
+/// any other). Any index's callers may use it; it changes nothing but for a shared Edge shard.
+pub async fn one_turn<F: Future>(work: F) -> F::Output {
+    TURN.scope(Cell::new(false), work).await
+}
+
+/// Whether the calling task is inside a turn whose first operation has run; marks it as run.
+#[cfg_attr(not(feature = "edge"), allow(dead_code))]
+fn continues_turn() -> bool {
+    TURN.try_with(|started| started.replace(true)).unwrap_or(false)
+}
 
 /// The dense vector of one embedding model: its name in the collection and its length.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -39,8 +39,7 @@ use uuid::Uuid;
 
 use crate::activities::embedder::{EmbeddingService, Input};
 use crate::activities::index::bm25::Bm25;
-use crate::activities::index::edge::one_turn;
-use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex};
+use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex, one_turn};
 use crate::activities::indexing::activity_of;
 use crate::activities::interests::{Interests, Source};
 use crate::activities::ranking::{MAX_BOOST, SPECIFIC, boost, cosine, distance_km, max_sim, routed, rrf, specificity};

@@ -19,16 +19,14 @@
 //!   a benchmark). Another process opening it gets an error, never a corrupt shard.
 //!
 //! A caller's operations that make one answer (a search's count, estimate and queries) run as
-//! one turn ([`one_turn`]): once the first has the shard, the rest keep it past [`MAX_HOLD`]
+//! one turn ([`one_turn`](super::one_turn)): once the first has the shard, the rest keep it past [`MAX_HOLD`]
 //! (up to [`MAX_TURN`]), so a search waits for the others once, not once per operation.
 //!
 //! In both modes a write is flushed (WAL and segments, synced) before it returns, so an
 //! acknowledged write survives the process being frozen or killed right after it answers.
 //! Operations are synchronous and run on the blocking thread pool.
 
-use std::cell::Cell;
 use std::fs::File;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -44,7 +42,8 @@ use qdrant_edge::{
 use uuid::Uuid;
 
 use super::{
-    DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector, Stored,
+    DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
+    Stored, continues_turn,
 };
 use crate::activities::settings::EdgeSharing as Sharing;
 use crate::core::error::{Error, Result};
@@ -65,23 +64,6 @@ pub const MAX_HOLD: Duration = Duration::from_millis(300);
 /// Shared mode: how long a turn's operations keep the shard past [`MAX_HOLD`]; overlapping
 /// turns in one process never keep it from the others longer.
 pub const MAX_TURN: Duration = Duration::from_millis(1500);
-
-tokio::task_local! {
-    /// Set within [`one_turn`]: whether the turn's first operation has run.
-    static TURN: Cell<bool>;
-}
-
-/// Runs `work` as one turn on a shared index: its operations after the first hand the shard
-/// over only after [`MAX_TURN`], not [`MAX_HOLD`] (the first may, like any other). Any index's
-/// callers may use it; it changes nothing but under [`Sharing::Shared`].
-pub async fn one_turn<F: Future>(work: F) -> F::Output {
-    TURN.scope(Cell::new(false), work).await
-}
-
-/// Whether the calling task is inside a turn whose first operation has run; marks it as run.
-fn continues_turn() -> bool {
-    TURN.try_with(|started| started.replace(true)).unwrap_or(false)
-}
 
 pub struct EdgeIndex {
     inner: Arc<Inner>,
@@ -106,6 +88,7 @@ struct Held {
 }
 
 fn store_error(what: &str, e: impl std::fmt::Display) -> Error {
+    // infra/artifacts-check.py looks for this text: a deploy build must not carry it.
     Error::Store(format!("vector index (edge): {what}: {e}"))
 }
 

@@ -108,7 +108,6 @@ impl DynamoRecords {
     /// task of its own, so a counter's item stays small however many processes write it; a mark
     /// that cannot be removed (a fault, a frozen environment) stays, about 30 bytes.
     fn unmark(&self, pk: &str, sk: &str, attribute: String, token: String) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let remove = self
             .client
             .update_item()
@@ -119,7 +118,7 @@ impl DynamoRecords {
             .condition_expression("#o = :op")
             .expression_attribute_names("#o", attribute)
             .expression_attribute_values(":op", AttributeValue::S(token));
-        runtime.spawn(async move {
+        crate::core::background::spawn(async move {
             if let Err(e) = remove.send().await
                 && !e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception())
             {
