@@ -430,6 +430,50 @@ print(f"settings reach the live alias: {len(pairs)} of {len(reads)} function/par
       f"a configuration publish a version ({len(base['configurations'])} aliased functions, "
       f"{len(template['Parameters'])} parameters tried)")
 
+# The assistant's PreTraffic hook (AssistantSmokeHook): CodeDeploy runs it before a new version
+# takes traffic, on that version; its event is the fixture tests/assistant.rs sends to the
+# assistant, and its verdict lets through only what is not the version's own failure.
+resources, _ = transformed(overrides)
+hook = resources.get("AssistantSmokeHook")
+aliases = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Alias"
+           and r["Properties"].get("FunctionName") == {"Ref": "AssistantFunction"}]
+if not hook or len(aliases) != 1:
+    failed.append("no AssistantSmokeHook, or no single `live` alias of the assistant")
+else:
+    update = aliases[0].get("UpdatePolicy", {}).get("CodeDeployLambdaAliasUpdate", {})
+    if update.get("BeforeAllowTrafficHook") != {"Ref": "AssistantSmokeHook"}:
+        failed.append(f"the assistant's alias does not run AssistantSmokeHook before traffic: {update}")
+    version = hook["Properties"]["Environment"]["Variables"]["NEW_VERSION"]
+    target = resources.get(version.get("Ref", "") if isinstance(version, dict) else "", {})
+    if target.get("Type") != "AWS::Lambda::Version" or target["Properties"].get("FunctionName") != {"Ref": "AssistantFunction"}:
+        failed.append(f"AssistantSmokeHook's NEW_VERSION is not the assistant's new version: {version}")
+    name = hook["Properties"]["FunctionName"]
+    if not (isinstance(name, dict) and str(name.get("Fn::Sub", [""])[0]).startswith("CodeDeployHook_")):
+        failed.append(f"AssistantSmokeHook's name does not start with CodeDeployHook_ (CodeDeploy's role may not invoke it): {name}")
+    code = {}
+    exec(compile(hook["Properties"]["Code"]["ZipFile"], "AssistantSmokeHook", "exec"), code)
+    with open("infra/events/smoke-chat.json") as fixture:
+        if code["smoke_event"]("sub", "fixture-smoke") != json.load(fixture):
+            failed.append("AssistantSmokeHook's event is not infra/events/smoke-chat.json")
+
+    def answered(status, code_=None, error=None):
+        body = json.dumps({"error": {"code": code_, "message": "m"}} if code_ else {"reply": "Hi"})
+        answer = {"Payload": json.dumps({"statusCode": status, "body": body})}
+        return {**answer, "FunctionError": error} if error else answer
+    verdicts = {
+        "200": (answered(200), True), "429 quota": (answered(429, "quota_exceeded"), True),
+        "503 model_unavailable": (answered(503, "model_unavailable"), True),
+        "400 model_refused": (answered(400, "model_refused"), False),
+        "503 upstream_unavailable": (answered(503, "upstream_unavailable"), False),
+        "500 misconfigured": (answered(500, "misconfigured"), False),
+        "a crash": ({"FunctionError": "Unhandled", "Payload": "{}"}, False),
+    }
+    wrong = [case for case, (answer, passes) in verdicts.items() if (code["verdict"](answer) is None) != passes]
+    if wrong:
+        failed.append(f"AssistantSmokeHook's verdict is wrong for {wrong}")
+    print(f"the assistant's PreTraffic hook: runs on the new version, sends the smoke fixture, "
+          f"{len(verdicts) - len(wrong)} of {len(verdicts)} verdicts right")
+
 for problem in failed:
     print(f"FAILED: {problem}")
 sys.exit(1 if failed else 0)

@@ -605,6 +605,37 @@ async fn the_chat_fixture_answers_on_the_embedded_default(kind: StoreKind) {
     assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]));
 }
 
+// CodeDeploy's PreTraffic hook (template.yaml's AssistantSmokeHook) sends `infra/events/smoke-chat.json`
+// to a new version: a working one answers it 200; one whose requests its provider refuses answers
+// 400 model_refused, which the hook fails (infra/sam-check.py checks its verdicts), so that
+// version never takes traffic though the canary alarm does not count the refusal.
+async fn the_smoke_fixture_tells_a_working_version_from_a_refused_one(kind: StoreKind) {
+    let fixture = format!("{}/../infra/events/smoke-chat.json", env!("CARGO_MANIFEST_DIR"));
+    let event = std::fs::read_to_string(fixture).unwrap();
+    let working =
+        ChatHarness::new(kind, Chat { model: Some(ScriptedModel { tools: Vec::new() }), ..Chat::default() }).await;
+    let (status, _, text) = working.respond(lambda_http::request::from_str(&event).unwrap()).await;
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((status, r["mode"].as_str(), r["by"].as_str()), (200, Some("CHAT"), Some("client")), "{r}");
+    assert_eq!(working.model_requests().await.len(), 1, "the smoke chat reached the model");
+
+    let refusing = wiremock::MockServer::start().await;
+    let refusal = json!({"error": {"message": "'gpt-9' is not a valid model ID", "code": 400}});
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(refusal))
+        .mount(&refusing)
+        .await;
+    let broken = ChatHarness::new(
+        kind,
+        Chat { model: None, env: &[("LLM_API_KEY", "k"), ("LLM_BASE_URL", &refusing.uri())], ..Chat::default() },
+    )
+    .await;
+    let (status, _, text) = broken.respond(lambda_http::request::from_str(&event).unwrap()).await;
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("model_refused")), "{r}");
+}
+
 // Issue 44: the answer says what chose the mode; a mode the client passes (a button in the app)
 // is the one used, with its tools, whatever the message says.
 async fn the_mode_a_client_passes_is_the_one_used(kind: StoreKind) {
@@ -948,6 +979,7 @@ async fn stated_preferences_stated_at_once_are_all_kept(kind: StoreKind) {
 }
 
 on_both_stores!(
+    the_smoke_fixture_tells_a_working_version_from_a_refused_one,
     any_issuers_subject_chats,
     stated_preferences_stated_at_once_are_all_kept,
     a_side_effect_runs_only_once_its_user_approves_that_call,

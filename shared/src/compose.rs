@@ -286,14 +286,6 @@ pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::activities::index:
             dense_space(config),
             config.activities.edge_sharing,
         )),
-        #[cfg(not(feature = "edge"))]
-        VectorStoreKind::Edge => {
-            return Err(Error::Config(
-                "VECTOR_STORE is edge (the default), but this build has no Qdrant Edge: deploy builds \
-                 (`cargo lambda build`, `sam build`) leave it out; set VECTOR_STORE=qdrant and QDRANT_URL"
-                    .into(),
-            ));
-        }
         VectorStoreKind::Qdrant { url, api_key, read_only } => {
             let index = QdrantIndex::new(
                 url,

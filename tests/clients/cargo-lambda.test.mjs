@@ -41,6 +41,9 @@ const FIXTURES = {
   // The keyless model's reply after its explore_nearby call: under cargo-lambda's fixed 1970
   // deadline too (it was a 503 within 45 ms before the functions read that deadline as none).
   'chat.json': ['assistant', 200, (b) => b.mock === true && b.mode === 'EXPLORE' && b.toolCalls?.[0]?.name === 'explore_nearby' && b.toolCalls[0].ok === true && b.reply.length > 0],
+  // CodeDeploy's PreTraffic hook sends it to a new assistant version (template.yaml's
+  // AssistantSmokeHook, held to it by infra/sam-check.py): CHAT, answered.
+  'smoke-chat.json': ['assistant', 200, (b) => b.mode === 'CHAT' && b.by === 'client' && typeof b.reply === 'string' && b.reply.length > 0],
   'activity-delete.json': ['index-activity', 200, (b) => b.id === 'act-fixture-2' && b.deleted === true],
   'activity-deleted.json': ['index-activity', null, (b) => b.id === 'act-fixture-3' && b.deleted === true],
 };

@@ -25,7 +25,9 @@ pub enum EmbedderKind {
 /// Which vector index adapter to build (`VECTOR_STORE`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VectorStoreKind {
-    /// Qdrant Edge in process, under `DATA_DIR/qdrant`.
+    /// Qdrant Edge in process, under `DATA_DIR/qdrant` (the `edge` feature: deploy builds, which
+    /// use a server, leave it out).
+    #[cfg(feature = "edge")]
     Edge,
     /// A Qdrant server over gRPC.
     /// `read_only` (`QDRANT_READ_ONLY=true`): the function only reads, with a read-only key; it
@@ -172,7 +174,16 @@ impl Settings {
             embedding_model: env.get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
             embedding_dimensions: usize::try_from(env.number("EMBEDDING_DIMENSIONS", 1024)?).unwrap_or(1024).max(1),
             vector_store: match env.get("VECTOR_STORE").as_deref().unwrap_or("edge") {
+                #[cfg(feature = "edge")]
                 "edge" => VectorStoreKind::Edge,
+                #[cfg(not(feature = "edge"))]
+                "edge" => {
+                    return Err(Error::Config(
+                        "VECTOR_STORE is edge (the default), but this build has no Qdrant Edge: deploy builds \
+                         (`cargo lambda build`) leave it out; set VECTOR_STORE=qdrant and QDRANT_URL"
+                            .into(),
+                    ));
+                }
                 "qdrant" => VectorStoreKind::Qdrant {
                     url: qdrant_url(env.get("QDRANT_URL"))?,
                     api_key: env.secret("QDRANT_API_KEY")?,
