@@ -456,23 +456,81 @@ else:
         if code["smoke_event"]("sub", "fixture-smoke") != json.load(fixture):
             failed.append("AssistantSmokeHook's event is not infra/events/smoke-chat.json")
 
-    def answered(status, code_=None, error=None):
-        body = json.dumps({"error": {"code": code_, "message": "m"}} if code_ else {"reply": "Hi"})
-        answer = {"Payload": json.dumps({"statusCode": status, "body": body})}
-        return {**answer, "FunctionError": error} if error else answer
+    def answered(status, code_=None, mock=False):
+        body = json.dumps({"error": {"code": code_, "message": "m"}} if code_ else {"reply": "Hi", "mock": mock})
+        return {"Payload": json.dumps({"statusCode": status, "body": body})}
+    crash = {"FunctionError": "Unhandled", "Payload": "{}"}
+    # (the new version's answer, live's, the stack has a model key) -> may it take traffic?
     verdicts = {
-        "200": (answered(200), True), "429 quota": (answered(429, "quota_exceeded"), True),
-        "503 model_unavailable": (answered(503, "model_unavailable"), True),
-        "400 model_refused": (answered(400, "model_refused"), False),
-        "503 upstream_unavailable": (answered(503, "upstream_unavailable"), False),
-        "500 misconfigured": (answered(500, "misconfigured"), False),
-        "a crash": ({"FunctionError": "Unhandled", "Payload": "{}"}, False),
+        "200": (answered(200), None, True, True),
+        "200 mock, keyless stack": (answered(200, mock=True), None, False, True),
+        "200 mock, keyed stack (a lost key)": (answered(200, mock=True), None, True, False),
+        "429 quota, live too": (answered(429, "quota_exceeded"), answered(429, "quota_exceeded"), True, True),
+        "429, live answers": (answered(429, "budget_exceeded"), answered(200), True, False),
+        "503 model_unavailable, live too": (answered(503, "model_unavailable"), answered(503, "model_unavailable"), True, True),
+        "503 model_unavailable, live answers": (answered(503, "model_unavailable"), answered(200), True, False),
+        "400 model_refused": (answered(400, "model_refused"), answered(200), True, False),
+        "503 upstream_unavailable": (answered(503, "upstream_unavailable"), answered(503, "upstream_unavailable"), True, False),
+        "500 misconfigured": (answered(500, "misconfigured"), answered(200), True, False),
+        "a crash": (crash, answered(200), True, False),
     }
-    wrong = [case for case, (answer, passes) in verdicts.items() if (code["verdict"](answer) is None) != passes]
+    wrong = [case for case, (new, live, keyed, passes) in verdicts.items()
+             if (code["verdict"](new, lambda live=live: live, keyed) is None) != passes]
     if wrong:
         failed.append(f"AssistantSmokeHook's verdict is wrong for {wrong}")
+    # The handler itself, on fake clients: what it asks, and what it reports to CodeDeploy.
+    import io
+    import types
+
+    def run_hook(answers):
+        asked, reported = [], []
+
+        class Lambda:
+            def invoke(self, FunctionName, Payload):
+                asked.append(FunctionName)
+                answer = answers[FunctionName]
+                if isinstance(answer, Exception):
+                    raise answer
+                return {**answer, "Payload": io.BytesIO(answer["Payload"].encode())}
+
+        class CodeDeploy:
+            def put_lifecycle_event_hook_execution_status(self, **report):
+                reported.append(report["status"])
+
+        boto3 = types.SimpleNamespace(client=lambda name, **_: Lambda() if name == "lambda" else CodeDeploy())
+        botocore = types.ModuleType("botocore.config")
+        botocore.Config = lambda **options: options
+        saved = {name: sys.modules.get(name) for name in ("boto3", "botocore", "botocore.config")}
+        sys.modules.update({"boto3": boto3, "botocore": types.ModuleType("botocore"), "botocore.config": botocore})
+        env = {"NEW_VERSION": "new", "LIVE": "live", "HAS_LLM_KEY": "true", "USER_CLAIM": "sub"}
+        saved_env = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            code["handler"]({"DeploymentId": "d-1", "LifecycleEventHookExecutionId": "h-1"}, None)
+        finally:
+            for name, module in saved.items():
+                if module is None:
+                    sys.modules.pop(name, None)
+                else:
+                    sys.modules[name] = module
+            for k, v in saved_env.items():
+                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+        return asked, reported
+    runs = {
+        "a reply": ({"new": answered(200)}, (["new"], ["Succeeded"])),
+        "the provider down for both": ({"new": answered(503, "model_unavailable"), "live": answered(503, "model_unavailable")},
+                                       (["new", "live"], ["Succeeded"])),
+        "a refused request": ({"new": answered(400, "model_refused")}, (["new"], ["Failed"])),
+        "no answer": ({"new": TimeoutError("read timeout")}, (["new"], ["Failed"])),
+    }
+    for case, (answers, expected) in runs.items():
+        if run_hook(answers) != expected:
+            failed.append(f"AssistantSmokeHook's handler, {case}: asked and reported {run_hook(answers)}, not {expected}")
+    variables = hook["Properties"]["Environment"]["Variables"]
+    if set(variables) != {"NEW_VERSION", "LIVE", "HAS_LLM_KEY", "USER_CLAIM"}:
+        failed.append(f"AssistantSmokeHook's environment: {sorted(variables)}")
     print(f"the assistant's PreTraffic hook: runs on the new version, sends the smoke fixture, "
-          f"{len(verdicts) - len(wrong)} of {len(verdicts)} verdicts right")
+          f"{len(verdicts) - len(wrong)} of {len(verdicts)} verdicts right, its handler reports {len(runs)} runs")
 
 for problem in failed:
     print(f"FAILED: {problem}")
