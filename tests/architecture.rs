@@ -200,16 +200,13 @@ fn every_library_file_has_one_job() {
 // behaviour is tested here.
 #[test]
 fn function_crates_hold_no_tests() {
-    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(functions).unwrap() {
-        let dir = entry.unwrap().path();
-        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-        // Each target section ends at the next one; each must turn its tests off.
+    let manifests = function_manifests();
+    for (dir, manifest) in &manifests {
+        // Each target section must turn its tests off.
         for (target, off) in
             [("\n[lib]\n", &["test = false", "doctest = false"][..]), ("\n[[bin]]\n", &["test = false"])]
         {
-            let section = manifest.split_once(target).map(|(_, rest)| rest.split("\n[").next().unwrap_or(rest));
+            let section = section(manifest, target);
             for line in off {
                 assert!(
                     section.is_some_and(|s| s.lines().any(|l| l.trim() == *line)),
@@ -227,9 +224,24 @@ fn function_crates_hold_no_tests() {
                 path.display()
             );
         }
-        checked += 1;
     }
-    assert!(checked >= 6, "only {checked} function crates found");
+    assert!(manifests.len() >= 6, "only {} function crates found", manifests.len());
+}
+
+/// Each function crate's directory and its Cargo.toml.
+fn function_manifests() -> Vec<(PathBuf, String)> {
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    let dirs = std::fs::read_dir(functions).unwrap().map(|entry| entry.unwrap().path());
+    dirs.map(|dir| {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        (dir, manifest)
+    })
+    .collect()
+}
+
+/// The lines of `manifest`'s section `header` (`"\n[lib]\n"`), up to the next section.
+fn section<'a>(manifest: &'a str, header: &str) -> Option<&'a str> {
+    manifest.split_once(header).map(|(_, rest)| rest.split("\n[").next().unwrap_or(rest))
 }
 
 // Given every function crate, then `cargo lambda build` (what `sam build` runs, at the workspace
@@ -241,23 +253,17 @@ fn function_crates_hold_no_tests() {
 // tried on a workspace of the same shape.
 #[test]
 fn deploy_builds_build_each_function_alone() {
-    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(functions).unwrap() {
-        let dir = entry.unwrap().path();
-        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let manifests = function_manifests();
+    for (_, manifest) in &manifests {
         let name = manifest.lines().find_map(|l| l.strip_prefix("name = \"")).unwrap().trim_end_matches('"');
-        let section = |header: &str| {
-            manifest.split_once(header).map(|(_, rest)| rest.split("\n[").next().unwrap_or(rest).to_owned())
-        };
-        let build = section("\n[package.metadata.lambda.build]\n")
+        let build = section(manifest, "\n[package.metadata.lambda.build]\n")
             .unwrap_or_else(|| panic!("{name}: no [package.metadata.lambda.build]"));
         assert!(build.lines().any(|l| l.trim() == format!("packages = [\"{name}\"]")), "{name}: {build}");
-        let defaults = section("\n[features]\n").is_some_and(|f| f.lines().any(|l| l.starts_with("default = ")));
+        let defaults =
+            section(manifest, "\n[features]\n").is_some_and(|f| f.lines().any(|l| l.starts_with("default = ")));
         if defaults {
             assert!(build.lines().any(|l| l.trim() == "no_default_features = true"), "{name}: {build}");
         }
-        checked += 1;
     }
-    assert!(checked >= 7, "only {checked} function crates found");
+    assert!(manifests.len() >= 7, "only {} function crates found", manifests.len());
 }

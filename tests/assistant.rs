@@ -470,19 +470,9 @@ async fn sse_events_come_in_order(kind: StoreKind) {
 
     // A conversation the provider refuses (too long, filtered) is the caller's 4xx, never a
     // 5xx a stranger could send to roll a deploy back.
-    let refusing = wiremock::MockServer::start().await;
     let refusal = json!({"error": {"message": "This model's maximum context length is 65536 tokens",
                                    "type": "invalid_request_error", "param": null, "code": "context_length_exceeded"}});
-    Mock::given(method("POST"))
-        .and(path("/chat/completions"))
-        .respond_with(ResponseTemplate::new(400).set_body_json(refusal))
-        .mount(&refusing)
-        .await;
-    let refused = ChatHarness::new(
-        kind,
-        Chat { model: None, env: &[("LLM_API_KEY", "k"), ("LLM_BASE_URL", &refusing.uri())], ..Chat::default() },
-    )
-    .await;
+    let (_provider, refused) = on_a_refusing_provider(kind, refusal).await;
     let (status, _, text) = refused.send(Some(USER), &json!({"message": "你好"}), false).await;
     assert_eq!(status, 400, "{text}");
     let r: Value = serde_json::from_str(&text).unwrap();
@@ -605,6 +595,20 @@ async fn the_chat_fixture_answers_on_the_embedded_default(kind: StoreKind) {
     assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]));
 }
 
+/// The assistant on a model provider that answers every request 400 with `refusal`, and the
+/// provider (kept while the assistant is used).
+async fn on_a_refusing_provider(kind: StoreKind, refusal: Value) -> (wiremock::MockServer, ChatHarness) {
+    let provider = wiremock::MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(refusal))
+        .mount(&provider)
+        .await;
+    let env = [("LLM_API_KEY", "k"), ("LLM_BASE_URL", &provider.uri())];
+    let chat = ChatHarness::new(kind, Chat { model: None, env: &env, ..Chat::default() }).await;
+    (provider, chat)
+}
+
 // CodeDeploy's PreTraffic hook (template.yaml's AssistantSmokeHook) sends `infra/events/smoke-chat.json`
 // to a new version: a working one answers it 200; one whose requests its provider refuses answers
 // 400 model_refused, which the hook fails (infra/sam-check.py checks its verdicts), so that
@@ -619,18 +623,8 @@ async fn the_smoke_fixture_tells_a_working_version_from_a_refused_one(kind: Stor
     assert_eq!((status, r["mode"].as_str(), r["by"].as_str()), (200, Some("CHAT"), Some("client")), "{r}");
     assert_eq!(working.model_requests().await.len(), 1, "the smoke chat reached the model");
 
-    let refusing = wiremock::MockServer::start().await;
     let refusal = json!({"error": {"message": "'gpt-9' is not a valid model ID", "code": 400}});
-    Mock::given(method("POST"))
-        .and(path("/chat/completions"))
-        .respond_with(ResponseTemplate::new(400).set_body_json(refusal))
-        .mount(&refusing)
-        .await;
-    let broken = ChatHarness::new(
-        kind,
-        Chat { model: None, env: &[("LLM_API_KEY", "k"), ("LLM_BASE_URL", &refusing.uri())], ..Chat::default() },
-    )
-    .await;
+    let (_provider, broken) = on_a_refusing_provider(kind, refusal).await;
     let (status, _, text) = broken.respond(lambda_http::request::from_str(&event).unwrap()).await;
     let r: Value = serde_json::from_str(&text).unwrap();
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("model_refused")), "{r}");

@@ -243,39 +243,16 @@ async fn unpriced_and_reported_costs_are_budgeted(kind: StoreKind) {
 // the backend's calls of the same agent still go through; the cost report shows what users
 // spent of the agent apart from its whole spend.
 async fn users_spending_all_they_may_never_stop_the_backend(kind: StoreKind) {
-    use shared::core::upstream::Usage;
     use shared::costs::budget::spending_as;
-    use shared::costs::ledger::{CallKind, Charge, Ledger, Outcome};
     let (records, _guard) = integration::store(kind).await;
     let clock = Arc::new(SystemClock);
     let caps = BudgetCaps::parse("assistant=1,*=1").unwrap();
     let budgets = Budgets::new(caps, records.clone(), clock.clone(), Duration::from_secs(5), 0.0)
         .with_user_cap(0.2)
         .with_users_share(0.5);
-    let prices = Arc::new(shared::costs::pricing::PriceTable::default());
-    let ledger = Ledger::new(records.clone(), prices, clock.clone(), shared::core::retry::STORE_RETRY)
-        .with_budgets(Arc::new(budgets));
-    // A call priced at $0.10 (the reported cost wins over the table).
-    let usage = Usage { provider_cost_usd: Some(0.1), ..Usage::default() };
-    let call = |request_id: &'static str| Charge {
-        request_id,
-        agent: "assistant",
-        kind: CallKind::Llm,
-        provider: "openrouter",
-        model: "deepseek/deepseek-chat",
-        usage: &usage,
-        outcome: Outcome::Live,
-        saved_usd: 0.0,
-        upstream_id: None,
-    };
-    let (ledger_ref, call_ref, usage_ref) = (&ledger, &call, &usage);
-    let paid = move |request_id: &'static str| async move {
-        let (ledger, call, usage) = (ledger_ref, call_ref, usage_ref);
-        let hold = ledger.hold("assistant", "openrouter", "deepseek/deepseek-chat", usage).await?;
-        let cost = ledger.charge(&call(request_id)).await;
-        ledger.settle(hold, &cost, false).await;
-        Ok::<_, shared::core::error::Error>(())
-    };
+    let ledger = ledger_of(&records, budgets);
+    // Calls of $0.10.
+    let paid = |request_id: &'static str| paid_call(&ledger, 0.1, request_id);
     let mut admitted = 0;
     for user in 0..10 {
         for _ in 0..2 {
@@ -325,7 +302,6 @@ async fn users_spending_all_they_may_never_stop_the_backend(kind: StoreKind) {
 async fn a_few_accounts_cannot_spend_every_users_share(kind: StoreKind) {
     use shared::core::upstream::Usage;
     use shared::costs::budget::{set_user_cap, spending_as};
-    use shared::costs::ledger::{CallKind, Charge, Ledger, Outcome};
     let (records, _guard) = integration::store(kind).await;
     let clock = Arc::new(SystemClock);
     let caps = BudgetCaps::parse("assistant=5,*=0").unwrap();
@@ -334,33 +310,11 @@ async fn a_few_accounts_cannot_spend_every_users_share(kind: StoreKind) {
         .with_users_share(0.5)
         .with_user_pool_share(0.05)
         .with_vetted_share(0.2);
-    let prices = Arc::new(shared::costs::pricing::PriceTable::default());
-    let ledger = Ledger::new(records.clone(), prices, clock.clone(), shared::core::retry::STORE_RETRY)
-        .with_budgets(Arc::new(budgets));
-    // Calls of $0.025 (the reported cost wins over the table).
-    let usage = Usage { provider_cost_usd: Some(0.025), ..Usage::default() };
-    let (ledger_ref, usage_ref) = (&ledger, &usage);
+    let ledger = ledger_of(&records, budgets);
+    // Calls of $0.025, each a user's.
+    let ledger_ref = &ledger;
     let paid = move |user: String| async move {
-        let (ledger, usage) = (ledger_ref, usage_ref);
-        let call = spending_as(&user, async {
-            let hold = ledger.hold("assistant", "openrouter", "deepseek/deepseek-chat", usage).await?;
-            let cost = ledger
-                .charge(&Charge {
-                    request_id: "call",
-                    agent: "assistant",
-                    kind: CallKind::Llm,
-                    provider: "openrouter",
-                    model: "deepseek/deepseek-chat",
-                    usage,
-                    outcome: Outcome::Live,
-                    saved_usd: 0.0,
-                    upstream_id: None,
-                })
-                .await;
-            ledger.settle(hold, &cost, false).await;
-            Ok::<_, shared::core::error::Error>(())
-        });
-        call.await.map_err(|e| e.code())
+        spending_as(&user, paid_call(ledger_ref, 0.025, "call")).await.map_err(|e| e.code())
     };
     // Each account calls until refused: how many calls it made, and why it stopped.
     let spend_all = |user: String| async move {
@@ -403,8 +357,39 @@ async fn a_few_accounts_cannot_spend_every_users_share(kind: StoreKind) {
     assert!((budgets.users_spent("assistant", today).await.unwrap() - 2.5).abs() < 1e-9);
     assert!((budgets.spent("assistant", today).await.unwrap() - 2.5).abs() < 1e-9);
     // The backend's calls of the assistant go on from the other half.
+    let usage = Usage { provider_cost_usd: Some(0.025), ..Usage::default() };
     let backend = ledger.hold("assistant", "openrouter", "deepseek/deepseek-chat", &usage).await;
     assert!(backend.is_ok(), "{backend:?}");
+}
+
+/// A ledger over `records` holding paid calls against `budgets`, with the default prices.
+fn ledger_of(records: &Arc<dyn RecordStore>, budgets: Budgets) -> shared::costs::ledger::Ledger {
+    let prices = Arc::new(shared::costs::pricing::PriceTable::default());
+    shared::costs::ledger::Ledger::new(records.clone(), prices, Arc::new(SystemClock), shared::core::retry::STORE_RETRY)
+        .with_budgets(Arc::new(budgets))
+}
+
+/// One paid call of the agent `assistant` whose provider reports it cost `usd` (the reported
+/// cost wins over the table): held, recorded and settled.
+async fn paid_call(ledger: &shared::costs::ledger::Ledger, usd: f64, request_id: &str) -> shared::Result<()> {
+    use shared::core::upstream::Usage;
+    use shared::costs::ledger::{CallKind, Charge, Outcome};
+    let usage = Usage { provider_cost_usd: Some(usd), ..Usage::default() };
+    let hold = ledger.hold("assistant", "openrouter", "deepseek/deepseek-chat", &usage).await?;
+    let call = Charge {
+        request_id,
+        agent: "assistant",
+        kind: CallKind::Llm,
+        provider: "openrouter",
+        model: "deepseek/deepseek-chat",
+        usage: &usage,
+        outcome: Outcome::Live,
+        saved_usd: 0.0,
+        upstream_id: None,
+    };
+    let cost = ledger.charge(&call).await;
+    ledger.settle(hold, &cost, false).await;
+    Ok(())
 }
 
 on_both_stores!(

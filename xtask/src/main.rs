@@ -152,20 +152,7 @@ fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[P
     if !cfg!(feature = "tools") {
         cmd.arg("--no-default-features").args(edge_features(&names));
     }
-    for name in names {
-        cmd.args(["-p", name]);
-    }
-    if release {
-        cmd.arg("--release");
-    }
-    eprintln!("building {} ({})...", names.join(", "), if release { "release" } else { "dev" });
-    if !cmd.status()?.success() {
-        return Err(format!("cargo build of {} failed", names.join(", ")).into());
-    }
-    let exe = std::env::current_exe()?;
-    let target = exe.parent().and_then(|p| p.parent()).ok_or("xtask binary has no target dir")?;
-    let dir = target.join(if release { "release" } else { "debug" });
-    Ok(names.map(|name| dir.join(name)))
+    built(cmd, names, release, if release { "release" } else { "dev" })
 }
 
 /// Builds the function binaries `names` in release as a deploy build does (`cargo lambda build`
@@ -173,17 +160,27 @@ fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[P
 /// xtask, whose features give the shared crate Edge, they would carry it. Returns their paths.
 fn build_deployed<const N: usize>(names: [&str; N]) -> Result<[PathBuf; N]> {
     let mut cmd = cargo();
-    cmd.current_dir(root()).args(["build", "--release", "--no-default-features"]);
+    cmd.current_dir(root()).args(["build", "--no-default-features"]);
+    built(cmd, names, true, "release, as deployed")
+}
+
+/// Runs the build `cmd` of the function binaries `names` (`how` said while it builds) and
+/// returns their paths, in the target directory this xtask itself was built into.
+fn built<const N: usize>(mut cmd: Command, names: [&str; N], release: bool, how: &str) -> Result<[PathBuf; N]> {
     for name in names {
         cmd.args(["-p", name]);
     }
-    eprintln!("building {} (release, as deployed)...", names.join(", "));
+    if release {
+        cmd.arg("--release");
+    }
+    eprintln!("building {} ({how})...", names.join(", "));
     if !cmd.status()?.success() {
         return Err(format!("cargo build of {} failed", names.join(", ")).into());
     }
     let exe = std::env::current_exe()?;
     let target = exe.parent().and_then(|p| p.parent()).ok_or("xtask binary has no target dir")?;
-    Ok(names.map(|name| target.join("release").join(name)))
+    let dir = target.join(if release { "release" } else { "debug" });
+    Ok(names.map(|name| dir.join(name)))
 }
 
 /// The function crates with Qdrant Edge (their default feature `edge`, the local vector index).

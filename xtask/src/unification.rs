@@ -50,8 +50,7 @@ fn first_builds_build_what_the_tests_reuse() {
     let mut drift = Vec::new();
     for args in &selections {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let args = &args;
-        for (package, have) in features(args) {
+        for (package, have) in features(&args) {
             match tests.get(&package) {
                 Some(want) if want != &have => drift.push(format!(
                     "{package}: lacks {:?}, adds {:?} (cargo {})",

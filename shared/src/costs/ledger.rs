@@ -80,11 +80,7 @@ impl Drop for InFlight {
             request_id = record.request_id,
             "a paid call was dropped in flight: recorded as failed (it may have been billed)"
         );
-        let ledger = self.ledger.clone();
-        let logged = to_record(&record);
-        if background::spawn(async move { ledger.record(&record).await }).is_none() {
-            replay::log("cost record", &[logged], &"no runtime to write it on");
-        }
+        drop(self.ledger.start_record(&record));
     }
 }
 
@@ -277,17 +273,28 @@ impl Ledger {
     /// own ([`background::spawn`]): a caller dropped meanwhile (a search past its bound, a
     /// research cancelled) does not lose what is owed.
     pub async fn record(&self, cost: &CostRecord) {
+        // A write that ended without its own word (a panic) is logged here.
+        if let Some((owed, task)) = self.start_record(cost)
+            && let Err(e) = task.await
+        {
+            replay::log("cost record", &[owed], &e);
+        }
+    }
+
+    /// Starts writing `cost` on a task of its own: the record and the task, or `None` when no
+    /// runtime runs one (the record is then logged for replay).
+    fn start_record(&self, cost: &CostRecord) -> Option<(Record, tokio::task::JoinHandle<()>)> {
         let record = to_record(cost);
         let (records, time, owed) = (Arc::clone(&self.records), self.write_time, record.clone());
         let write = async move {
             replay::keep("cost record", std::slice::from_ref(&record), time, |_| records.put(&record)).await;
         };
-        // A write that could not run or ended without its own word (a panic) is logged here.
-        let Some(task) = background::spawn(write) else {
-            return replay::log("cost record", &[owed], &"no runtime to write it on");
-        };
-        if let Err(e) = task.await {
-            replay::log("cost record", &[owed], &e);
+        match background::spawn(write) {
+            Some(task) => Some((owed, task)),
+            None => {
+                replay::log("cost record", &[owed], &"no runtime to write it on");
+                None
+            }
         }
     }
 

@@ -53,6 +53,10 @@ impl Settings {
         let count = |key: &str, default: u64| -> Result<u32> {
             Ok(u32::try_from(env.number(key, default)?).unwrap_or(u32::MAX))
         };
+        let share = |key: &str, default: f64| match env.usd(key, default) {
+            Ok(share) if share <= 1.0 => Ok(share),
+            _ => Err(Error::Config(format!("{key} must be a number from 0 to 1"))),
+        };
         Ok(Self {
             agents: env.agents("AGENTS", &DEFAULT_AGENTS.join(","))?,
             budgets: BudgetCaps::parse(&env.get("BUDGETS").unwrap_or_else(|| DEFAULT_BUDGETS.into()))
@@ -60,18 +64,9 @@ impl Settings {
             budget_store_timeout: env.millis("BUDGET_STORE_TIMEOUT_MS", 1000)?.max(Duration::from_millis(1)),
             outage_allowance_usd: env.usd("BUDGET_OUTAGE_ALLOWANCE_USD", 0.25)?,
             user_budget_usd_per_day: env.usd("USER_BUDGET_USD_PER_DAY", 0.5)?,
-            users_share: match env.usd("USERS_BUDGET_SHARE", 0.5) {
-                Ok(share) if share <= 1.0 => share,
-                _ => return Err(Error::Config("USERS_BUDGET_SHARE must be a number from 0 to 1".into())),
-            },
-            user_pool_share: match env.usd("USER_POOL_SHARE", 0.05) {
-                Ok(share) if share <= 1.0 => share,
-                _ => return Err(Error::Config("USER_POOL_SHARE must be a number from 0 to 1".into())),
-            },
-            vetted_share: match env.usd("VETTED_USERS_SHARE", 0.2) {
-                Ok(share) if share <= 1.0 => share,
-                _ => return Err(Error::Config("VETTED_USERS_SHARE must be a number from 0 to 1".into())),
-            },
+            users_share: share("USERS_BUDGET_SHARE", 0.5)?,
+            user_pool_share: share("USER_POOL_SHARE", 0.05)?,
+            vetted_share: share("VETTED_USERS_SHARE", 0.2)?,
             quota_per_minute: count("USER_QUOTA_PER_MINUTE", 30)?,
             quota_per_day: count("USER_QUOTA_PER_DAY", 1000)?,
             operators: env

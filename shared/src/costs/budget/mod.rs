@@ -205,23 +205,20 @@ impl Budgets {
             return self.hold_agent(agent, worst, now).await;
         }
         let (mine, vetted) = self.hold_user(&user, worst, now).await?;
-        let mut held: Vec<(String, String)> = mine.iter().cloned().collect();
+        let mut shares = Vec::new();
         let hold = async {
             if !vetted && self.user_pool_share < 1.0 {
-                held.extend(self.hold_user_share(&user, agent, worst, now).await?);
+                shares.extend(self.hold_user_share(&user, agent, worst, now).await?);
             }
-            held.push(self.hold_pool(agent, worst, vetted, now).await?);
+            shares.push(self.hold_pool(agent, worst, vetted, now).await?);
             self.hold_agent(agent, worst, now).await
         }
         .await;
         match hold {
-            Ok(hold) => {
-                let shares = held.split_off(usize::from(mine.is_some()));
-                Ok(Hold { user: mine, shares, ..hold })
-            }
+            Ok(hold) => Ok(Hold { user: mine, shares, ..hold }),
             Err(e) => {
                 // Nothing was spent: every counter held for this call is given back.
-                for counter in &held {
+                for counter in mine.iter().chain(&shares) {
                     self.adjust(counter, -worst, now).await;
                 }
                 Err(e)
@@ -234,8 +231,9 @@ impl Budgets {
     /// `budget_exceeded` when that is spent, or 503 when the store does not answer (fails
     /// closed, as the user's own cap).
     async fn hold_pool(&self, agent: &str, worst: i64, vetted: bool, now: DateTime<Utc>) -> Result<(String, String)> {
-        let whole = micros(self.users_cap(agent));
-        let cap_usd = if vetted { self.users_cap(agent) } else { self.open_cap(agent) };
+        let whole_usd = self.users_cap(agent);
+        let cap_usd = if vetted { whole_usd } else { self.open_cap(agent) };
+        let whole = micros(whole_usd);
         let (pk, sk) = pool_key(agent, now.date_naive());
         let expires = now.timestamp() + KEEP_SECS;
         let held = async {
@@ -269,10 +267,7 @@ impl Budgets {
                     retry_after_secs: crate::core::time::seconds_to_midnight(now),
                 })
             }
-            Err(e) => {
-                tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
-                Err(Error::Store("the budget store did not answer; paid calls wait until it does".into()))
-            }
+            Err(e) => Err(store_silent(&e)),
         }
     }
 
@@ -362,7 +357,7 @@ impl Budgets {
             metrics::count("SettledAboveHold", &[], 1.0);
         }
         // A free hold that cost something after all (a reported cost) is the user's too.
-        let user = hold.user.clone().or_else(|| {
+        let user = hold.user.or_else(|| {
             (hold.micros == 0 && cost_usd > 0.0 && self.user_cap_usd > 0.0)
                 .then(spender)
                 .flatten()
@@ -373,7 +368,7 @@ impl Budgets {
                 let day = now.date_naive();
                 vec![user_share_key(&user, &hold.agent, day), pool_key(&hold.agent, day)]
             }
-            _ => hold.shares.clone(),
+            _ => hold.shares,
         };
         let delta = micros(cost_usd) - hold.micros;
         if delta != 0 {
@@ -382,7 +377,6 @@ impl Budgets {
             }
         }
         if let Some(counter) = &user {
-            let delta = micros(cost_usd) - hold.micros;
             // A paid call also reads back the user's total (an add of 0 when it cost its hold),
             // for the operators' board of the day's spenders.
             let total = if delta != 0 || cost_usd > 0.0 { self.adjust(counter, delta, now).await } else { None };
@@ -407,6 +401,12 @@ impl Budgets {
         let record = self.records.get(&pk, &sk, self.clock.now().timestamp()).await?;
         Ok(record.and_then(|r| r.body[TOTAL].as_i64()).unwrap_or(0) as f64 / 1e6)
     }
+}
+
+/// 503: the budget store did not answer a user's hold (`e`), which fails closed.
+fn store_silent(e: &Error) -> Error {
+    tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
+    Error::Store("the budget store did not answer; paid calls wait until it does".into())
 }
 
 /// `name` (`BudgetUsedPercent`, `UsersPoolUsedPercent`): `total` of `cap` per agent, and

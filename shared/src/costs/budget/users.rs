@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use super::{Budgets, KEEP_SECS, micros};
+use super::{Budgets, KEEP_SECS, micros, store_silent};
 use crate::core::error::{Error, Result};
 use crate::core::records::{RecordStore, TOTAL, bounded, key_part};
 
@@ -206,10 +206,7 @@ impl Budgets {
                 tracing::warn!(cap_usd, "a user's daily budget is spent: paid call refused");
                 Err(user_budget_spent(cap_usd, now))
             }
-            Err(e) => {
-                tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
-                Err(Error::Store("the budget store did not answer; paid calls wait until it does".into()))
-            }
+            Err(e) => Err(store_silent(&e)),
         }
     }
 
@@ -239,10 +236,7 @@ impl Budgets {
                 tracing::warn!(agent, cap_usd, "a user's share of an agent's day is spent: paid call refused");
                 Err(user_share_spent(agent, cap_usd, now))
             }
-            Err(e) => {
-                tracing::error!(error = %e, "budget store unavailable: a user's paid call refused");
-                Err(Error::Store("the budget store did not answer; paid calls wait until it does".into()))
-            }
+            Err(e) => Err(store_silent(&e)),
         }
     }
 
