@@ -1,7 +1,8 @@
 """The deploy build's artifacts match the template: each function's `bootstrap` is the ELF
 machine its `Architectures` name under the build's `Embedder` and `Architecture` (resolved as
 CloudFormation would: the Globals' `!Ref Architecture`, the `!If [LocalEmbedder, ...]` of the
-functions that run the bundled model), and the model layer holds the bundled model.
+functions that run the bundled model), linked position-dependent (ELF type EXEC: functions/link.rs,
+half the cold start), and the model layer holds the bundled model.
 
 Usage: python infra/artifacts-check.py BUILD_DIR EMBEDDER ARCHITECTURE (what
 infra/deploy-build-check.sh runs on `.aws-sam/build`), or `--self-test`: the same checks on
@@ -14,6 +15,8 @@ from pathlib import Path
 import yaml
 
 MACHINES = {"x86_64": 62, "arm64": 183}
+# ELF e_type: ET_EXEC, a position-dependent executable (a PIE is ET_DYN, 3).
+EXEC = 2
 # Text only the Qdrant Edge adapter carries (its errors): a deployed function uses a Qdrant
 # server, and `cargo lambda build` leaves the crates' `edge` feature out (their Cargo.toml).
 EDGE = b"vector index (edge)"
@@ -72,9 +75,12 @@ def check(build, template, embedder, architecture, say=print):
             problems.append(f"{name}: no {bootstrap}")
             continue
         head = bootstrap.read_bytes()[:20]
-        machine = int.from_bytes(head[18:20], "little")
+        kind, machine = int.from_bytes(head[16:18], "little"), int.from_bytes(head[18:20], "little")
         if head[:4] != b"\x7fELF" or machine != MACHINES[arch]:
             problems.append(f"{name}: deployed as {arch}, built for ELF machine {machine}")
+        elif kind != EXEC:
+            problems.append(f"{name}: ELF type {kind}, not a position-dependent executable ({EXEC}): "
+                            "its crate's build script (functions/link.rs) did not link it -no-pie")
         elif EDGE in bootstrap.read_bytes():
             problems.append(f"{name}: carries Qdrant Edge, which a deployed function never runs "
                             "(built without [package.metadata.lambda.build] no_default_features?)")
@@ -88,14 +94,15 @@ def check(build, template, embedder, architecture, say=print):
     return problems
 
 
-def fake(build, template, embedder, architecture, wrong=None, edge=None):
+def fake(build, template, embedder, architecture, wrong=None, edge=None, pie=None):
     """Artifacts as a build for these parameters leaves them; `wrong` built for the other
-    architecture, `edge` with Qdrant Edge in it."""
+    architecture, `edge` with Qdrant Edge in it, `pie` position-independent."""
     for name, arch in architectures(template, embedder, architecture).items():
         if name == wrong:
             arch = "x86_64" if arch == "arm64" else "arm64"
         (build / name).mkdir(parents=True)
-        head = b"\x7fELF" + bytes(14) + MACHINES[arch].to_bytes(2, "little")
+        kind = 3 if name == pie else EXEC
+        head = b"\x7fELF" + bytes(12) + kind.to_bytes(2, "little") + MACHINES[arch].to_bytes(2, "little")
         (build / name / "bootstrap").write_bytes(head + bytes(100) + (EDGE if name == edge else b""))
     (build / "ModelLayer" / "models").mkdir(parents=True)
     (build / "ModelLayer" / "models" / "e5-small-q4.bin").write_bytes(b"weights")
@@ -119,9 +126,13 @@ def self_test():
                 fake(Path(heavy), template, embedder, architecture, edge="RagSearchFunction")
                 if not check(heavy, template, embedder, architecture, say=lambda _: None):
                     failed.append(f"Embedder={embedder} Architecture={architecture}: Qdrant Edge in a function, not seen")
+            with tempfile.TemporaryDirectory() as pie:
+                fake(Path(pie), template, embedder, architecture, pie="AssistantFunction")
+                if not check(pie, template, embedder, architecture, say=lambda _: None):
+                    failed.append(f"Embedder={embedder} Architecture={architecture}: a PIE bootstrap, not seen")
     for problem in failed:
         print(f"FAILED: {problem}")
-    print(f"artifacts check: {len(functions)} functions, 4 parameter sets, right builds pass and wrong ones (an architecture, Qdrant Edge) fail")
+    print(f"artifacts check: {len(functions)} functions, 4 parameter sets, right builds pass and wrong ones (an architecture, Qdrant Edge, a PIE) fail")
     return 1 if failed else 0
 
 

@@ -239,6 +239,7 @@ for function in sorted(set(granted) | set(documented)):
         failed.append(f"{function}: may write {granted.get(function)}, docs/access.md says {want}")
 print(f"writes by partition: {len(granted)} functions, each as docs/access.md lists")
 
+
 # Settings reach the live alias: for every parameter, a second value; an aliased function
 # publishes a version (CodeDeploy then shifts its alias) when its version's logical id or its
 # description changes. The description is ConfigurationDigest's answer, computed by its own
@@ -429,6 +430,71 @@ for name, spec in template["Parameters"].items():
 print(f"settings reach the live alias: {len(pairs)} of {len(reads)} function/parameter pairs that change "
       f"a configuration publish a version ({len(base['configurations'])} aliased functions, "
       f"{len(template['Parameters'])} parameters tried)")
+
+# Lambda refuses a function whose environment is over 4 KB: every string parameter at its
+# longest (MaxLength, else its default; Prices as JSON entries, whose quotes count twice once
+# escaped), with either embedder and with every key secret named, keeps each function's
+# variables, as compact JSON, under it. Prices is the one meant to grow.
+def longest(spec):
+    if spec.get("Type") == "String" and "MaxLength" in spec:
+        entry = '"p/m-0000": {"input_per_1k_usd": 0.000001, "output_per_1k_usd": 0.000001}, '
+        return ("{" + entry * 100)[: int(spec["MaxLength"])] if spec.get("AllowedPattern") == "^[ -~]*$" \
+            else "x" * int(spec["MaxLength"])
+    return None
+
+
+largest = {}
+for embedder in ("bundled", "api"):
+    filled = {**baseline_overrides, "Embedder": embedder}
+    for name, spec in template["Parameters"].items():
+        if name.endswith("Secret"):
+            filled[name] = "research/" + "k" * 40
+        elif longest(spec) is not None:
+            filled[name] = longest(spec)
+    sized, given = transformed(filled)
+    for function, r in sized.items():
+        if r["Type"] != "AWS::Lambda::Function" or not r["deployed"]:
+            continue
+        variables = resolve(r["Properties"].get("Environment", {}).get("Variables", {}), given, deployed_conditions, {})
+        size = len(json.dumps({k: str(v) for k, v in variables.items()}, separators=(",", ":")).encode())
+        largest[function] = max(size, largest.get(function, 0))
+        if size > 4096:
+            failed.append(f"{function}: its environment is {size} bytes with Embedder={embedder} and the longest "
+                          f"parameters; Lambda refuses over 4096")
+name, size = max(largest.items(), key=lambda item: item[1])
+print(f"environments at the longest parameters: at most {size} of Lambda's 4096 bytes ({name})")
+
+# Every variable the template gives a function is documented in docs/configuration.md with
+# that function among its readers ("all" and "every function" name them all); a variable every
+# function is given (Globals, so that all see the same data) names the ones that read it. Tried
+# with either embedder, without keys and with every key named.
+FUNCTIONS = {"search", "research", "rag-search", "assistant", "index-activity", "backfill", "cost-report"}
+readers = {}
+for line in open("docs/configuration.md", encoding="utf-8"):
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) >= 4 and cells[0].startswith("`"):
+        for variable in re.findall(r"`([A-Z0-9_]+)`", cells[0]):
+            text = cells[2]
+            named = {f for f in FUNCTIONS if re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)}
+            readers[variable] = FUNCTIONS if text.startswith(("all", "every function")) else named
+everyone = set(template["Globals"]["Function"]["Environment"]["Variables"])
+all_keys = {name: f"research/{name}" for name in secret_parameters}
+given_to = {}
+for embedder, keys in (("bundled", {}), ("api", all_keys)):
+    sized, values = transformed({**baseline_overrides, **keys, "Embedder": embedder})
+    for name, r in sized.items():
+        if r["Type"] == "AWS::Lambda::Function" and kebab(name) in FUNCTIONS:
+            variables = resolve(r["Properties"].get("Environment", {}).get("Variables", {}), values, deployed_conditions, {})
+            for variable in variables:
+                given_to.setdefault(variable, set()).add(kebab(name))
+undocumented = 0
+for variable, functions in sorted(given_to.items()):
+    unlisted = set() if variable in everyone else functions - readers.get(variable, set())
+    if variable not in readers or not readers[variable] or unlisted:
+        failed.append(f"{variable}: the template sets it on {sorted(unlisted or functions)}; docs/configuration.md "
+                      f"lists as its readers {sorted(readers.get(variable, [])) or 'no function'}")
+        undocumented += 1
+print(f"variables the template sets: {len(given_to)}, each documented with its readers ({undocumented} not)")
 
 # The assistant's PreTraffic hook (AssistantSmokeHook): CodeDeploy runs it before a new version
 # takes traffic, on that version; its event is the fixture tests/assistant.rs sends to the

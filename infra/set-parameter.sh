@@ -28,6 +28,15 @@ if rebuild:
 unknown = sorted(set(pairs) - set(keys))
 if unknown:
     sys.exit(f"not parameters of the stack: {', '.join(unknown)}")
+# A malformed price table would stop every function at start (500 misconfigured), the ones
+# without a canary until the stack rolls back: refuse what is not a JSON object of objects.
+if pairs.get("Prices"):
+    try:
+        table = json.loads(pairs["Prices"])
+    except ValueError as e:
+        sys.exit(f"Prices is not JSON: {e} (docs/costs.md#prices)")
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        sys.exit('Prices must be {"provider/model": {"input_per_1k_usd": ..., ...}} (docs/costs.md#prices)')
 print(json.dumps([{"ParameterKey": k, "ParameterValue": pairs[k]} if k in pairs
                   else {"ParameterKey": k, "UsePreviousValue": True} for k in keys]))
 PY

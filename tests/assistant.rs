@@ -376,6 +376,31 @@ async fn a_users_chat_spends_their_own_budget(kind: StoreKind) {
     assert_eq!(status, 200, "another user's budget is their own: {r}");
 }
 
+// Issue 60 item 2: any model a deployer pays for can run. Another OpenAI-compatible provider's
+// model, which the built-in table lacks, priced through PRICES: its request names it, its call
+// is recorded at that price (1000 tokens in at $0.002 per 1K and 100 out at $0.008 = $0.0028,
+// the scripted model's usage) and held against the user's budget like the default's, so with
+// $0.002 a day the next message is refused. Unpriced, the assistant does not start, naming
+// PRICES.
+async fn a_model_priced_through_prices_is_budgeted_like_the_default(kind: StoreKind) {
+    let chosen = [("LLM_PROVIDER", "acme"), ("LLM_MODEL", "acme-chat-2")];
+    let unpriced = integration::config_result(&[chosen[0], chosen[1], ("LLM_API_KEY", "k")]).unwrap_err().to_string();
+    assert!(unpriced.contains("\"acme/acme-chat-2\"") && unpriced.contains("PRICES"), "{unpriced}");
+    let prices = r#"{"acme/acme-chat-2": {"input_per_1k_usd": 0.002, "output_per_1k_usd": 0.008}}"#;
+    let h =
+        chatting_today(kind, &[chosen[0], chosen[1], ("PRICES", prices), ("USER_BUDGET_USD_PER_DAY", "0.002")]).await;
+    let (status, r) = h.chat(USER, json!({"message": "你好"})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(h.model_requests().await[0]["model"], "acme-chat-2");
+    let costs = h.rag.costs().await;
+    let call = costs.iter().find(|c| c.kind == CallKind::Llm).expect("the model call's cost record");
+    assert_eq!((call.provider.as_str(), call.model.as_str()), ("acme", "acme-chat-2"));
+    assert_eq!((call.input_tokens, call.output_tokens, call.cost_usd), (1000, 100, 0.0028), "{call:?}");
+    let (status, r) = h.chat(USER, json!({"message": "再说一句"})).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("user_budget_exceeded")), "{r}");
+    assert_eq!(h.model_requests().await.len(), 1, "the refused message reached no model");
+}
+
 // Issue 62 item 5: reading a conversation takes one of the user's requests, as a chat does
 // (before: no quota, so one signed-in user could loop it on the assistant's reservation). With
 // 3 a minute, a chat and two reads pass, the next read is 429 `quota_exceeded`, and another
@@ -982,6 +1007,7 @@ on_both_stores!(
     tool_results_reach_the_model_as_marked_capped_data,
     a_client_that_leaves_stops_the_model_and_what_it_cost_is_recorded,
     a_users_chat_spends_their_own_budget,
+    a_model_priced_through_prices_is_budgeted_like_the_default,
     the_mode_a_client_passes_is_the_one_used,
     the_persona_is_the_deployments,
     a_sigv4_app_tool_is_signed,

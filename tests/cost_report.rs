@@ -205,8 +205,8 @@ async fn reported_model_calls_enter_the_report_once_each(kind: StoreKind) {
     let (status, first) = post_usage(&app, &call.to_string(), true).await;
     assert_eq!(status, 201, "{first}");
     assert_eq!((first["costSource"].as_str(), first["repeated"].as_bool()), (Some("price_table"), Some(false)));
-    // 2,000 x 0.00055 / 1K + 1,500 x 0.00219 / 1K
-    assert!((first["costUsd"].as_f64().unwrap() - 0.004385).abs() < 1e-12, "{first}");
+    // 2,000 x 0.00028 / 1K + 1,500 x 0.00042 / 1K (prices.json: DeepSeek's list price)
+    assert!((first["costUsd"].as_f64().unwrap() - 0.00119).abs() < 1e-12, "{first}");
     let (status, again) = post_usage(&app, &call.to_string(), true).await;
     assert_eq!((status, again["repeated"].as_bool()), (200, Some(true)), "{again}");
     assert_eq!(
@@ -236,7 +236,8 @@ async fn reported_model_calls_enter_the_report_once_each(kind: StoreKind) {
     assert_eq!(statuses, [200, 201], "{} / {}", a.1, b.1);
     // The report: the writing agent's model line once, the refused reports nowhere.
     let (_, _, text) = get(&app, "/cost-report?format=text").await;
-    assert!(text.contains("Writing Agent:\n- AI Model (deepseek-reasoner): $0.0065\nTotal: $0.0065\n"), "{text}");
+    // 0.00119 priced above + 0.0021 reported
+    assert!(text.contains("Writing Agent:\n- AI Model (deepseek-reasoner): $0.0033\nTotal: $0.0033\n"), "{text}");
     assert!(!text.contains("acme") && !text.contains("m1"), "{text}");
 }
 
@@ -292,7 +293,8 @@ async fn each_backend_reports_under_its_own_ids(kind: StoreKind) {
     );
     assert_eq!(shared::http::invoke(app.clone(), other).await.status(), 201, "another backend's outline-1 is its own");
     let (_, _, text) = get(&app, "/cost-report?format=text").await;
-    assert!(text.contains("Writing Agent:\n- AI Model (deepseek-reasoner): $0.0011\nTotal: $0.0011\n"), "{text}");
+    // Two reports of 1,000 input tokens at $0.00028 per 1K.
+    assert!(text.contains("Writing Agent:\n- AI Model (deepseek-reasoner): $0.0006\nTotal: $0.0006\n"), "{text}");
 }
 
 // Then every grouping also renders as the HTML page, with the same totals.

@@ -139,6 +139,8 @@ fn other_vars() -> Vec<String> {
             names.extend(calls(&text, call).into_iter().map(|(name, _)| name));
         }
     }
+    // What cargo gives a build script (functions/link.rs) is not the product's configuration.
+    names.retain(|name| !name.starts_with("CARGO_CFG_"));
     names
 }
 
@@ -457,7 +459,8 @@ fn front_end_samples_are_the_playgrounds_code() {
 
 /// The runbook's parameter update (`infra/set-parameter.sh`, docs/operations.md) under a fake
 /// `aws` that records its arguments: a value with commas and `=` reaches `update-stack` whole,
-/// every other parameter keeps its previous value, and a name the stack lacks changes nothing.
+/// every other parameter keeps its previous value, and a name the stack lacks, or a price
+/// table that is not one, changes nothing.
 #[test]
 fn the_runbooks_parameter_update_passes_values_with_commas_whole() {
     use std::os::unix::fs::PermissionsExt;
@@ -468,7 +471,7 @@ fn the_runbooks_parameter_update_passes_values_with_commas_whole() {
         &aws,
         format!(
             "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {calls}\necho ---- >> {calls}\n\
-             case \"$*\" in *describe-stacks*) echo '[\"Budgets\", \"JwtAudience\", \"LlmModel\"]';; esac\n",
+             case \"$*\" in *describe-stacks*) echo '[\"Budgets\", \"JwtAudience\", \"LlmModel\", \"Prices\"]';; esac\n",
             calls = calls.display()
         ),
     )
@@ -500,6 +503,7 @@ fn the_runbooks_parameter_update_passes_values_with_commas_whole() {
             {"ParameterKey": "Budgets", "ParameterValue": "research=3,assistant=2,*=0"},
             {"ParameterKey": "JwtAudience", "ParameterValue": "web-app,mini-app"},
             {"ParameterKey": "LlmModel", "UsePreviousValue": true},
+            {"ParameterKey": "Prices", "UsePreviousValue": true},
         ])
     );
     std::fs::remove_file(&calls).unwrap();
@@ -507,6 +511,10 @@ fn the_runbooks_parameter_update_passes_values_with_commas_whole() {
     assert!(!ok && stderr.contains("not parameters of the stack: Budget"), "{stderr}");
     let (ok, stderr) = run(&["Architecture=x86_64"]);
     assert!(!ok && stderr.contains("change what is built"), "{stderr}");
+    let (ok, stderr) = run(&["Prices={\"openai/gpt-9\": {\"input_per_1k_usd\": 0.01,"]);
+    assert!(!ok && stderr.contains("Prices is not JSON"), "{stderr}");
+    let (ok, stderr) = run(&["Prices={\"openai/gpt-9\": 0.01}"]);
+    assert!(!ok && stderr.contains("Prices must be"), "{stderr}");
     let recorded = std::fs::read_to_string(&calls).unwrap();
     assert!(!recorded.contains("update-stack"), "a refused update reached the stack: {recorded}");
 }

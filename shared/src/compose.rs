@@ -11,7 +11,6 @@ use crate::core::records::{DynamoRecords, LocalRecords, RecordStore, Timed};
 use crate::core::retry::{RetryPolicy, STORE_RETRY};
 use crate::costs::budget::Budgets;
 use crate::costs::ledger::Ledger;
-use crate::costs::pricing::PriceTable;
 use crate::llm::ChatModel;
 use crate::llm::mock::MockLlm;
 use crate::llm::openai::OpenAiCompatible;
@@ -73,7 +72,7 @@ impl Config {
     /// `EMBEDDING_API_KEY`) that the price table does not price: its calls could hold no worst
     /// case against the budgets, and would be reported as costing $0.
     fn check_prices(&self) -> Result<()> {
-        let table = prices(self)?;
+        let table = &self.costs.prices;
         let mut paid: Vec<(&str, &str, &str)> = Vec::new();
         let llm = self.llm.provider.as_str();
         if self.llm.api_key.is_some() {
@@ -94,8 +93,8 @@ impl Config {
             None => Ok(()),
             Some((variable, provider, model)) => Err(Error::Config(format!(
                 "{variable}: the price table has no \"{provider}/{model}\" (the provider's name, then the model; \
-                 LLM_MODEL stands for each LLM_*_MODEL not set): price it in the file PRICE_TABLE_PATH names \
-                 (docs/costs.md) or choose a priced model, since an unpriced model's calls cannot be held \
+                 LLM_MODEL stands for each LLM_*_MODEL not set): price it in PRICES (the stack's Prices \
+                 parameter, docs/costs.md#prices) or choose a priced model, since an unpriced model's calls cannot be held \
                  against the budgets"
             ))),
         }
@@ -113,14 +112,6 @@ pub async fn records(config: &Config) -> Result<Arc<dyn RecordStore>> {
     Ok(Arc::new(Timed::new(store, config.core.store_timeout)))
 }
 
-/// The price table: the defaults, with `PRICE_TABLE_PATH` laid over them.
-pub fn prices(config: &Config) -> Result<PriceTable> {
-    match &config.costs.price_table_path {
-        Some(path) => PriceTable::with_overrides(path).map_err(Error::Config),
-        None => Ok(PriceTable::default()),
-    }
-}
-
 /// The one cost ledger over `records`, holding paid calls against the daily `BUDGETS`.
 pub fn ledger(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Result<Ledger> {
     let budgets = Budgets::new(
@@ -134,7 +125,7 @@ pub fn ledger(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn Clo
     .with_users_share(config.costs.users_share)
     .with_user_pool_share(config.costs.user_pool_share)
     .with_vetted_share(config.costs.vetted_share);
-    Ok(Ledger::new(records, Arc::new(prices(config)?), clock, STORE_RETRY).with_budgets(Arc::new(budgets)))
+    Ok(Ledger::new(records, Arc::new(config.costs.prices.clone()), clock, STORE_RETRY).with_budgets(Arc::new(budgets)))
 }
 
 /// The Tavily adapter, if a key is configured (it also backs the `search_web` tool).

@@ -72,8 +72,12 @@ pub enum StoreKind {
 /// The configuration `vars` make (a later entry wins over an earlier one), nothing else from
 /// the environment: the one config builder of every test binary.
 pub fn config<K: AsRef<str>, V: AsRef<str>>(vars: &[(K, V)]) -> Config {
+    config_result(vars).expect("test config")
+}
+
+/// The configuration `vars` make, or why a function would refuse to start with them.
+pub fn config_result<K: AsRef<str>, V: AsRef<str>>(vars: &[(K, V)]) -> shared::Result<Config> {
     Config::from_lookup(|key| vars.iter().rev().find(|(k, _)| k.as_ref() == key).map(|(_, v)| v.as_ref().to_owned()))
-        .expect("test config")
 }
 
 /// Where the bundled model is (`infra/fetch-model.sh` puts it under the cache): the variables

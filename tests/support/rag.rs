@@ -152,7 +152,9 @@ impl RagHarness {
             self.clock.clone(),
             shared::core::retry::STORE_RETRY,
         );
-        ledger.between(now() - chrono::Duration::days(1), now() + chrono::Duration::days(1)).await.unwrap()
+        // Around the harness's day and its clock's (a test may set the clock to today).
+        let (a, b) = (now().min(self.clock.now()), now().max(self.clock.now()));
+        ledger.between(a - chrono::Duration::days(1), b + chrono::Duration::days(1)).await.unwrap()
     }
 }
 

@@ -311,6 +311,20 @@ mod tests {
         let envs = environments(&template(), &answers(&[("Embedder", "api"), ("EmbeddingApiKeySecret", "k")])).unwrap();
         let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
         assert_eq!(rag.get("EMBEDDING_PROVIDER").map(String::as_str), Some("openai"));
+        assert_eq!(rag.get("EMBEDDING_MODEL").map(String::as_str), Some("embedding-3"));
+        // Issue 60 item 2: a model the table lacks is found before the deploy, naming PRICES;
+        // priced there it passes, and a bad price is refused naming the variable too.
+        let other = [("LlmApiKeySecret", "research/llm"), ("LlmProvider", "openai"), ("LlmModel", "gpt-9")];
+        let bad = misconfigured(&answers(&other));
+        let readers: Vec<&str> = bad.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(readers, ["research", "rag-search", "assistant"], "the chat model's functions: {bad:?}");
+        assert!(bad.iter().all(|(_, e)| e.contains("\"openai/gpt-9\"") && e.contains("PRICES")), "{bad:?}");
+        let priced = r#"{"openai/gpt-9": {"input_per_1k_usd": 0.01, "output_per_1k_usd": 0.03}}"#;
+        assert_eq!(misconfigured(&answers(&[other[0], other[1], other[2], ("Prices", priced)])), []);
+        let per_million = r#"{"openai/gpt-9": {"input_per_1k_usd": 10, "output_per_1k_usd": 30}}"#;
+        let bad = misconfigured(&answers(&[("Prices", per_million)]));
+        assert_eq!(bad.len(), 7, "every function reads PRICES: {bad:?}");
+        assert!(bad.iter().all(|(_, e)| e.contains("PRICES: openai/gpt-9 input_per_1k_usd is 10")), "{bad:?}");
     }
 
     // Issue 53 item 1: route throttles count every caller together (and AWS does not say the

@@ -2,9 +2,9 @@
 //! quota and budget, who may set a budget, and the prices.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
+use super::pricing::PriceTable;
 use crate::core::config::Env;
 use crate::core::error::{Error, Result};
 
@@ -44,8 +44,9 @@ pub struct Settings {
     /// The IAM principals (`<account>:role/<name>`, or an ARN) that may set a user's budget
     /// (`OPERATORS`, comma-separated; unset: nobody).
     pub operators: Vec<String>,
-    /// A JSON price table laid over the defaults (`PRICE_TABLE_PATH`).
-    pub price_table_path: Option<PathBuf>,
+    /// The built-in price table with `PRICES` (a JSON table of models it adds or prices anew)
+    /// laid over it.
+    pub prices: PriceTable,
 }
 
 impl Settings {
@@ -80,7 +81,10 @@ impl Settings {
                     false => Err(Error::Config(format!("OPERATORS: {p:?} is not an IAM principal"))),
                 })
                 .collect::<Result<_>>()?,
-            price_table_path: env.get("PRICE_TABLE_PATH").map(PathBuf::from),
+            prices: match env.get("PRICES").filter(|p| !p.trim().is_empty()) {
+                Some(json) => PriceTable::with_overrides(&json).map_err(Error::Config)?,
+                None => PriceTable::default(),
+            },
         })
     }
 }

@@ -127,7 +127,7 @@ impl Reported {
             return Err(Error::invalid(
                 "unpriced_model",
                 format!(
-                    "{}/{} is not in the price table: report its costUsd, or price it (PRICE_TABLE_PATH)",
+                    "{}/{} is not in the price table: report its costUsd, or price it (PRICES)",
                     self.provider, self.model
                 ),
             ));

@@ -1,7 +1,7 @@
 //! OpenAI-compatible chat completions (`POST {LLM_BASE_URL}/chat/completions`): OpenRouter,
 //! DeepSeek and the like. Tools as `tools[{type: function, function}]`, structured output as
-//! `response_format: json_schema`. A reported cost (OpenRouter's `usage.cost`) wins over the
-//! price table.
+//! `response_format: json_schema`. OpenRouter's reported cost (`usage.cost`) wins over the
+//! price table; another provider's is ignored.
 
 use std::time::Duration;
 
@@ -98,6 +98,18 @@ pub fn parse_reply(bytes: &[u8]) -> Result<ChatReply, ProviderError> {
         upstream_id: v.get("id").and_then(Value::as_str).map(str::to_owned),
         stopped: false,
     })
+}
+
+/// The providers whose `usage.cost` is what they bill, in US dollars (OpenRouter's credits are
+/// dollars). Another gateway's figure (credits, yuan, a discount it does not pass on) does not
+/// replace the price table's: `reply` keeps its tokens and loses that cost.
+const REPORTS_USD_COST: &[&str] = &["openrouter"];
+
+fn priced_by(provider: &str, mut reply: ChatReply) -> ChatReply {
+    if !REPORTS_USD_COST.contains(&provider) {
+        reply.usage.provider_cost_usd = None;
+    }
+    reply
 }
 
 /// The usage object of a reply or of a stream's last chunk.
@@ -201,7 +213,8 @@ impl ChatModel for OpenAiCompatible {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, ProviderError> {
-        parse_reply(&self.http.post(&self.endpoint, &self.key, &Self::request_body(request)).await?)
+        let reply = parse_reply(&self.http.post(&self.endpoint, &self.key, &Self::request_body(request)).await?)?;
+        Ok(priced_by(&self.provider, reply))
     }
 
     /// `stream: true` with `stream_options.include_usage`: server-sent `data:` chunks, then
@@ -215,7 +228,7 @@ impl ChatModel for OpenAiCompatible {
         loop {
             let Some(bytes) = response.chunk().await.map_err(|e| self.http.transport(&e))? else {
                 return match assembly.finished {
-                    true => Ok(assembly.finish(request, false)),
+                    true => Ok(priced_by(&self.provider, assembly.finish(request, false))),
                     false => Err(ProviderError::Malformed("the stream ended before the reply finished".into())),
                 };
             };
@@ -225,13 +238,13 @@ impl ChatModel for OpenAiCompatible {
                 let line = String::from_utf8_lossy(&line);
                 let Some(data) = line.trim_end().strip_prefix("data:").map(str::trim) else { continue };
                 if data == "[DONE]" {
-                    return Ok(assembly.finish(request, false));
+                    return Ok(priced_by(&self.provider, assembly.finish(request, false)));
                 }
                 if let Some(delta) = assembly.take(data)?
                     && !text(&delta)
                 {
                     // Dropping the response closes the connection: the model stops.
-                    return Ok(assembly.finish(request, true));
+                    return Ok(priced_by(&self.provider, assembly.finish(request, true)));
                 }
             }
         }
@@ -280,6 +293,10 @@ mod tests {
         assert_eq!(reply.usage.provider_cost_usd, Some(0.001));
         assert_eq!(reply.upstream_id.as_deref(), Some("c1"));
         assert!(!reply.stopped);
+        // Only OpenRouter's reported cost is taken as dollars billed; another gateway's is not.
+        assert_eq!(priced_by("openrouter", reply.clone()).usage.provider_cost_usd, Some(0.001));
+        let elsewhere = priced_by("acme", reply);
+        assert_eq!((elsewhere.usage.provider_cost_usd, elsewhere.usage.input_tokens), (None, 12));
     }
 
     // Stopped by the listener, or without a usage chunk: no tool calls run, and the usage is the
