@@ -67,6 +67,10 @@ def generate():
     excerpt = json.loads(EXCERPT.read_text())
     if excerpt["litellm"] != version():
         sys.exit(f"{EXCERPT.name} is LiteLLM {excerpt['litellm']}'s, the pin {version()}: run `python3 infra/prices.py --update`")
+    keys = [key for section in ("litellm", "own", "routes") for key in table[section]]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        sys.exit(f"priced twice in {TABLE.name}: {twice}")
     out = {}
     for key, name in table["litellm"].items():
         entry = excerpt["entries"].get(name)
@@ -87,27 +91,24 @@ def generate():
         if target not in out:
             sys.exit(f"{key}: routes to {target}, which the table does not price")
         out[key] = dict(out[target], source=f"{out[target]['source']}, passed through by {key.split('/')[0]}")
-    overlap = set(table["litellm"]) & set(table["own"]) | set(table["routes"]) & (set(table["litellm"]) | set(table["own"]))
-    if overlap:
-        sys.exit(f"priced twice in {TABLE.name}: {sorted(overlap)}")
     lines = [f"  {json.dumps(k, ensure_ascii=False)}: {json.dumps(out[k], ensure_ascii=False)}" for k in sorted(out)]
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def main():
     args = sys.argv[1:]
+    if args not in ([], ["--check"], ["--update"]):
+        sys.exit("usage: python3 infra/prices.py [--check | --update]")
     if args == ["--update"]:
         update()
     text = generate()
+    models = f"{OUTPUT.relative_to(ROOT)}: {len(json.loads(text))} models"
     if args == ["--check"]:
         if OUTPUT.read_text() != text:
             sys.exit(f"{OUTPUT.relative_to(ROOT)} is not what infra/prices/ gives: run `python3 infra/prices.py`")
-        print(f"{OUTPUT.relative_to(ROOT)}: {text.count(chr(10)) - 2} models, as infra/prices/ gives")
+        print(f"{models}, as infra/prices/ gives")
         return
-    if args not in ([], ["--update"]):
-        sys.exit("usage: python3 infra/prices.py [--check | --update]")
     OUTPUT.write_text(text)
-    print(f"{OUTPUT.relative_to(ROOT)}: {text.count(chr(10)) - 2} models")
-
+    print(models)
 
 main()

@@ -431,43 +431,46 @@ print(f"settings reach the live alias: {len(pairs)} of {len(reads)} function/par
       f"a configuration publish a version ({len(base['configurations'])} aliased functions, "
       f"{len(template['Parameters'])} parameters tried)")
 
-# Lambda refuses a function whose environment is over 4 KB: every string parameter at its
-# longest (MaxLength, else its default; Prices as JSON entries, whose quotes count twice once
-# escaped), with either embedder and with every key secret named, keeps each function's
-# variables, as compact JSON, under it. Prices is the one meant to grow.
-def longest(spec):
-    if spec.get("Type") == "String" and "MaxLength" in spec:
-        entry = '"p/m-0000": {"input_per_1k_usd": 0.000001, "output_per_1k_usd": 0.000001}, '
-        return ("{" + entry * 100)[: int(spec["MaxLength"])] if spec.get("AllowedPattern") == "^[ -~]*$" \
-            else "x" * int(spec["MaxLength"])
-    return None
+# Each deployed function's variables with every key secret named and every string parameter at
+# its longest (MaxLength, else its default; Prices as JSON entries, whose quotes count twice once
+# escaped), with either embedder: every variable any configuration sets appears here (none is
+# set only without a key).
+def longest(name, spec):
+    if spec.get("Type") != "String" or "MaxLength" not in spec:
+        return None
+    entry = '"p/m-0000": {"input_per_1k_usd": 0.000001, "output_per_1k_usd": 0.000001}, '
+    return ("{" + entry * 100 if name == "Prices" else "x" * 10000)[: int(spec["MaxLength"])]
 
 
-largest = {}
+environments = []
 for embedder in ("bundled", "api"):
     filled = {**baseline_overrides, "Embedder": embedder}
     for name, spec in template["Parameters"].items():
         if name.endswith("Secret"):
             filled[name] = "research/" + "k" * 40
-        elif longest(spec) is not None:
-            filled[name] = longest(spec)
+        elif longest(name, spec) is not None:
+            filled[name] = longest(name, spec)
     sized, given = transformed(filled)
     for function, r in sized.items():
-        if r["Type"] != "AWS::Lambda::Function" or not r["deployed"]:
-            continue
-        variables = resolve(r["Properties"].get("Environment", {}).get("Variables", {}), given, deployed_conditions, {})
-        size = len(json.dumps({k: str(v) for k, v in variables.items()}, separators=(",", ":")).encode())
-        largest[function] = max(size, largest.get(function, 0))
-        if size > 4096:
-            failed.append(f"{function}: its environment is {size} bytes with Embedder={embedder} and the longest "
-                          f"parameters; Lambda refuses over 4096")
+        if r["Type"] == "AWS::Lambda::Function" and r["deployed"]:
+            variables = resolve(r["Properties"].get("Environment", {}).get("Variables", {}), given, deployed_conditions, {})
+            environments.append((embedder, function, variables))
+
+# Lambda refuses a function whose environment, as compact JSON, is over 4 KB: Prices is the one
+# meant to grow.
+largest = {}
+for embedder, function, variables in environments:
+    size = len(json.dumps({k: str(v) for k, v in variables.items()}, separators=(",", ":")).encode())
+    largest[function] = max(size, largest.get(function, 0))
+    if size > 4096:
+        failed.append(f"{function}: its environment is {size} bytes with Embedder={embedder} and the longest "
+                      f"parameters; Lambda refuses over 4096")
 name, size = max(largest.items(), key=lambda item: item[1])
 print(f"environments at the longest parameters: at most {size} of Lambda's 4096 bytes ({name})")
 
 # Every variable the template gives a function is documented in docs/configuration.md with
 # that function among its readers ("all" and "every function" name them all); a variable every
-# function is given (Globals, so that all see the same data) names the ones that read it. Tried
-# with either embedder, without keys and with every key named.
+# function is given (Globals, so that all see the same data) names the ones that read it.
 FUNCTIONS = {"search", "research", "rag-search", "assistant", "index-activity", "backfill", "cost-report"}
 readers = {}
 for line in open("docs/configuration.md", encoding="utf-8"):
@@ -478,15 +481,11 @@ for line in open("docs/configuration.md", encoding="utf-8"):
             named = {f for f in FUNCTIONS if re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)}
             readers[variable] = FUNCTIONS if text.startswith(("all", "every function")) else named
 everyone = set(template["Globals"]["Function"]["Environment"]["Variables"])
-all_keys = {name: f"research/{name}" for name in secret_parameters}
 given_to = {}
-for embedder, keys in (("bundled", {}), ("api", all_keys)):
-    sized, values = transformed({**baseline_overrides, **keys, "Embedder": embedder})
-    for name, r in sized.items():
-        if r["Type"] == "AWS::Lambda::Function" and kebab(name) in FUNCTIONS:
-            variables = resolve(r["Properties"].get("Environment", {}).get("Variables", {}), values, deployed_conditions, {})
-            for variable in variables:
-                given_to.setdefault(variable, set()).add(kebab(name))
+for _, function, variables in environments:
+    if kebab(function) in FUNCTIONS:
+        for variable in variables:
+            given_to.setdefault(variable, set()).add(kebab(function))
 undocumented = 0
 for variable, functions in sorted(given_to.items()):
     unlisted = set() if variable in everyone else functions - readers.get(variable, set())

@@ -101,16 +101,6 @@ impl PriceTable {
         Ok(table)
     }
 
-    /// How many models the table prices.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether the table prices no model.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// Whether `provider/model` has a price.
     pub fn prices(&self, provider: &str, model: &str) -> bool {
         self.0.contains_key(&format!("{provider}/{model}"))
@@ -194,7 +184,7 @@ mod tests {
     #[test]
     fn every_built_in_entry_says_where_its_price_comes_from() {
         let t = PriceTable::default();
-        assert!(t.len() >= 50, "{} models", t.len());
+        assert!(t.0.len() >= 50, "{} models", t.0.len());
         for (key, p) in &t.0 {
             assert!(p.source.as_deref().is_some_and(|s| s.len() > 10), "{key} has no source");
             assert!(p.as_of.as_deref().is_some_and(|d| d.len() == 10 && d.starts_with("20")), "{key} has no date");

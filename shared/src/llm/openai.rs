@@ -66,6 +66,39 @@ impl OpenAiCompatible {
         }
         body
     }
+
+    /// `stream: true` with `stream_options.include_usage`: server-sent `data:` chunks, then
+    /// `data: [DONE]`. Comment lines (OpenRouter's `: OPENROUTER PROCESSING`) are skipped.
+    async fn stream(&self, request: &ChatRequest, text: TextSink<'_>) -> Result<ChatReply, ProviderError> {
+        let mut body = Self::request_body(request);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let mut response = self.http.post_streaming(&self.endpoint, &self.key, &body).await?;
+        let (mut assembly, mut buffer) = (Assembly::default(), Vec::<u8>::new());
+        loop {
+            let Some(bytes) = response.chunk().await.map_err(|e| self.http.transport(&e))? else {
+                return match assembly.finished {
+                    true => Ok(assembly.finish(request, false)),
+                    false => Err(ProviderError::Malformed("the stream ended before the reply finished".into())),
+                };
+            };
+            buffer.extend_from_slice(&bytes);
+            while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line);
+                let Some(data) = line.trim_end().strip_prefix("data:").map(str::trim) else { continue };
+                if data == "[DONE]" {
+                    return Ok(assembly.finish(request, false));
+                }
+                if let Some(delta) = assembly.take(data)?
+                    && !text(&delta)
+                {
+                    // Dropping the response closes the connection: the model stops.
+                    return Ok(assembly.finish(request, true));
+                }
+            }
+        }
+    }
 }
 
 /// Reads a chat-completions reply: the first choice's content and tool calls, and usage.
@@ -217,37 +250,8 @@ impl ChatModel for OpenAiCompatible {
         Ok(priced_by(&self.provider, reply))
     }
 
-    /// `stream: true` with `stream_options.include_usage`: server-sent `data:` chunks, then
-    /// `data: [DONE]`. Comment lines (OpenRouter's `: OPENROUTER PROCESSING`) are skipped.
     async fn chat_streaming(&self, request: &ChatRequest, text: TextSink<'_>) -> Result<ChatReply, ProviderError> {
-        let mut body = Self::request_body(request);
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true});
-        let mut response = self.http.post_streaming(&self.endpoint, &self.key, &body).await?;
-        let (mut assembly, mut buffer) = (Assembly::default(), Vec::<u8>::new());
-        loop {
-            let Some(bytes) = response.chunk().await.map_err(|e| self.http.transport(&e))? else {
-                return match assembly.finished {
-                    true => Ok(priced_by(&self.provider, assembly.finish(request, false))),
-                    false => Err(ProviderError::Malformed("the stream ended before the reply finished".into())),
-                };
-            };
-            buffer.extend_from_slice(&bytes);
-            while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = buffer.drain(..=end).collect();
-                let line = String::from_utf8_lossy(&line);
-                let Some(data) = line.trim_end().strip_prefix("data:").map(str::trim) else { continue };
-                if data == "[DONE]" {
-                    return Ok(priced_by(&self.provider, assembly.finish(request, false)));
-                }
-                if let Some(delta) = assembly.take(data)?
-                    && !text(&delta)
-                {
-                    // Dropping the response closes the connection: the model stops.
-                    return Ok(priced_by(&self.provider, assembly.finish(request, true)));
-                }
-            }
-        }
+        Ok(priced_by(&self.provider, self.stream(request, text).await?))
     }
 }
 
