@@ -255,10 +255,20 @@ async fn modes_have_their_tools(kind: StoreKind) {
     assert_eq!(tool_result(&create.model_requests().await[1]), json!({"draftId": "d-1", "status": "draft"}));
     assert_eq!(r["toolCalls"], json!([{"name": "createDraft", "ok": true}]));
 
-    // Without a location, explore_nearby tells the model to ask for one.
+    // Issue 63: a message without a location searches at the user's last one, and the model is
+    // told so.
     let (_, r) = explore.chat(USER, json!({"message": "附近有什么好玩的"})).await;
-    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false}]));
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]), "{r}");
+    let sent = explore.model_requests().await;
+    let asked = &sent[sent.len() - 2];
+    assert!(asked["messages"][0]["content"].as_str().unwrap().contains("按他上次"), "{asked}");
+    assert!(tool_result(&sent[sent.len() - 1])["activities"][0]["distanceKm"].as_f64().unwrap() < 1.0);
+    // A user with no place kept: the tool needs one, says so, and the model is told to ask.
+    let (_, r) = explore.chat("u-nowhere", json!({"message": "附近有什么好玩的"})).await;
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false, "needs": "location"}]));
     assert!(r["reply"].as_str().unwrap().contains("location_unknown"), "{r}");
+    let sent = explore.model_requests().await;
+    assert!(sent[sent.len() - 2]["messages"][0]["content"].as_str().unwrap().contains("位置未知"));
 }
 
 // History across two messages: the second request carries the first exchange; another user's
@@ -521,6 +531,39 @@ async fn without_a_key_the_mock_runs_intent_and_tools(kind: StoreKind) {
     assert!(reply.starts_with("【模擬資料】") && reply.contains("白噪音读书局"), "{reply}");
     let mock: Vec<_> = h.rag.costs().await.into_iter().filter(|c| c.kind == CallKind::Llm).collect();
     assert!(!mock.is_empty() && mock.iter().all(|c| c.agent == "assistant" && c.mock && c.cost_usd == 0.0));
+}
+
+// Issue 63, the keyless default: a wish with no location and none kept is answered with a
+// question for it (never "nothing found"), the SSE `tool` event says what the tool needs; a
+// location sent once is used next time, and once the user deletes it, asked for again.
+async fn the_mock_asks_where_the_user_is_and_uses_the_last_place(kind: StoreKind) {
+    let h = ChatHarness::new(kind, Chat::default()).await;
+    index_catalogue(&h).await;
+    let (status, r) = h.chat(USER, json!({"message": "附近有什么安静的活动"})).await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false, "needs": "location"}]));
+    let reply = r["reply"].as_str().unwrap();
+    assert!(reply.contains("需要知道你在哪里") && !reply.contains("没有找到"), "{reply}");
+    let (_, _, text) = h.send(Some(USER), &json!({"message": "附近有什么安静的活动"}), true).await;
+    assert!(
+        text.contains("event: tool\ndata: {\"name\":\"explore_nearby\",\"ok\":false,\"needs\":\"location\"}"),
+        "{text}"
+    );
+
+    let here = json!({"message": "附近有什么安静的活动", "location": {"lat": HERE.0, "lng": HERE.1}});
+    let (_, r) = h.chat(USER, here).await;
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]));
+    // (Its 30 days are the unit test's: shared::activities::whereabouts.)
+    h.rag.clock.advance(chrono::Duration::hours(1));
+    let (_, r) = h.chat(USER, json!({"message": "附近有什么安静的活动"})).await;
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]), "the last place, an hour on");
+    assert!(r["reply"].as_str().unwrap().contains("白噪音读书局"), "{r}");
+
+    let places = h.rag.rag.retrieval.whereabouts();
+    assert_eq!(places.view(USER).await.unwrap()["last"]["lat"], json!(HERE.0));
+    places.forget(USER).await.unwrap();
+    let (_, r) = h.chat(USER, json!({"message": "附近有什么安静的活动"})).await;
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false, "needs": "location"}]));
 }
 
 // Who may call, and bad input: no token is 401, and so is a backend's signature (not a user); a
@@ -1020,6 +1063,7 @@ on_both_stores!(
     stated_preferences_are_remembered,
     sse_events_come_in_order,
     without_a_key_the_mock_runs_intent_and_tools,
+    the_mock_asks_where_the_user_is_and_uses_the_last_place,
     only_a_user_may_chat_and_bad_input_changes_nothing,
     reading_a_conversation_takes_the_users_quota,
 );

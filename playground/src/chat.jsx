@@ -28,11 +28,16 @@ export function Chat({ chatUrl, token, conversationId, onNewConversation }) {
 function Conversation({ chatUrl, token, id, history }) {
   const [mode, setMode] = useState('');
   const [text, setText] = useState('');
+  const [share, setShare] = useState(true);
+  const sharing = useRef(share);
+  sharing.current = share;
   // #region use-chat
   const transport = useMemo(() => new DefaultChatTransport({
     api: chatUrl, // the stack's AssistantUrl + 'chat'; locally http://127.0.0.1:8787/chat
     headers: () => ({ Authorization: `Bearer ${token}` }), // read again on every request
-    body: () => ({ location: SHANGHAI }), // optional: where the user is, for what is nearby
+    // Optional: where the user is, for what is nearby (without it, the last one sent or the
+    // one they saved; with neither, the assistant asks).
+    body: () => (sharing.current ? { location: SHANGHAI } : {}),
   }), [chatUrl, token]);
   const { messages, sendMessage, addToolApprovalResponse, status, error, stop } = useChat({
     id, // the conversation: the server keeps its turns under this id
@@ -65,6 +70,9 @@ function Conversation({ chatUrl, token, id, history }) {
         <select value={mode} onChange={(e) => setMode(e.target.value)} title="mode">
           {MODES.map((m) => <option key={m} value={m}>{m || 'auto mode'}</option>)}
         </select>
+        <label className="muted" title="send the location with each message">
+          <input type="checkbox" checked={share} onChange={(e) => setShare(e.target.checked)} data-testid="share-location" /> location
+        </label>
         <input value={text} onChange={(e) => setText(e.target.value)} placeholder="周末有什么轻松的活动？ / cancel my Saturday activity" />
         {busy ? <button type="button" onClick={stop}>stop</button> : <button type="submit">send</button>}
       </form>
@@ -90,6 +98,10 @@ function Part({ part, message, answer }) {
   if (part.type === 'source-url') return <p className="muted">source: <a href={part.url} target="_blank" rel="noreferrer">{part.title || part.url}</a></p>;
   if (part.type.startsWith('tool-')) {
     if (part.state === 'approval-requested') return <ApprovalCard part={part} message={message} answer={answer} />;
+    if (part.state === 'output-available' && part.output?.error === 'location_unknown') {
+      // Nothing was searched: the tool needs to know where the user is.
+      return <p className="tool" data-testid="needs-location">tool <b>{part.type.slice(5)}</b> · needs a location: say where you are, or tick "location"</p>;
+    }
     return (
       <div className="tool" data-testid="tool">
         tool <b>{part.type.slice(5)}</b> · {part.state}

@@ -55,11 +55,24 @@ test('a newcomer signs in, chats, approves, researches across a dropped stream, 
   await page.click('button:has-text("sign in")');
   await page.waitForSelector('text=signed in as');
 
-  // Chat: the reply streams in, with its mode and how it was chosen.
+  // Issue 63: with no location sent and none kept, the tool needs one: the page says so (not
+  // "nothing found"), and the reply asks where the user is.
   const messages = page.locator('[data-testid=messages]');
+  await page.uncheck('[data-testid=share-location]');
+  await page.fill('input[placeholder]', '附近有什么安静的活动');
+  await page.click('button:text-is("send")');
+  const needs = messages.locator('[data-testid=needs-location]');
+  await needs.waitFor({ timeout: 60_000 });
+  assert.match(await needs.innerText(), /needs a location/);
+  const asked = messages.locator('.message.assistant').first();
+  await asked.locator('p', { hasText: '需要知道你在哪里' }).waitFor({ timeout: 60_000 });
+  assert.ok(!(await asked.innerText()).includes('没有找到'), 'never "nothing found"');
+  await page.check('[data-testid=share-location]');
+
+  // Chat: the reply streams in, with its mode and how it was chosen.
   await page.fill('input[placeholder]', '周末有什么轻松的户外活动？');
   await page.click('button:text-is("send")');
-  const reply = messages.locator('.message.assistant').first();
+  const reply = messages.locator('.message.assistant').nth(1);
   await reply.locator('p', { hasText: '模擬' }).first().waitFor({ timeout: 60_000 });
   assert.match(await reply.innerText(), /mode [A-Z]+/, 'the mode is shown');
   assert.match(await reply.innerText(), /chosen by/, 'and how it was chosen');

@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use axum::routing::{post, put};
+use axum::routing::{get, post, put};
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::Retrieval;
 use shared::compose::Config;
@@ -77,6 +77,7 @@ pub fn routes(app: Arc<App>) -> Router {
             .route("/users/{userId}/feedback", post(feedback))
             .route("/backend/users/{userId}/feedback", post(backend_feedback))
             .route("/users/{userId}/preferences", put(preferences))
+            .route("/users/{userId}/location", get(location).put(save_location).delete(forget_location))
             .route("/rag/search", post(search))
             // `exploreNearby` is the name seed 004's clients registered.
             .route("/tools/explore_nearby", post(explore_nearby))
@@ -104,6 +105,27 @@ async fn preferences(app: State, caller: User, Id(user): Id, invocation: Invocat
     // The preferences are embedded: counted, and spent, like a search.
     let set = app.quota.serve(&user, app.retrieval.set_preferences(&user, &body, &invocation.request_id)).await?;
     Ok(http::with_budget_left(http::json(200, &set), app.quota.budget_left(&user).await))
+}
+
+/// The places the assistant searches from when a message gives none (the user's last and
+/// saved ones): the user's own to see, set and delete.
+async fn location(app: State, caller: User, Id(user): Id) -> Result<Response> {
+    let user = path_user(user)?;
+    caller.acting_as(&user)?;
+    Ok(http::json(200, &app.retrieval.whereabouts().view(&user).await?))
+}
+
+async fn save_location(app: State, caller: User, Id(user): Id, body: Body) -> Result<Response> {
+    let user = path_user(user)?;
+    caller.acting_as(&user)?;
+    Ok(http::json(200, &app.retrieval.whereabouts().save(&user, &json_object(&body)?).await?))
+}
+
+async fn forget_location(app: State, caller: User, Id(user): Id) -> Result<Response> {
+    let user = path_user(user)?;
+    caller.acting_as(&user)?;
+    app.retrieval.whereabouts().forget(&user).await?;
+    Ok(http::json(200, &app.retrieval.whereabouts().view(&user).await?))
 }
 
 async fn search(app: State, user: User, invocation: Invocation, body: Body) -> Result<Response> {

@@ -115,6 +115,11 @@ impl Interests {
                   "satisfiedActivities": recent.len(), "interestVectors": kept}))
     }
 
+    /// The user's kept places (`USER#<id>` / `LOCATION#...`), in the same store.
+    pub fn whereabouts(&self) -> crate::activities::whereabouts::Whereabouts {
+        crate::activities::whereabouts::Whereabouts::new(Arc::clone(&self.records), Arc::clone(&self.clock))
+    }
+
     /// Stores preferences and, when given, their vector.
     pub async fn set_preferences(&self, user: &str, preferences: &Value, vector: Option<&[f32]>) -> Result<()> {
         // A revision no merge read before: a `remember` running meanwhile reads again.

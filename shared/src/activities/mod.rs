@@ -1,7 +1,7 @@
 //! Activity recommendations (seed 004), served by `index-activity`, `rag-search` and `backfill`:
 //! the activity model and its vibe vocabulary, time wishes in queries, what a wish wants
 //! ([`wish`]), indexing, retrieval and
-//! its ranking maths, user interests, match reasons, the backfill, and the two ports with their
+//! its ranking maths, user interests and whereabouts, match reasons, the backfill, and the two ports with their
 //! adapters: the vector index (Qdrant Edge in process, the Qdrant server) and the embedder
 //! (bundled multilingual-e5-small, any OpenAI-compatible API).
 
@@ -27,4 +27,6 @@ pub mod retrieval;
 pub mod settings;
 pub mod vibes;
 pub mod when;
+#[cfg(feature = "vector-index")]
+pub mod whereabouts;
 pub mod wish;

@@ -44,12 +44,19 @@ pub fn as_data(name: &str, result: &str) -> String {
     json!({"tool": name, "data": data, "truncated": truncated, "note": DATA_NOTE}).to_string()
 }
 
-/// A tool call as the answer lists it.
+/// A tool call as the answer lists it: `{name, ok, needs?}`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ToolUse {
     pub name: String,
     pub ok: bool,
+    /// What the call could not run without, to ask the user for: `location` (`explore_nearby`
+    /// with no place in the message and none kept). Not a failure of the tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
 }
+
+/// The error code of a call that needs the user's location.
+pub const LOCATION_UNKNOWN: &str = "location_unknown";
 
 /// A web source the reply may cite.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -103,7 +110,10 @@ impl Toolbox<'_> {
             args.insert("lng".into(), json!(lng));
         }
         if !args.contains_key("lat") {
-            return error_string("location_unknown", "the user's location is unknown: ask where they are");
+            return error_string(
+                LOCATION_UNKNOWN,
+                "the user's location is unknown and none is kept: ask which city or area they are in",
+            );
         }
         args.entry("radiusInKm").or_insert(json!(DEFAULT_RADIUS_KM));
         let mut request = match SearchRequest::from_tool_arguments(&arguments) {
@@ -189,7 +199,7 @@ impl Toolbox<'_> {
         // The client has the call already (its input, the approval asked): only the outcome is new.
         let call = &taken.pending;
         if !taken.approved {
-            let used = ToolUse { name: call.tool.clone(), ok: false };
+            let used = ToolUse { name: call.tool.clone(), ok: false, needs: None };
             let _ = self.events.send(Event::Denied { id: call.tool_call_id.clone(), used: used.clone() });
             self.used.lock().expect("not poisoned").push(used);
             let declined = json!({"status": "declined", "message": "The user declined: nothing ran."});
@@ -211,7 +221,9 @@ impl Toolbox<'_> {
     /// it succeeded.
     fn told(&self, id: &str, name: &str, result: &str) -> bool {
         let output = serde_json::from_str::<Value>(result).unwrap_or_else(|_| Value::String(result.to_owned()));
-        let used = ToolUse { name: name.to_owned(), ok: output.get("error").is_none() };
+        let error = output.get("error").and_then(Value::as_str);
+        let needs = (error == Some(LOCATION_UNKNOWN)).then(|| "location".to_owned());
+        let used = ToolUse { name: name.to_owned(), ok: output.get("error").is_none(), needs };
         let _ = self.events.send(Event::Tool { id: id.to_owned(), used: used.clone(), output });
         let ok = used.ok;
         self.used.lock().expect("not poisoned").push(used);

@@ -317,7 +317,7 @@ mod tests {
         let mut data = encoder.chunks(&Event::Approval(pending));
         data.extend(encoder.chunks(&Event::Denied {
             id: "call-r-0".into(),
-            used: ToolUse { name: "cancelActivity".into(), ok: false },
+            used: ToolUse { name: "cancelActivity".into(), ok: false, needs: None },
         }));
         let chunks: Vec<Value> = data.iter().map(|d| serde_json::from_str(d).unwrap()).collect();
         assert_eq!(
@@ -343,7 +343,7 @@ mod tests {
             Event::ToolStarted { id: "call-0".into(), name: "search_web".into(), input: json!({"query": "q"}) },
             Event::Tool {
                 id: "call-0".into(),
-                used: ToolUse { name: "search_web".into(), ok: true },
+                used: ToolUse { name: "search_web".into(), ok: true, needs: None },
                 output: json!([]),
             },
             Event::Text("!".into()),

@@ -105,7 +105,8 @@ impl ChatModel for MockLlm {
 }
 
 /// A free-text conversation (the assistant): the newest message first gets one call of the
-/// first tool offered, if any, then an answer that names what the tool found.
+/// first tool offered, if any, then an answer that names what the tool found, or says what it
+/// needs (the user's location: `location_unknown`) or that it could not run.
 fn converse(request: &ChatRequest) -> ChatReply {
     let last_user = request.messages.iter().rposition(|m| matches!(m, Message::User(_))).unwrap_or(0);
     let asked = match &request.messages[last_user] {
@@ -125,13 +126,17 @@ fn converse(request: &ChatRequest) -> ChatReply {
         let call = ToolCall { id: "mock-call-1".into(), name: tool.name.clone(), arguments: arguments.to_string() };
         return ChatReply { tool_calls: vec![call], ..ChatReply::default() };
     }
-    let found: Vec<String> = results
+    // A tool's result arrives as `{tool, data, ...}` (data, not instructions).
+    let data: Vec<serde_json::Value> = results
         .iter()
         .filter_map(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+        .map(|v| v.get("data").cloned().unwrap_or(v))
+        .collect();
+    let failed = data.iter().find_map(|v| v.get("error")?.as_str());
+    let found: Vec<String> = data
+        .iter()
         .flat_map(|v| {
-            // A tool's result arrives as `{tool, data, ...}` (data, not instructions).
-            let v = v.get("data").cloned().unwrap_or(v);
-            let items = v.get("activities").cloned().unwrap_or(v);
+            let items = v.get("activities").unwrap_or(v);
             items.as_array().cloned().unwrap_or_default()
         })
         .filter_map(|item| item.get("title")?.as_str().map(str::to_owned))
@@ -139,6 +144,14 @@ fn converse(request: &ChatRequest) -> ChatReply {
         .collect();
     let content = if results.is_empty() {
         format!("{LABEL}收到：「{asked}」。设置 LLM_API_KEY 可获得真实回答。")
+    } else if found.is_empty() && failed == Some("location_unknown") {
+        // Not "nothing found": nothing was searched.
+        format!(
+            "{LABEL}要找你附近的活动，需要知道你在哪里：告诉我你在哪个城市或区域，或在 App 里开启定位。\
+             设置 LLM_API_KEY 可获得真实回答。"
+        )
+    } else if let Some(code) = failed.filter(|_| found.is_empty()) {
+        format!("{LABEL}关于「{asked}」，工具这次没能运行（{code}）。设置 LLM_API_KEY 可获得真实回答。")
     } else if found.is_empty() {
         format!("{LABEL}关于「{asked}」，工具没有找到结果。设置 LLM_API_KEY 可获得真实回答。")
     } else {

@@ -33,6 +33,11 @@ impl Retrieval {
         Ok(out)
     }
 
+    /// Where `user` was and what place they saved ([`crate::activities::whereabouts`]).
+    pub fn whereabouts(&self) -> crate::activities::whereabouts::Whereabouts {
+        self.interests.whereabouts()
+    }
+
     /// The preferences `user` stated in conversation.
     pub async fn stated_preferences(&self, user: &str) -> Result<Vec<Stated>> {
         let profile = self.interests.preferences(user).await?;
