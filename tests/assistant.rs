@@ -559,8 +559,13 @@ async fn the_mock_asks_where_the_user_is_and_uses_the_last_place(kind: StoreKind
     assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]), "the last place, an hour on");
     assert!(r["reply"].as_str().unwrap().contains("白噪音读书局"), "{r}");
 
+    // `location: null`: the client says not to locate the user, not even at a kept place.
+    let (_, r) = h.chat(USER, json!({"message": "附近有什么安静的活动", "location": null})).await;
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false, "needs": "location"}]));
+
     let places = h.rag.rag.retrieval.whereabouts();
-    assert_eq!(places.view(USER).await.unwrap()["last"]["lat"], json!(HERE.0));
+    let kept = places.view(USER).await.unwrap();
+    assert_eq!(kept["last"]["lat"], json!((HERE.0 * 1000.0).round() / 1000.0), "kept to 3 decimals: {kept}");
     places.forget(USER).await.unwrap();
     let (_, r) = h.chat(USER, json!({"message": "附近有什么安静的活动"})).await;
     assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false, "needs": "location"}]));

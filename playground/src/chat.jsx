@@ -35,9 +35,9 @@ function Conversation({ chatUrl, token, id, history }) {
   const transport = useMemo(() => new DefaultChatTransport({
     api: chatUrl, // the stack's AssistantUrl + 'chat'; locally http://127.0.0.1:8787/chat
     headers: () => ({ Authorization: `Bearer ${token}` }), // read again on every request
-    // Optional: where the user is, for what is nearby (without it, the last one sent or the
-    // one they saved; with neither, the assistant asks).
-    body: () => (sharing.current ? { location: SHANGHAI } : {}),
+    // Optional: where the user is, for what is nearby. Absent: the last one sent or the one
+    // they saved; null: none (the assistant asks).
+    body: () => ({ location: sharing.current ? SHANGHAI : null }),
   }), [chatUrl, token]);
   const { messages, sendMessage, addToolApprovalResponse, status, error, stop } = useChat({
     id, // the conversation: the server keeps its turns under this id

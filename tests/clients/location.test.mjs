@@ -68,7 +68,9 @@ test('a location sent once is the next message\'s, seen and deleted by the user'
   assert.ok(first.output.activities.length > 0, JSON.stringify(first.output));
   const kept = await places(user);
   assert.equal(kept.status, 200);
-  assert.deepEqual([kept.body.last.lat, kept.body.last.lng], [QIBAO.lat, QIBAO.lng]);
+  // Kept to 3 decimals (about 100 m).
+  assert.ok(Math.abs(kept.body.last.lat - QIBAO.lat) <= 0.0005 && Math.abs(kept.body.last.lng - QIBAO.lng) <= 0.0005, JSON.stringify(kept.body));
+  assert.equal(Math.round(kept.body.last.lat * 1000) / 1000, kept.body.last.lat, 'no finer than 3 decimals');
   assert.ok(Date.parse(kept.body.last.expiresAt) > Date.now() + 29 * 86_400_000, 'kept 30 days');
 
   const again = await chat(user, WISH);
@@ -80,6 +82,10 @@ test('a location sent once is the next message\'s, seen and deleted by the user'
     headers: { authorization: `Bearer ${issuer.token({ sub: 'u-other' })}` },
   });
   assert.equal(theirs.status, 403, 'another user may not read them');
+  // `location: null`: not located at all, not even at the kept place.
+  const declined = await chat(user, WISH, { location: null });
+  assert.equal(declined.output.error, 'location_unknown', JSON.stringify(declined.output));
+
   const forgotten = await places(user, 'DELETE');
   assert.deepEqual([forgotten.status, forgotten.body.last, forgotten.body.saved], [200, null, null]);
   assert.equal((await chat(user, WISH)).output.error, 'location_unknown', 'forgotten: asked again');

@@ -3,7 +3,9 @@
 //!
 //! Routes: `POST /users/{userId}/feedback` (`{activityId, satisfied}`), `PUT
 //! /users/{userId}/preferences` (`{tags?, vibes?, text?}`), then a search with `userId` is
-//! boosted by MaxSim over the user's kept vectors (`shared::activities::interests`). Those three act as a
+//! boosted by MaxSim over the user's kept vectors (`shared::activities::interests`);
+//! `GET`, `PUT` (`{lat, lng, label?}`) and `DELETE /users/{userId}/location`, the places the
+//! assistant searches from (`shared::activities::whereabouts`). Those act as a
 //! user: only the user the JWT authorizer verified (`shared::http::auth::Users`; 401 without a token,
 //! 403 as anyone else); `POST /backend/users/{userId}/feedback` is the same feedback from the
 //! app's backend, which knows who attended (SigV4, for any user);

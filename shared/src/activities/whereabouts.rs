@@ -7,9 +7,13 @@
 //! - `LOCATION#saved`: a place they saved (`{lat, lng, label?}`, e.g. their city), kept until
 //!   they delete it.
 //!
-//! The last place wins over the saved one. `DELETE` forgets both at once: each is overwritten
-//! with nothing in it and expired (no coordinates stay readable; the TTL removes the items),
-//! since no function may `DeleteItem`.
+//! The last place wins over the saved one; a last place is kept to 3 decimals (about 100 m).
+//! `DELETE` forgets both at once: each is overwritten with nothing in it and expired, since no
+//! function may `DeleteItem`, so no read returns them. What stays elsewhere: DynamoDB's TTL
+//! removes expired items within days, and the table's point-in-time recovery keeps earlier
+//! versions 35 days (docs/operations.md, the records table).
+//!
+//! A place the user gives is theirs, and never logged.
 
 use std::sync::Arc;
 
@@ -59,6 +63,13 @@ fn pk(user: &str) -> String {
     format!("USER#{user}")
 }
 
+/// A character that does not print as itself: controls, line and paragraph separators,
+/// zero-width and bidirectional marks (what could hide text from the user who reads a label).
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
 impl Whereabouts {
     pub fn new(records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>) -> Self {
         Self { records, clock }
@@ -75,10 +86,11 @@ impl Whereabouts {
         Ok(None)
     }
 
-    /// Keeps `(lat, lng)`, sent with `user`'s chat message, as their last place.
+    /// Keeps `(lat, lng)`, sent with `user`'s chat message, as their last place (to 3 decimals).
     pub async fn keep_last(&self, user: &str, lat: f64, lng: f64) -> Result<()> {
         let expires = self.clock.now().timestamp() + LAST_KEPT_DAYS * 86_400;
-        self.write(user, LAST, &Place { lat, lng, label: None }, Some(expires)).await
+        let round = |x: f64| (x * 1000.0).round() / 1000.0;
+        self.write(user, LAST, &Place { lat: round(lat), lng: round(lng), label: None }, Some(expires)).await
     }
 
     /// `PUT /users/{userId}/location`: saves `{lat, lng, label?}` (checked: a 400 names the
@@ -86,12 +98,18 @@ impl Whereabouts {
     pub async fn save(&self, user: &str, body: &Value) -> Result<Value> {
         crate::core::validate::user_id(user)?;
         let place: Place = crate::core::json::typed(body, "invalid_location")?;
-        if !(-90.0..=90.0).contains(&place.lat) || !(-180.0..=180.0).contains(&place.lng) {
-            return Err(Error::invalid("invalid_location", "lat -90..90 and lng -180..180"));
+        if !(-90.0..=90.0).contains(&place.lat) {
+            return Err(Error::invalid("invalid_location", "lat: -90..90"));
+        }
+        if !(-180.0..=180.0).contains(&place.lng) {
+            return Err(Error::invalid("invalid_location", "lng: -180..180"));
         }
         let label = place.label.as_deref().map(str::trim);
-        if label.is_some_and(|l| l.is_empty() || l.chars().count() > LABEL_CHARS || l.chars().any(char::is_control)) {
-            return Err(Error::invalid("invalid_location", format!("label: 1 to {LABEL_CHARS} characters")));
+        if label.is_some_and(|l| l.is_empty() || l.chars().count() > LABEL_CHARS || l.chars().any(unprintable)) {
+            return Err(Error::invalid(
+                "invalid_location",
+                format!("label: 1 to {LABEL_CHARS} printable characters (no controls, line or bidi marks)"),
+            ));
         }
         let place = Place { label: label.map(str::to_owned), ..place };
         self.write(user, SAVED, &place, None).await?;
@@ -166,10 +184,10 @@ mod tests {
         w.save("u1", &json!({"lat": 31.23, "lng": 121.47, "label": " 上海 "})).await.unwrap();
         let (place, kind, _) = w.known("u1").await.unwrap().unwrap();
         assert_eq!((place.label.as_deref(), kind), (Some("上海"), Kind::Saved));
-        w.keep_last("u1", 31.16, 121.35).await.unwrap();
+        w.keep_last("u1", 31.16049, 121.35051).await.unwrap();
         assert_eq!(w.known("u1").await.unwrap().unwrap().1, Kind::Last);
         let shown = w.view("u1").await.unwrap();
-        assert_eq!(shown["last"]["lat"], json!(31.16));
+        assert_eq!((&shown["last"]["lat"], &shown["last"]["lng"]), (&json!(31.16), &json!(121.351)), "to 3 decimals");
         assert_eq!(shown["last"]["expiresAt"], json!("2026-12-29T08:00:00+00:00"));
         assert_eq!(shown["saved"]["label"], json!("上海"));
         assert!(shown["saved"].get("expiresAt").is_none(), "a saved place is kept until deleted");
@@ -188,7 +206,9 @@ mod tests {
             (json!({"lat": 91, "lng": 0}), "lat"),
             (json!({"lat": "x", "lng": 0}), "lat"),
             (json!({"lng": 0}), "lat"),
+            (json!({"lat": 1, "lng": 200}), "lng"),
             (json!({"lat": 1, "lng": 2, "label": ""}), "label"),
+            (json!({"lat": 1, "lng": 2, "label": "上海\u{202E}"}), "label"),
             (json!({"lat": 1, "lng": 2, "city": "x"}), "city"),
         ] {
             let e = w.save("u1", &body).await.unwrap_err();

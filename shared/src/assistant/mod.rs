@@ -2,15 +2,14 @@
 //! bundle serves, in five steps per message, with one model and no fan-out of agents:
 //!
 //! 1. **context**: the conversation's newest turns ([`history`]), the user's stated
-//!    preferences, their location (the message's, else their last or saved one:
-//!    [`whereabouts`]) and the time;
+//!    preferences, their location (the message's, kept as their last; without one, in EXPLORE,
+//!    their last or saved one: [`crate::activities::whereabouts`]) and the time;
 //! 2. **intent**: the mode, decided locally ([`intent`]);
 //! 3. **mode**: its prompt and its tools ([`tools`]: `explore_nearby`, `search_web`, the app's);
 //! 4. **model**: the OpenAI-compatible model with those tools, a bounded tool loop, every call
 //!    budgeted and costed under the agent `assistant` (the labelled mock without a key);
-//! 5. **hooks**: the turn is stored, preferences the user stated are kept in the interest
-//!    profile rag-search personalises with ([`preferences`]), and a location the message gave
-//!    is kept as the user's last.
+//! 5. **hooks**: the turn is stored, and preferences the user stated are kept in the interest
+//!    profile rag-search personalises with ([`preferences`]).
 
 pub mod app_tools;
 pub mod approvals;
@@ -68,6 +67,9 @@ pub struct ChatInput {
     pub approval: Option<approvals::Answer>,
     pub conversation_id: Option<String>,
     pub location: Option<(f64, f64)>,
+    /// Whether the user's kept place may stand in for a missing `location` (not when the
+    /// client sent `location: null`).
+    pub kept_place: bool,
     /// The mode the client chose for this message (a button in the app), over the router's.
     pub mode: Option<Mode>,
     /// The client names its conversations (the AI SDK's chat id): an unknown one is started.
@@ -82,7 +84,9 @@ pub(crate) struct Body {
     pub(crate) message: Option<String>,
     pub(crate) approval: Option<approvals::Answer>,
     pub(crate) conversation_id: Option<String>,
-    pub(crate) location: Option<Location>,
+    /// Absent: not given; `null`: not to be used, nor a kept one.
+    #[serde(default, deserialize_with = "given")]
+    pub(crate) location: Option<Option<Location>>,
     pub(crate) mode: Option<Mode>,
 }
 
@@ -91,6 +95,13 @@ pub(crate) struct Body {
 pub(crate) struct Location {
     lat: f64,
     lng: f64,
+}
+
+/// A field that was given, `null` included (`Some(None)`); an absent one is its default `None`.
+pub(crate) fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> std::result::Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 impl ChatInput {
@@ -122,17 +133,22 @@ impl ChatInput {
         if let Some(id) = &body.conversation_id {
             history::check_id(id)?;
         }
-        let location = match body.location {
+        let kept_place = !matches!(body.location, Some(None));
+        let location = match body.location.flatten() {
             None => None,
-            Some(Location { lat, lng }) if (-90.0..=90.0).contains(&lat) && (-180.0..=180.0).contains(&lng) => {
-                Some((lat, lng))
+            Some(Location { lat, .. }) if !(-90.0..=90.0).contains(&lat) => {
+                return Err(Error::invalid("invalid_chat", "location.lat: -90..90"));
             }
-            Some(_) => return Err(Error::invalid("invalid_chat", "location: lat -90..90 and lng -180..180")),
+            Some(Location { lng, .. }) if !(-180.0..=180.0).contains(&lng) => {
+                return Err(Error::invalid("invalid_chat", "location.lng: -180..180"));
+            }
+            Some(Location { lat, lng }) => Some((lat, lng)),
         };
         Ok(Self {
             message,
             approval: body.approval,
             conversation_id: body.conversation_id,
+            kept_place,
             location,
             mode: body.mode,
             client_named: false,
@@ -281,14 +297,23 @@ impl Assistant {
             }
             None => None,
         };
-        // Personal context is a help, never a reason to fail: the stated preferences and, when
-        // the message gives no place, the user's last or saved one (read together).
-        let kept_places = self.retrieval.whereabouts();
+        // Personal context is a help, never a reason to fail: the stated preferences and the
+        // user's place, at once. A location the message gives is kept as their last now, before
+        // the model, so a DELETE of their places while it writes is not undone; without one,
+        // their last or saved place is read, for EXPLORE only.
+        let places = self.retrieval.whereabouts();
         let (stated, known) =
             tokio::join!(bounded(HOT_PATH, "stated preferences", self.retrieval.stated_preferences(user)), async {
                 match input.location {
-                    Some(_) => Ok(None),
-                    None => bounded(HOT_PATH, "the user's kept location", kept_places.known(user)).await,
+                    Some((lat, lng)) => {
+                        let kept = bounded(HOT_PATH, "keeping the user's location", places.keep_last(user, lat, lng));
+                        if let Err(e) = kept.await {
+                            tracing::warn!(request_id, error = %e, "the user's location was not kept");
+                        }
+                        Ok(None)
+                    }
+                    None if input.kept_place => bounded(HOT_PATH, "the user's kept location", places.known(user)).await,
+                    None => Ok(None),
                 }
             });
         let stated = stated.unwrap_or_default();
@@ -296,12 +321,6 @@ impl Assistant {
             tracing::warn!(request_id, error = %e, "searching without the user's kept location");
             None
         });
-        let place = match (input.location, &known) {
-            (Some(given), _) => Some(Place::Given(given)),
-            (None, Some((kept, kind, at))) => Some(Place::Kept(kept, *kind, *at)),
-            (None, None) => None,
-        };
-        let location = place.as_ref().map(Place::coordinates);
         // 2. Intent.
         let (mode, by) = match &taken {
             // The mode of the reply that asked: its tools are the ones the call needs.
@@ -313,6 +332,12 @@ impl Assistant {
         };
         tracing::info!(request_id, mode = mode.as_str(), ?by, "assistant mode");
         let _ = events.send(Event::Mode { conversation_id: conversation.clone(), mode, by });
+        let place = match (input.location, &known) {
+            (Some(given), _) => Some(Place::Given(given)),
+            (None, Some((kept, kind, at))) if mode == Mode::Explore => Some(Place::Kept(kept, *kind, *at)),
+            _ => None,
+        };
+        let location = place.as_ref().map(Place::coordinates);
         // 3. Mode: prompt and tools.
         let instructions =
             instructions(&self.persona, mode, place.as_ref(), &stated, now, self.retrieval.ranking().zone);
@@ -400,12 +425,6 @@ impl Assistant {
             tracing::error!(request_id, error = %e, "the turn was not stored");
         }
         let remembered = self.remember(user, &input.message, request_id).await;
-        if let Some((lat, lng)) = input.location {
-            let kept = bounded(HOOK_TIME, "keeping the user's location", kept_places.keep_last(user, lat, lng)).await;
-            if let Err(e) = kept {
-                tracing::warn!(request_id, error = %e, "the user's location was not kept");
-            }
-        }
         let pending_approval = toolbox.pending.into_inner().expect("not poisoned");
         let (tool_calls, sources) = (toolbox.used.into_inner(), toolbox.sources.into_inner());
         Ok(Answer {
@@ -447,6 +466,8 @@ mod tests {
     fn a_chat_body_is_checked_field_by_field() {
         let ok = ChatInput::from_json(br#"{"message": " hi ", "location": {"lat": 31.2, "lng": 121.5}}"#).unwrap();
         assert_eq!((ok.message.as_str(), ok.location, ok.mode), ("hi", Some((31.2, 121.5)), None));
+        let opted_out = ChatInput::from_json(br#"{"message": "hi", "location": null}"#).unwrap();
+        assert_eq!((opted_out.location, opted_out.kept_place, ok.kept_place), (None, false, true));
         let asked = ChatInput::from_json(br#"{"message": "hi", "mode": "CREATE"}"#).unwrap();
         assert_eq!(asked.mode, Some(Mode::Create));
         for (body, says) in [

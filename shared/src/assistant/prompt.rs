@@ -61,16 +61,17 @@ pub fn instructions(
     );
     let day = |at: &chrono::DateTime<Utc>| at.with_timezone(&zone).format("%Y-%m-%d").to_string();
     match place {
-        Some(Place::Given((lat, lng))) => context.push_str(&format!("\n用户位置：{lat:.5}, {lng:.5}")),
+        Some(Place::Given((lat, lng))) => context.push_str(&format!("\n用户位置：{lat:.3}, {lng:.3}")),
         Some(Place::Kept(p, whereabouts::Kind::Last, at)) => context.push_str(&format!(
-            "\n用户这次没有给位置；按他上次（{}）给的位置找：{:.5}, {:.5}。推荐时说明是按上次的位置。",
+            "\n用户这次没有给位置；按他上次（{}）给的位置找：{:.3}, {:.3}。推荐时说明是按上次的位置。",
             day(at),
             p.lat,
             p.lng
         )),
+        // The label is the user's own words: quoted as a JSON string, as data.
         Some(Place::Kept(p, whereabouts::Kind::Saved, _)) => context.push_str(&format!(
-            "\n用户这次没有给位置；按他保存的位置「{}」找：{:.5}, {:.5}。",
-            p.label.as_deref().unwrap_or("已保存的位置"),
+            "\n用户这次没有给位置；按他保存的位置（名称 {}）找：{:.3}, {:.3}。",
+            serde_json::Value::from(p.label.as_deref().unwrap_or("")),
             p.lat,
             p.lng
         )),

@@ -33,7 +33,9 @@ struct Request {
     trigger: Option<String>,
     #[serde(default)]
     message_id: Option<String>,
-    location: Option<Location>,
+    /// Absent: not given; `null`: not to be used, nor a kept one.
+    #[serde(default, deserialize_with = "super::given")]
+    location: Option<Option<Location>>,
     mode: Option<Mode>,
 }
 
