@@ -38,7 +38,8 @@ const FEEDBACK_SEQ: &str = "FBSEQ";
 const INTERESTS: &str = "INTERESTS";
 const PREFERENCES: &str = "PREFERENCES";
 
-fn pk(user: &str) -> String {
+/// The partition of `user`'s own records (interests, preferences, places).
+pub(crate) fn pk(user: &str) -> String {
     format!("USER#{user}")
 }
 

@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::activities::interests::pk;
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
 use crate::core::records::{Record, RecordStore};
@@ -57,10 +58,6 @@ pub enum Kind {
 pub struct Whereabouts {
     records: Arc<dyn RecordStore>,
     clock: Arc<dyn Clock>,
-}
-
-fn pk(user: &str) -> String {
-    format!("USER#{user}")
 }
 
 /// A character that does not print as itself: controls, line and paragraph separators,
