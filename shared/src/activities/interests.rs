@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::activities::index::{VectorIndex, point_id};
+use crate::activities::user_pk as pk;
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
 use crate::core::records::{REV, Record, RecordStore};
@@ -37,11 +38,6 @@ const FEEDBACK_SEQ: &str = "FBSEQ";
 
 const INTERESTS: &str = "INTERESTS";
 const PREFERENCES: &str = "PREFERENCES";
-
-/// The partition of `user`'s own records (interests, preferences, places).
-pub(crate) fn pk(user: &str) -> String {
-    format!("USER#{user}")
-}
 
 /// Where a user's vectors come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

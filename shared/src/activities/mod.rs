@@ -30,3 +30,10 @@ pub mod when;
 #[cfg(feature = "vector-index")]
 pub mod whereabouts;
 pub mod wish;
+
+/// The partition of `user`'s own records: interests, preferences ([`interests`]) and places
+/// ([`whereabouts`]).
+#[cfg(feature = "vector-index")]
+pub(crate) fn user_pk(user: &str) -> String {
+    format!("USER#{user}")
+}

@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::activities::interests::pk;
+use crate::activities::user_pk as pk;
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
 use crate::core::records::{Record, RecordStore};
