@@ -331,6 +331,20 @@ def alternative(spec, value):
     return None
 
 
+# With an API embedder the bundled model still ships beside it to read the wish facets
+# (WishFacets=bundled: the layer, x86_64, WISH_FACETS=bundled), unless WishFacets=off.
+for facets, arch, layered in (("bundled", "x86_64", True), ("off", "arm64", False)):
+    api, given = transformed({**overrides, "Embedder": "api", "EmbeddingApiKeySecret": "k", "WishFacets": facets})
+    for name in ("IndexActivityFunction", "RagSearchFunction", "AssistantFunction", "BackfillFunction"):
+        props = resolve(api[name]["Properties"], given, decode("template.yaml")[0].get("Conditions", {}), {})
+        got = (props.get("Architectures"), bool(props.get("Layers")),
+               props["Environment"]["Variables"].get("WISH_FACETS"))
+        if got != ([arch], layered, facets):
+            failed.append(f"Embedder=api, WishFacets={facets}: {name} is {got}, not {([arch], layered, facets)}")
+    if any(n.startswith("ModelLayer") and r["deployed"] for n, r in api.items()) != layered:
+        failed.append(f"Embedder=api, WishFacets={facets}: the ModelLayer is {'absent' if layered else 'made'}")
+    print(f"Embedder=api, WishFacets={facets}: the four embedding functions {arch}, model layer {layered}")
+
 deployed_conditions = decode("template.yaml")[0].get("Conditions", {})
 baseline_overrides = {**overrides}
 if "QdrantUrl" not in baseline_overrides and "Default" not in template["Parameters"]["QdrantUrl"]:

@@ -240,3 +240,62 @@ async fn the_seeds_wishes_go_to_explore_and_find_their_activity_in_the_sample_da
     }
     assert!(missed.is_empty(), "{missed:#?}");
 }
+
+/// The ids a wish ranks first, and each result's stored facets.
+async fn wish_ranking(h: &RagHarness, wish: &str) -> (Vec<String>, Vec<Option<Vec<f32>>>) {
+    let (ids, r) = h.search_ids(json!({"semanticQuery": wish, "limit": 10})).await;
+    assert_eq!(r["degraded"].as_bool(), Some(false), "{r}");
+    let points: Vec<_> = ids.iter().map(|id| shared::activities::index::point_id(id)).collect();
+    let stored = h.rag.retrieval.index().get(&points, false).await.unwrap();
+    (ids, stored.iter().map(|s| shared::activities::facets::stored(&s.payload)).collect())
+}
+
+const WISHES: [&str; 4] = ["压力大想发呆", "适合社恐的活动", "周五晚上热闹的地方", "想出出汗但别太累"];
+
+// Given the bundled e5 served as an OpenAI-compatible API under an orthogonal map of its
+// vectors (the same cosines in another space, where heads fitted on e5's coordinates read
+// nonsense), when activities are indexed and wishes asked through the API path with the facets
+// read by the bundled e5 beside it, then every wish ranks as it does with e5 in process, and
+// each activity stores the same facets; without the facets beside it, the ranking differs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wish_facets_rank_alike_whatever_space_the_embedder_works_in() {
+    model_present();
+    let activities = one_of_each();
+    let bundled = RagHarness::with(None, &[LOCAL, ("INDEX_EMBED_TIMEOUT_MS", "600000")]).await;
+    index_all(&bundled, &activities).await;
+    let model = bundled.config.activities.embedding_model_path.clone();
+    let api = |facets: &'static str| {
+        let (model, activities) = (model.clone(), activities.clone());
+        async move {
+            let server = EmbeddingServer::turned_e5(&model).await;
+            let env = [
+                ("EMBEDDING_DIMENSIONS", "384"),
+                ("EMBEDDING_VIEWS", "2"),
+                ("RAG_MIN_SIMILARITY", "0.8"),
+                ("WISH_FACETS", facets),
+                ("INDEX_EMBED_TIMEOUT_MS", "600000"),
+            ];
+            let h = RagHarness::with(Some(server), &env).await;
+            index_all(&h, &activities).await;
+            h
+        }
+    };
+    let (beside, without) = (api("bundled").await, api("off").await);
+    assert_eq!(beside.rag.retrieval.facets().describe(), "read by the bundled e5 beside the API embedder");
+    let mut differs = 0;
+    for wish in WISHES {
+        let (in_process, facets) = wish_ranking(&bundled, wish).await;
+        let (through_api, api_facets) = wish_ranking(&beside, wish).await;
+        assert_eq!(through_api, in_process, "{wish}: the API path ranks as the bundled one");
+        for (a, b) in facets.iter().zip(&api_facets) {
+            let (a, b) = (a.as_ref().expect("facets stored in process"), b.as_ref().expect("facets stored via API"));
+            assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-3), "{wish}: {a:?} vs {b:?}");
+        }
+        let (alone, none) = wish_ranking(&without, wish).await;
+        assert!(none.iter().all(Option::is_none), "WISH_FACETS=off stores none");
+        differs += usize::from(alone != in_process);
+    }
+    assert!(differs > 0, "the facets change how some wish ranks");
+    let costs = beside.costs().await;
+    assert!(costs.iter().any(|c| c.provider == "local" && c.agent == "rag"), "the e5 beside is accounted: {costs:?}");
+}

@@ -201,8 +201,8 @@ async fn writes_never_go_back_in_time(index: Arc<dyn VectorIndex>) {
     );
 }
 
-// Given a pending point, then the backfill's dense write sets its vector and `ready` and
-// nothing else; a point whose content changed since it was read, or was deleted, is left alone.
+// Given a pending point, then the backfill's dense write sets its vector, `ready` and its
+// facets, and nothing else; a point whose content changed since it was read, or was deleted, is left alone.
 async fn dense_writes_touch_only_unchanged_points(index: Arc<dyn VectorIndex>) {
     let (a, b, c) =
         (activity("a", "读书局", "看书", 24), activity("b", "啤酒局", "撸串", 25), activity("c", "夜跑", "慢跑", 26));
@@ -215,14 +215,25 @@ async fn dense_writes_touch_only_unchanged_points(index: Arc<dyn VectorIndex>) {
     index.upsert(vec![versioned(&b2, 2, false), shared::activities::index::tombstone("c", version(2))]).await.unwrap();
     let updates = read
         .iter()
-        .map(|s| shared::activities::index::DenseUpdate { id: s.id, content_hash: hash(s), dense: vec![0.5; DIMS] })
+        .map(|s| shared::activities::index::DenseUpdate {
+            id: s.id,
+            content_hash: hash(s),
+            dense: vec![0.5; DIMS],
+            facets: Some(vec![0.25; shared::activities::wish::FACETS.len()]),
+        })
         .collect();
     index.set_dense(updates).await.unwrap();
     let after = index.get(&[point_id("a"), point_id("b"), point_id("c")], true).await.unwrap();
     assert!(after[0].dense.is_some() && after[0].payload["embedding"] == "ready", "{:?}", after[0].payload);
+    assert_eq!(
+        shared::activities::facets::stored(&after[0].payload),
+        Some(vec![0.25; shared::activities::wish::FACETS.len()]),
+        "its facets are stored with the vector"
+    );
     assert_eq!(activity_of(&after[0].payload).unwrap().title, "读书局", "the rest of a is as it was");
     assert_eq!(after[0].version(), Some(version(1)));
     assert!(after[1].dense.is_none() && after[1].payload["embedding"] == "pending", "b changed: left alone");
+    assert!(after[1].payload.get("facets").is_none(), "nor its facets");
     assert_eq!(activity_of(&after[1].payload).unwrap().title, "精酿啤酒局");
     assert!(after[2].is_tombstone() && after[2].dense.is_none(), "c stays deleted");
 }

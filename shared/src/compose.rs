@@ -20,6 +20,11 @@ use crate::web::providers::tavily::Tavily;
 use crate::web::providers::{Breaker, SearchProvider};
 use crate::web::search::{Provider, SearchService};
 
+#[cfg(feature = "vector-index")]
+mod activities;
+#[cfg(feature = "vector-index")]
+pub use activities::{dense_space, embedder, indexer, retrieval, vector_index};
+
 /// Every setting a function reads, each part read and checked by the capability that owns it.
 /// A function built without a feature neither has nor reads that feature's part.
 #[derive(Debug, Clone)]
@@ -215,141 +220,6 @@ pub fn timeline(config: &Config, records: Arc<dyn RecordStore>, clock: Arc<dyn C
         RetryPolicy::new(config.core.retry_base),
         config.timeline.budget,
     ))
-}
-
-/// The embedder `EMBEDDING_PROVIDER` selects, or why there is none (the OpenAI adapter without
-/// `EMBEDDING_API_KEY`). The local model is mapped on its first embedding, not here.
-#[cfg(feature = "vector-index")]
-pub fn embedder(config: &Config) -> Result<crate::activities::embedder::Configured> {
-    use crate::activities::embedder::Embedder;
-    use crate::activities::embedder::openai::OpenAiEmbedder;
-    use crate::activities::settings::EmbedderKind;
-    let embedder: Arc<dyn Embedder> = match config.activities.embedder {
-        EmbedderKind::Local => Arc::new(crate::activities::embedder::e5::LocalEmbedder::new(
-            config.activities.embedding_model_path.clone(),
-        )),
-        EmbedderKind::OpenAi => {
-            let Some(key) = &config.activities.embedding_api_key else {
-                return Ok(Err("no embedder configured (EMBEDDING_PROVIDER=openai, EMBEDDING_API_KEY unset)".into()));
-            };
-            Arc::new(
-                OpenAiEmbedder::new(
-                    &config.activities.embedding_base_url,
-                    key.clone(),
-                    &config.activities.embedding_provider,
-                    &config.activities.embedding_model,
-                    config.activities.embedding_dimensions,
-                    config.core.upstream_timeout,
-                )
-                .map_err(|e| Error::Config(e.to_string()))?,
-            )
-        }
-    };
-    Ok(Ok(embedder))
-}
-
-/// The dense vector the configured model writes and searches: its own name, its dimension.
-#[cfg(feature = "vector-index")]
-pub fn dense_space(config: &Config) -> crate::activities::index::DenseSpace {
-    use crate::activities::embedder::{e5, vector_name};
-    use crate::activities::settings::EmbedderKind;
-    let (provider, model, dimensions) = match config.activities.embedder {
-        EmbedderKind::Local => ("local", e5::MODEL, e5::DIMENSIONS),
-        EmbedderKind::OpenAi => (
-            config.activities.embedding_provider.as_str(),
-            config.activities.embedding_model.as_str(),
-            config.activities.embedding_dimensions,
-        ),
-    };
-    crate::activities::index::DenseSpace { name: vector_name(provider, model, dimensions), dimensions }
-}
-
-/// The vector index `VECTOR_STORE` selects, for the configured model's dense vector.
-#[cfg(feature = "vector-index")]
-pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::activities::index::VectorIndex>> {
-    use crate::activities::index::qdrant::QdrantIndex;
-    use crate::activities::settings::VectorStoreKind;
-    Ok(match &config.activities.vector_store {
-        #[cfg(feature = "edge")]
-        VectorStoreKind::Edge => Arc::new(crate::activities::index::edge::EdgeIndex::new(
-            &config.core.data_dir,
-            &config.activities.qdrant_collection,
-            dense_space(config),
-            config.activities.edge_sharing,
-        )),
-        VectorStoreKind::Qdrant { url, api_key, read_only } => {
-            let index = QdrantIndex::new(
-                url,
-                api_key.as_ref(),
-                &config.activities.qdrant_collection,
-                dense_space(config),
-                config.activities.qdrant_timeout,
-            )?;
-            Arc::new(if *read_only { index.read_only() } else { index })
-        }
-    })
-}
-
-/// The embedding service of activity writes or searches, timed by `timeout`.
-#[cfg(feature = "vector-index")]
-fn embedding(
-    config: &Config,
-    ledger: Ledger,
-    timeout: std::time::Duration,
-) -> Result<crate::activities::embedder::EmbeddingService> {
-    Ok(crate::activities::embedder::EmbeddingService::new(
-        embedder(config)?,
-        ledger,
-        RetryPolicy::new(config.core.retry_base),
-        timeout,
-    ))
-}
-
-/// The activity write path over `index`, `records` and `clock`.
-#[cfg(feature = "vector-index")]
-pub fn indexer(
-    config: &Config,
-    index: Arc<dyn crate::activities::index::VectorIndex>,
-    records: Arc<dyn RecordStore>,
-    clock: Arc<dyn Clock>,
-) -> Result<crate::activities::indexing::Indexer> {
-    let embedding =
-        embedding(config, ledger(config, records, Arc::clone(&clock))?, config.activities.index_embed_timeout)?;
-    Ok(crate::activities::indexing::Indexer::new(index, embedding, config.activities.timezone, clock))
-}
-
-/// Activity retrieval over `index`, `records` and `clock`.
-#[cfg(feature = "vector-index")]
-pub fn retrieval(
-    config: &Config,
-    index: Arc<dyn crate::activities::index::VectorIndex>,
-    records: Arc<dyn RecordStore>,
-    clock: Arc<dyn Clock>,
-) -> Result<crate::activities::retrieval::Retrieval> {
-    use crate::activities::retrieval::{LEDGER_WRITE_TIME, Ranking, Reasons, Retrieval};
-    use crate::activities::settings::MatchReason;
-    let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?.writing_within(LEDGER_WRITE_TIME);
-    let embedding = embedding(config, ledger.clone(), config.activities.search_embed_timeout)?;
-    let reasons = match config.activities.match_reason {
-        MatchReason::Off => Reasons::Off,
-        MatchReason::Template => Reasons::Template,
-        MatchReason::Llm => Reasons::Llm {
-            llm: llm(config)?,
-            model: config.activities.reason_model.clone(),
-            timeout: config.activities.reason_timeout,
-            ledger,
-            retry: RetryPolicy::new(config.core.retry_base),
-        },
-    };
-    let ranking = Ranking {
-        min_similarity: config.activities.min_similarity,
-        fusion: config.activities.fusion,
-        lexical_weight: config.activities.lexical_weight,
-        wish_weight: config.activities.wish_weight,
-        zone: config.activities.timezone,
-    };
-    let interests = crate::activities::interests::Interests::new(records, Arc::clone(&clock));
-    Ok(Retrieval::new(index, embedding, interests, reasons, ranking, clock))
 }
 
 /// The assistant (`POST /chat`) over `records` and `clock`: the chat model, retrieval in

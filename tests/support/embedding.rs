@@ -62,6 +62,39 @@ impl Respond for Concepts {
     }
 }
 
+/// The bundled e5 as an API: its vectors under a fixed signed permutation of their dimensions
+/// (an orthogonal map: every cosine kept, every coordinate moved), as queries.
+struct TurnedE5 {
+    model: Arc<e5::E5Model>,
+    calls: Arc<AtomicUsize>,
+    inputs: Arc<AtomicUsize>,
+}
+
+/// Coordinate `i` of the turned vector: coordinate `7 i + 3 (mod n)` of e5's, negated every third.
+pub fn turned(v: &[f32]) -> Vec<f32> {
+    let n = v.len();
+    (0..n).map(|i| if i % 3 == 0 { -v[(7 * i + 3) % n] } else { v[(7 * i + 3) % n] }).collect()
+}
+
+impl Respond for TurnedE5 {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let inputs: Vec<String> =
+            body["input"].as_array().into_iter().flatten().filter_map(|i| i.as_str().map(String::from)).collect();
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.inputs.fetch_add(inputs.len(), Ordering::SeqCst);
+        let texts: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let (vectors, tokens) = self.model.embed(&texts, true);
+        let data: Vec<Value> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": turned(v)}))
+            .collect();
+        ResponseTemplate::new(200).set_body_json(json!({"object": "list", "model": body["model"], "data": data,
+                                                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}))
+    }
+}
+
 /// A running fake embedding server and its counters.
 pub struct EmbeddingServer {
     server: crate::FakeServer,
@@ -84,6 +117,22 @@ impl EmbeddingServer {
         Mock::given(method("POST"))
             .and(path("/embeddings"))
             .respond_with(Concepts { dims, latency, calls: calls.clone(), inputs: inputs.clone() })
+            .mount(&server)
+            .await;
+        Self { server, dims, calls, inputs }
+    }
+
+    /// Answers every `POST /embeddings` with the bundled e5's vectors (the model at `model`)
+    /// turned ([`turned`]): another space with the same cosines.
+    pub async fn turned_e5(model: &std::path::Path) -> Self {
+        let model = Arc::new(e5::E5Model::load(model).expect("the bundled model (infra/fetch-model.sh)"));
+        let dims = model.dimensions();
+        let server = crate::FakeServer::start().await;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let inputs = Arc::new(AtomicUsize::new(0));
+        Mock::given(method("POST"))
+            .and(path("/embeddings"))
+            .respond_with(TurnedE5 { model, calls: calls.clone(), inputs: inputs.clone() })
             .mount(&server)
             .await;
         Self { server, dims, calls, inputs }

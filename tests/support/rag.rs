@@ -77,6 +77,9 @@ impl RagHarness {
             // Scenarios search as often as they need; the quota has its own test (adversarial).
             ("USER_QUOTA_PER_MINUTE".into(), "0".into()),
             ("USER_QUOTA_PER_DAY".into(), "0".into()),
+            // The concept embedder's scenarios rank by its vectors alone; the bundled e5 reading
+            // the wish facets beside an API embedder has its own tests (local_embedder).
+            ("WISH_FACETS".into(), "off".into()),
         ];
         if let Some(server) = &embedding {
             vars.push(("EMBEDDING_API_KEY".into(), "embedding-test-key".into()));

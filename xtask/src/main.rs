@@ -12,7 +12,8 @@
 //!   assistant's mode router on the sealed set `benches/modes/` against main's, with its
 //!   decision rule; `--train` fits the router's heads on the training file and the tune split.
 //!   `quality --fit-wishes`: fits what a wish wants (the retrieval's facet model) on
-//!   `benches/facets/`.
+//!   `benches/facets/`. `quality --rotated`: the same sets through the API embedder path,
+//!   against the bundled e5 served under a random rotation (the facets' independence).
 //! - `bench [search|report|rag|nearby|backfill|embed]`: prints citation extraction on 1 MB, a cache-hit request through
 //!   the handler and the cold start of the release binary, each beside a baseline measured in
 //!   the same run; the cost report over 100k records on SQLite and DynamoDB Local; and activity
@@ -73,6 +74,17 @@ async fn main() -> Result {
                 let tmp = tempfile::tempdir()?;
                 let embedding = quality::modes::embedding(tmp.path(), &|k: &str| std::env::var(k).ok())?;
                 quality::wishes::fit(&embedding).await
+            }
+            _ if args.iter().any(|a| a == "--rotated") => {
+                crate::ensure_model()?;
+                let env = |k: &str| std::env::var(k).ok();
+                let model = shared::compose::Config::from_lookup(env)?.activities.embedding_model_path;
+                let overlay = quality::rotated::env(&quality::rotated::serve(&model).await?);
+                let sets = quality::Sets::Bundled { tune: false };
+                quality::run(sets, false, move |k| {
+                    overlay.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()).or_else(|| env(k))
+                })
+                .await
             }
             _ if args.iter().any(|a| a == "--intent") => {
                 let flag = |f: &str| args.iter().any(|a| a == f);

@@ -2,11 +2,13 @@
 //! `index-activity` routes and EventBridge events.
 //!
 //! Each activity becomes one point: its payload (the activity, with `location` as Qdrant's
-//! `{lat, lon}`, plus `spotsLeft`, `contentHash`, `embedding`, `version`), a BM25 vector of its
+//! `{lat, lon}`, plus `spotsLeft`, `contentHash`, `embedding`, `version`, and `facets`: what it
+//! has of each wish facet, read by the bundled e5 whatever embedder ranks,
+//! [`crate::activities::facets`]), a BM25 vector of its
 //! lexical text ([`Activity::lexical_text`]), and a dense vector when the embedder gives one:
 //! with the bundled e5, the normalised sum of its views ([`Activity::dense_views`]: its own
 //! words and the questions it answers), each embedded as a query; with an API model, the own
-//! words (the views were measured on e5 only). An update whose content hash (views and lexical text)
+//! words unless `EMBEDDING_VIEWS=2`. An update whose content hash (views and lexical text)
 //! is unchanged keeps the stored dense vector and rewrites the rest. When the embedder is
 //! absent, fails or misses its time box, the point is
 //! written without a dense vector and marked `embedding: "pending"`: activity writes are never
@@ -27,8 +29,10 @@ use serde_json::{Map, Value, json};
 
 use crate::activities::activity::{Activity, text_hash};
 use crate::activities::embedder::{EmbeddingService, Input};
+use crate::activities::facets::{self, Facets};
 use crate::activities::index::bm25::Bm25;
 use crate::activities::index::{DenseUpdate, Point, Stored, VectorIndex, point_id, tombstone, version_of};
+use crate::activities::ranking::normalised_sum;
 use crate::core::clock::Clock;
 use crate::core::error::{Error, Result};
 
@@ -40,7 +44,8 @@ pub const MAX_BATCH: usize = 100;
 pub const AGENT: &str = "indexing";
 
 /// Payload fields that are not the activity's own.
-const DERIVED: &[&str] = &["spotsLeft", "contentHash", "embedding", crate::activities::index::VERSION];
+const DERIVED: &[&str] =
+    &["spotsLeft", "contentHash", "embedding", crate::activities::index::FACETS, crate::activities::index::VERSION];
 
 /// What happened to an activity's dense vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -81,11 +86,11 @@ impl Report {
 
 /// The payload stored for `activity` (which has its `updatedAt`), its text made in `zone`.
 pub fn payload(activity: &Activity, zone: Tz, embedded: bool) -> Map<String, Value> {
-    payload_with(activity, &activity.content_hash(zone), embedded)
+    payload_with(activity, &activity.content_hash(zone), embedded, None)
 }
 
 /// [`payload`] with the content hash already made.
-fn payload_with(activity: &Activity, content_hash: &str, embedded: bool) -> Map<String, Value> {
+fn payload_with(activity: &Activity, content_hash: &str, embedded: bool, facets: Option<&[f32]>) -> Map<String, Value> {
     let Value::Object(mut map) = serde_json::to_value(activity).expect("activities serialise") else {
         unreachable!("an activity serialises to an object")
     };
@@ -93,6 +98,9 @@ fn payload_with(activity: &Activity, content_hash: &str, embedded: bool) -> Map<
     map.insert("spotsLeft".into(), json!(activity.spots_left()));
     map.insert("contentHash".into(), json!(content_hash));
     map.insert("embedding".into(), json!(if embedded { "ready" } else { "pending" }));
+    if let Some(facets) = facets {
+        map.insert(crate::activities::index::FACETS.into(), json!(facets));
+    }
     if let Some(at) = activity.updated_at {
         map.insert(crate::activities::index::VERSION.into(), json!(version_of(at)));
     }
@@ -113,26 +121,11 @@ pub fn activity_of(payload: &Map<String, Value>) -> Result<Activity> {
     serde_json::from_value(Value::Object(map)).map_err(|e| Error::Store(format!("stored activity is unreadable: {e}")))
 }
 
-/// The unit vector along the sum of `vectors` (zero when they cancel): an activity's dense
-/// vector from its views' vectors.
-pub fn normalised_sum(vectors: &[Vec<f32>]) -> Vec<f32> {
-    let mut sum = vectors.first().cloned().unwrap_or_default();
-    for v in &vectors[1.min(vectors.len())..] {
-        for (s, x) in sum.iter_mut().zip(v) {
-            *s += x;
-        }
-    }
-    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        sum.iter_mut().for_each(|x| *x /= norm);
-    }
-    sum
-}
-
 /// The activity write path: validation, enrichment, embedding, versioned writes, deletions.
 pub struct Indexer {
     index: Arc<dyn VectorIndex>,
     embedding: EmbeddingService,
+    facets: Facets,
     bm25: Bm25,
     zone: Tz,
     /// The time of a request: the version of writes that carry no `updatedAt`.
@@ -142,7 +135,14 @@ pub struct Indexer {
 impl Indexer {
     /// Writes into `index`, embedding with `embedding`; times of day in `zone`.
     pub fn new(index: Arc<dyn VectorIndex>, embedding: EmbeddingService, zone: Tz, clock: Arc<dyn Clock>) -> Self {
-        Self { index, embedding, bm25: Bm25::new(), zone, clock }
+        let facets = Facets::new(&embedding, None);
+        Self { index, embedding, facets, bm25: Bm25::new(), zone, clock }
+    }
+
+    /// The same write path with `facets` reading what each activity has.
+    pub fn with_facets(mut self, facets: Facets) -> Self {
+        self.facets = facets;
+        self
     }
 
     /// The same write path with an embedding time box of at least `timeout`.
@@ -209,7 +209,7 @@ impl Indexer {
         let texts: Vec<([String; 2], String)> =
             activities.iter().map(|a| (a.dense_views(self.zone), a.lexical_text(self.zone))).collect();
         let hashes: Vec<String> = texts.iter().map(|(views, lexical)| text_hash(views, lexical)).collect();
-        let (mut stale, mut kept, mut dense) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut stale, mut kept, mut dense, mut read) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for ((a, id), hash) in activities.iter().zip(&ids).zip(&hashes) {
             let previous = stored.remove(id);
             let version = version_of(a.updated_at.unwrap_or(at));
@@ -220,7 +220,9 @@ impl Indexer {
             let same = previous.as_ref().is_some_and(|p| {
                 !p.is_tombstone() && p.payload.get("contentHash").and_then(Value::as_str) == Some(hash.as_str())
             });
-            let vector = previous.and_then(|p| p.dense).filter(|_| same && !force);
+            let previous = previous.filter(|_| same && !force);
+            read.push(previous.as_ref().and_then(|p| facets::stored(&p.payload)));
+            let vector = previous.and_then(|p| p.dense);
             // A stale write embeds nothing: it is not written.
             kept.push(vector.is_some() || is_stale);
             stale.push(is_stale);
@@ -242,10 +244,19 @@ impl Indexer {
                 }
             }
         }
+        // Facets of what changed, or of what was stored without them.
+        let unread: Vec<usize> = (0..activities.len()).filter(|&i| !stale[i] && read[i].is_none()).collect();
+        if !unread.is_empty() {
+            let views: Vec<[String; 2]> = unread.iter().map(|&i| texts[i].0.clone()).collect();
+            let vectors: Vec<Option<Vec<f32>>> = unread.iter().map(|&i| dense[i].clone()).collect();
+            for (&i, f) in unread.iter().zip(self.facets.of_activities(&views, &vectors, request_id).await) {
+                read[i] = f;
+            }
+        }
         let mut points = Vec::with_capacity(activities.len());
         let mut indexed = Vec::with_capacity(activities.len());
-        for (((((a, id), text), hash), (vector, kept)), stale) in
-            activities.iter().zip(ids).zip(&texts).zip(&hashes).zip(dense.into_iter().zip(kept)).zip(stale)
+        for ((((((a, id), text), hash), (vector, kept)), stale), facets) in
+            activities.iter().zip(ids).zip(&texts).zip(&hashes).zip(dense.into_iter().zip(kept)).zip(stale).zip(read)
         {
             let embedding = match (&vector, kept) {
                 _ if stale => Embedding::Stale,
@@ -260,7 +271,7 @@ impl Indexer {
             }
             points.push(Point {
                 id,
-                payload: payload_with(a, hash, vector.is_some()),
+                payload: payload_with(a, hash, vector.is_some(), facets.as_deref()),
                 sparse: self.bm25.document(&text.1),
                 dense: vector,
             });
@@ -286,10 +297,18 @@ impl Indexer {
         let views: Vec<[String; 2]> = read.iter().map(|(_, a, _)| a.dense_views(self.zone)).collect();
         let (embedding, pending_reason) = match self.embed(&views, request_id).await {
             Ok(vectors) => {
+                let vectors: Vec<Option<Vec<f32>>> = vectors.into_iter().map(Some).collect();
+                let facets = self.facets.of_activities(&views, &vectors, request_id).await;
                 let updates = read
                     .iter()
-                    .zip(vectors)
-                    .map(|((id, _, hash), dense)| DenseUpdate { id: *id, content_hash: hash.clone(), dense })
+                    .zip(vectors.into_iter().flatten())
+                    .zip(facets)
+                    .map(|(((id, _, hash), dense), facets)| DenseUpdate {
+                        id: *id,
+                        content_hash: hash.clone(),
+                        dense,
+                        facets,
+                    })
                     .collect();
                 self.index.set_dense(updates).await?;
                 (Embedding::Embedded, None)

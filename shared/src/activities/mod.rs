@@ -10,6 +10,8 @@ pub mod activity;
 pub mod backfill;
 pub mod embedder;
 #[cfg(feature = "vector-index")]
+pub mod facets;
+#[cfg(feature = "vector-index")]
 pub mod index;
 #[cfg(feature = "vector-index")]
 pub mod indexing;

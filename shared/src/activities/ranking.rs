@@ -62,6 +62,22 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
 }
 
+/// The unit vector along the sum of `vectors` (zero when they cancel): an activity's dense
+/// vector from its views' vectors.
+pub fn normalised_sum(vectors: &[Vec<f32>]) -> Vec<f32> {
+    let mut sum = vectors.first().cloned().unwrap_or_default();
+    for v in &vectors[1.min(vectors.len())..] {
+        for (s, x) in sum.iter_mut().zip(v) {
+            *s += x;
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        sum.iter_mut().for_each(|x| *x /= norm);
+    }
+    sum
+}
+
 /// Great-circle distance in km (haversine, mean Earth radius).
 pub fn distance_km(lat1: f64, lng1: f64, lat2: f64, lng2: f64) -> f64 {
     let (p1, p2) = (lat1.to_radians(), lat2.to_radians());

@@ -99,6 +99,13 @@ pub struct Settings {
     pub embedding_provider: String,
     pub embedding_model: String,
     pub embedding_dimensions: usize,
+    /// How many of an activity's views an API model's vector is made of (`EMBEDDING_VIEWS`, 1
+    /// or 2; [`crate::activities::embedder::Embedder::views`]): 1 unless measured better.
+    pub embedding_views: usize,
+    /// Whether the bundled e5 reads the wish facets beside an API embedder (`WISH_FACETS`:
+    /// `bundled`, the default, or `off`; [`crate::activities::facets`]). Where e5 ranks it
+    /// reads them from its own vectors either way.
+    pub wish_facets: bool,
     /// Where activity points live (`VECTOR_STORE`).
     pub vector_store: VectorStoreKind,
     pub edge_sharing: EdgeSharing,
@@ -173,6 +180,8 @@ impl Settings {
             embedding_provider: env.get("EMBEDDING_PROVIDER_NAME").unwrap_or_else(|| "zhipu".into()),
             embedding_model: env.get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
             embedding_dimensions: usize::try_from(env.number("EMBEDDING_DIMENSIONS", 1024)?).unwrap_or(1024).max(1),
+            embedding_views: env.choice("EMBEDDING_VIEWS", "1", &[("1", 1), ("2", 2)])?,
+            wish_facets: env.choice("WISH_FACETS", "bundled", &[("bundled", true), ("off", false)])?,
             vector_store: match env.get("VECTOR_STORE").as_deref().unwrap_or("edge") {
                 #[cfg(feature = "edge")]
                 "edge" => VectorStoreKind::Edge,

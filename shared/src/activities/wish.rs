@@ -10,11 +10,12 @@
 //! - **has** (activity side): an activity's vector → whether it has each facet. Only its
 //!   weights' directions are shipped: the direction in which activities with the facet lie.
 //!
-//! [`Wishes::expand`] adds each facet's direction to the query vector, weighed by the desire.
-//! Retrieval ranks a wish's candidates (found with the query's own vector, at or above the
-//! floor) by their cosine to that moved vector: those that have what it wants and lack what it
-//! avoids come first, whatever their words. One expansion per search, no model call;
-//! `RAG_WISH_WEIGHT` sets the weight (0: off). The model is `wish.json`, fitted by
+//! Both heads read the bundled e5's vectors, whatever embedder ranks (`activities::facets`):
+//! an activity's facets ([`Wishes::has`]) are stored with it at indexing, a query's desire is
+//! read once per search, and retrieval ranks a wish's candidates (found with the query's own
+//! vector, at or above the floor) by their cosine plus [`Wishes::matched`]: those that have
+//! what it wants and lack what it avoids come first, whatever their words. `RAG_WISH_WEIGHT`
+//! sets the weight (0: off). The model is `wish.json`, fitted by
 //! `cargo xtask quality --fit-wishes`.
 
 use std::sync::OnceLock;
@@ -107,19 +108,22 @@ impl Wishes {
             .collect()
     }
 
-    /// `vector` (a query's, unit length) moved by `weight` along each facet's direction times
-    /// its desire, at unit length again. Weight 0 gives the vector as it is.
-    pub fn expand(&self, vector: &[f32], weight: f32) -> Vec<f32> {
-        if weight == 0.0 || vector.len() != self.directions.first().map_or(0, Vec::len) {
-            return vector.to_vec();
+    /// What an activity with `vector` has of each facet ([`FACETS`] order): the projection of
+    /// its unit vector on each facet's direction. Computed at indexing and stored with the
+    /// activity (`facets` in its payload), so ranking reads it whatever embedder ranks.
+    pub fn has(&self, vector: &[f32]) -> Option<Vec<f32>> {
+        if vector.len() != self.directions.first().map_or(0, Vec::len) {
+            return None;
         }
-        let mut moved = vector.to_vec();
-        for (d, direction) in self.desire(vector).into_iter().zip(&self.directions) {
-            for (m, u) in moved.iter_mut().zip(direction) {
-                *m += weight * d * u;
-            }
-        }
-        unit(moved)
+        let v = unit(vector.to_vec());
+        Some(self.directions.iter().map(|u| u.iter().zip(&v).map(|(a, b)| a * b).sum()).collect())
+    }
+
+    /// How well what an activity `has` meets a query's `desire`, weighed by `weight`: added to
+    /// the cosine between query and activity, it ranks as the cosine to the query vector moved
+    /// `weight` along each facet's direction times its desire would (a constant factor apart).
+    pub fn matched(desire: &[f32], has: &[f32], weight: f32) -> f32 {
+        weight * desire.iter().zip(has).map(|(d, h)| d * h).sum::<f32>()
     }
 
     /// The facets a query with `vector` clearly wants (desire ≥ 0.5) and avoids (≤ -0.5).
@@ -221,20 +225,37 @@ mod tests {
     }
 
     #[test]
-    fn a_wish_moves_toward_what_it_wants_and_away_from_what_it_avoids() {
+    fn a_wish_ranks_as_its_query_moved_toward_what_it_wants() {
         // Two facets on a 3-d space: the desire reads axis 0 (+ wants facet 0, - avoids it).
         let wishes = Wishes {
             vector: "v".into(),
             desire: vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0, 0.0]],
             directions: vec![vec![0.0, 1.0, 0.0], vec![0.0, 0.0, 1.0]],
         };
-        let wanting = wishes.expand(&[0.8, 0.0, 0.6], 0.5);
-        let avoiding = wishes.expand(&[-0.8, 0.0, 0.6], 0.5);
-        assert!(wanting[1] > 0.3 && avoiding[1] < -0.3, "{wanting:?} {avoiding:?}");
-        assert!((wanting.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-5, "unit length");
-        assert_eq!(wishes.expand(&[0.8, 0.0, 0.6], 0.0), vec![0.8, 0.0, 0.6], "weight 0: unchanged");
-        assert_eq!(wishes.expand(&[1.0, 0.0], 0.5), vec![1.0, 0.0], "another model's vector: unchanged");
         assert_eq!(wishes.clear(&[0.8, 0.0, 0.6]), (vec!["quiet"], vec![]));
+        assert_eq!(wishes.has(&[0.0, 2.0, 0.0]), Some(vec![1.0, 0.0]), "projections of the unit vector");
+        assert_eq!(wishes.has(&[1.0, 0.0]), None, "another model's vector is not read");
+        // The field-to-field score orders activities as the cosine to the moved query does.
+        let cos = |a: &[f32], b: &[f32]| {
+            let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+            dot / (a.iter().map(|x| x * x).sum::<f32>().sqrt() * b.iter().map(|x| x * x).sum::<f32>().sqrt())
+        };
+        let activities = [[0.6, 0.8, 0.0], [0.9, 0.0, 0.43589], [0.5, 0.5, 0.7], [1.0, 0.0, 0.0]];
+        for (query, weight) in [([0.8, 0.0, 0.6], 0.5), ([-0.8, 0.0, 0.6], 0.5), ([0.6, 0.8, 0.0], 1.5)] {
+            let desire = wishes.desire(&query);
+            let mut moved = query.to_vec();
+            for (d, u) in desire.iter().zip(&wishes.directions) {
+                moved.iter_mut().zip(u).for_each(|(m, x)| *m += weight * d * x);
+            }
+            let order = |score: &dyn Fn(&[f32]) -> f32| {
+                let mut ids: Vec<usize> = (0..activities.len()).collect();
+                ids.sort_by(|&a, &b| score(&activities[b]).total_cmp(&score(&activities[a])));
+                ids
+            };
+            let field_to_field = order(&|a| cos(&query, a) + Wishes::matched(&desire, &wishes.has(a).unwrap(), weight));
+            assert_eq!(field_to_field, order(&|a| cos(&moved, a)), "{query:?} at {weight}");
+        }
+        assert_eq!(Wishes::matched(&[1.0, -1.0], &[0.5, 0.5], 0.0), 0.0, "weight 0: off");
     }
 
     #[test]

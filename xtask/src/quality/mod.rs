@@ -23,6 +23,7 @@ pub mod lab;
 pub mod methods;
 pub mod modes;
 pub mod negation;
+pub mod rotated;
 pub mod wishes;
 
 use serde::Deserialize;
@@ -438,9 +439,10 @@ pub async fn measure(
     for (set, activities_path, queries_path) in &sets {
         let (activities, queries) = load_files(activities_path, queries_path)?;
         let tmp = tempfile::tempdir()?;
-        // From the environment only what picks the ranking, the embedder and the model's place.
+        // From the environment only what picks the ranking, the embedder (and its price) and the
+        // model's place.
         let ours = |k: &str| {
-            ["RAG_", "EMBEDDING_", "HOME", "RESEARCH_BUNDLE_CACHE", "ACTIVITY_TIMEZONE"]
+            ["RAG_", "EMBEDDING_", "WISH_", "PRICES", "HOME", "RESEARCH_BUNDLE_CACHE", "ACTIVITY_TIMEZONE"]
                 .iter()
                 .any(|p| k.starts_with(p))
         };
@@ -453,11 +455,12 @@ pub async fn measure(
         };
         let configured = prepare_with(&activities, now, &config, Arc::new(LocalRecords::open(tmp.path())?)).await?;
         eprintln!(
-            "== {set}: {} activities, {} queries (indexed in {:.1} s, {})",
+            "== {set}: {} activities, {} queries (indexed in {:.1} s, {}; wish facets {})",
             activities.len(),
             queries.len(),
             started.elapsed().as_secs_f64(),
-            if local { "bundled multilingual-e5-small" } else { config.activities.embedding_model.as_str() }
+            if local { "bundled multilingual-e5-small" } else { config.activities.embedding_model.as_str() },
+            configured.facets().describe()
         );
         let ranking = configured.ranking();
         let mut methods: Vec<(String, HashMap<String, Vec<String>>)> = Vec::new();

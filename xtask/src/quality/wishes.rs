@@ -10,7 +10,7 @@ use chrono::{Duration, TimeZone};
 use serde::Deserialize;
 use shared::activities::activity::{Activity, Location, Status};
 use shared::activities::embedder::{EmbeddingService, Input};
-use shared::activities::indexing::normalised_sum;
+use shared::activities::ranking::normalised_sum;
 use shared::activities::wish::{FACETS, Wishes};
 
 /// A training wish: `{text, lang, wants, avoids}`.

@@ -18,6 +18,7 @@ pub struct OpenAiEmbedder {
     provider: String,
     model: String,
     dimensions: usize,
+    views: usize,
 }
 
 impl OpenAiEmbedder {
@@ -36,7 +37,14 @@ impl OpenAiEmbedder {
             provider: provider.to_owned(),
             model: model.to_owned(),
             dimensions,
+            views: 1,
         })
+    }
+
+    /// The same adapter making an activity's vector of `views` views (`EMBEDDING_VIEWS`).
+    pub fn with_views(mut self, views: usize) -> Self {
+        self.views = views.clamp(1, 2);
+        self
     }
 }
 
@@ -96,6 +104,10 @@ impl Embedder for OpenAiEmbedder {
 
     fn dimensions(&self) -> usize {
         self.dimensions
+    }
+
+    fn views(&self) -> usize {
+        self.views
     }
 
     /// Queries and passages are embedded alike (the API has no such distinction).

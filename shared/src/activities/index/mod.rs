@@ -152,6 +152,8 @@ impl Stored {
     }
 }
 
+/// Payload field: what the activity has of each wish facet (`crate::activities::facets`).
+pub const FACETS: &str = "facets";
 /// Payload field: the version of a point (its activity's `updatedAt`, µs since the epoch).
 pub const VERSION: &str = "version";
 /// Payload field marking a deletion's tombstone.
@@ -194,9 +196,20 @@ pub struct DenseUpdate {
     pub id: Uuid,
     pub content_hash: String,
     pub dense: Vec<f32>,
+    /// What the activity has of each wish facet (`crate::activities::facets`), when read.
+    pub facets: Option<Vec<f32>>,
 }
 
 impl DenseUpdate {
+    /// The payload set with the vector: `embedding: ready`, and the facets when read.
+    pub fn payload_json(&self) -> Value {
+        let mut payload = json!({"embedding": "ready"});
+        if let Some(facets) = &self.facets {
+            payload[FACETS] = json!(facets);
+        }
+        payload
+    }
+
     /// The point, while its content is the one embedded, in Qdrant's JSON form.
     pub fn unchanged_json(&self) -> Value {
         json!({"must": [{"has_id": [self.id.to_string()]},

@@ -16,18 +16,17 @@
 //!    hits are ranked alone (`lexical`, `degraded`). A time the query names ("周五晚上",
 //!    [`Wanted`]) lifts candidates starting then by up to [`TIME_BOOST`]; a `userId` lifts them
 //!    by MaxSim to the user's interests. The dense channel embeds the query without its time
-//!    words ([`without_time`]): the lift and BM25 read them. With the bundled e5, a wish ranked
-//!    by meaning is ranked again by what it wants: its candidates (the same ones) by their
-//!    cosine to the query vector moved toward the facets it wants and away from those it
-//!    avoids ([`crate::activities::wish`], `RAG_WISH_WEIGHT`); `similarity` stays the cosine
-//!    to the query itself.
+//!    words ([`without_time`]): the lift and BM25 read them. A wish ranked by meaning is ranked
+//!    again by what it wants: its candidates (the same ones) by their cosine plus how well the
+//!    facets each has meet the query's desire ([`crate::activities::facets`], read by the
+//!    bundled e5 whatever embedder ranks; `RAG_WISH_WEIGHT`); `similarity` stays the cosine.
 //!
 //! Results of a search with a `semanticQuery` carry `matchReason` ([`crate::activities::reasons`]), the
 //! model's within what is left of the 3 s budget, else the template's.
 //!
 //! `score` is what the results are ordered by (higher first): the RRF sum, the cosine (a
-//! routed wish, or any query under `dense`: to the query moved by its facets, with the bundled
-//! e5, so `similarity` need not fall with the order), the BM25 score,
+//! routed wish, or any query under `dense`: plus its facets' match, so `similarity` need not
+//! fall with the order), the BM25 score,
 //! `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
 
 use std::collections::HashMap;
@@ -38,6 +37,7 @@ use chrono_tz::Tz;
 use uuid::Uuid;
 
 use crate::activities::embedder::{EmbeddingService, Input};
+use crate::activities::facets::Facets;
 use crate::activities::index::bm25::Bm25;
 use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex, one_turn};
 use crate::activities::indexing::activity_of;
@@ -122,6 +122,7 @@ pub struct Retrieval {
     interests: Interests,
     reasons: Reasons,
     ranking: Ranking,
+    facets: Facets,
     clock: Arc<dyn Clock>,
 }
 
@@ -135,7 +136,19 @@ impl Retrieval {
         ranking: Ranking,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { index, embedding, bm25: Arc::new(Bm25::new()), interests, reasons, ranking, clock }
+        let facets = Facets::new(&embedding, None);
+        Self { index, embedding, bm25: Arc::new(Bm25::new()), interests, reasons, ranking, facets, clock }
+    }
+
+    /// Who reads the wish facets.
+    pub fn facets(&self) -> &Facets {
+        &self.facets
+    }
+
+    /// The same retrieval with `facets` reading what a wish wants.
+    pub fn with_facets(mut self, facets: Facets) -> Self {
+        self.facets = facets;
+        self
     }
 
     /// How this retrieval ranks.
@@ -324,8 +337,10 @@ impl Retrieval {
         // The time a query names is read by the lift below and by BM25 (the `时间` line); the
         // dense channel embeds what it wants besides ("周六晚上热闹点的" → "热闹点的").
         let inputs = [without_time(query)];
-        let vector = match self.embed(&inputs, request_id).await {
-            Ok(mut v) => v.pop(),
+        let embedded = async { self.embed(&inputs, request_id).await?.pop().ok_or_else(|| "no vector".to_owned()) };
+        let (vector, desire) = self.facets.with_desire(&inputs[0], request_id, embedded).await;
+        let vector = match vector {
+            Ok(v) => Some(v),
             Err(reason) => {
                 tracing::warn!(%reason, "query embedding unavailable: lexical ranking only");
                 *degraded_reason = Some(reason);
@@ -367,8 +382,8 @@ impl Retrieval {
             }
         };
         // A wish ranked by meaning is ranked again by what it wants: its candidates (the same
-        // ones, at or above the floor) by their cosine to the query moved toward its facets.
-        let wish = vector.as_deref().filter(|_| by_meaning).and_then(|v| self.understood(v));
+        // ones, at or above the floor) by their cosine plus their facets' match to its desire.
+        let wish = desire.filter(|_| by_meaning && vector.is_some() && self.ranking.wish_weight > 0.0);
         // Personalising or a time in the query may lift a candidate from below the cut: rank a
         // deeper list then.
         let wanted = Wanted::parse(query, self.clock.now(), self.ranking.zone);
@@ -399,8 +414,11 @@ impl Retrieval {
             let distance_km = req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));
             let max_sim = s.dense.as_deref().and_then(|d| max_sim(d, kept));
             // The lifts below multiply: a score under 0 would be lowered by them.
-            let base = match (&wish, s.dense.as_deref()) {
-                (Some(w), Some(d)) => cosine(w, d).max(0.0),
+            let base = match (&wish, similarity) {
+                (Some(desire), Some(cos)) => {
+                    let has = self.facets.of_point(&s);
+                    (cos + has.map_or(0.0, |h| Wishes::matched(desire, &h, self.ranking.wish_weight))).max(0.0)
+                }
                 (Some(_), None) => 0.0,
                 (None, _) => hit.score,
             };
@@ -450,14 +468,6 @@ impl Retrieval {
         for (r, reason) in results.iter_mut().zip(written) {
             r.match_reason = Some(reason);
         }
-    }
-
-    /// A query's `vector` moved toward what its wish wants ([`Wishes::expand`]), where the
-    /// shipped model reads this embedder's vectors and `RAG_WISH_WEIGHT` is not 0.
-    fn understood(&self, vector: &[f32]) -> Option<Vec<f32>> {
-        let wishes = Wishes::shipped();
-        (self.ranking.wish_weight > 0.0 && self.embedding.vector_name().as_deref() == Some(wishes.vector.as_str()))
-            .then(|| wishes.expand(vector, self.ranking.wish_weight))
     }
 
     /// Query-side vectors of `inputs` (a query, stated preferences) within the time box, or why

@@ -311,6 +311,7 @@ impl super::VectorIndex for EdgeIndex {
         let dense = self.inner.space.name.clone();
         let mut ops = Vec::with_capacity(updates.len() * 2);
         for u in updates {
+            let ready = serde_json::from_value(u.payload_json()).map_err(|e| store_error("payload", e))?;
             let unchanged = json_filter(u.unchanged_json())?;
             let mut named = std::collections::HashMap::new();
             named.insert(dense.clone(), Vector::new_dense(u.dense));
@@ -319,8 +320,6 @@ impl super::VectorIndex for EdgeIndex {
                 points: vec![PointVectorsPersisted { id: PointId::Uuid(u.id), vector }],
                 update_filter: Some(unchanged.clone()),
             })));
-            let ready = serde_json::from_value(serde_json::json!({"embedding": "ready"}))
-                .map_err(|e| store_error("payload", e))?;
             ops.push(UpdateOperation::PayloadOperation(PayloadOps::SetPayload(SetPayloadOp {
                 payload: ready,
                 points: None,

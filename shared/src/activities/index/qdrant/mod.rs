@@ -283,6 +283,7 @@ impl VectorIndex for QdrantIndex {
         }
         let mut operations = Vec::with_capacity(updates.len() * 2);
         for u in updates {
+            let payload = Payload::try_from(u.payload_json()).map_err(|e| store_error("payload", e))?;
             let id: PointId = u.id.to_string().into();
             let unchanged = Filter::must([
                 Condition::has_id([id.clone()]),
@@ -299,7 +300,7 @@ impl VectorIndex for QdrantIndex {
             });
             operations.push(PointsUpdateOperation {
                 operation: Some(Operation::SetPayload(SetPayload {
-                    payload: HashMap::from([("embedding".to_owned(), "ready".into())]),
+                    payload: payload.into(),
                     points_selector: Some(unchanged.into()),
                     ..Default::default()
                 })),
