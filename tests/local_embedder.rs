@@ -118,6 +118,25 @@ async fn a_missing_model_degrades_to_lexical_and_says_how_to_fetch_it() {
     assert!(r["degradedReason"].as_str().unwrap().contains("/nonexistent/e5-small-q4.bin"), "{r}");
 }
 
+// Given an API embedder with the wish facets read beside it and the bundled model's file
+// missing, when activities are indexed, then each is written with its API vector but stays
+// pending, saying the facets could not be read (the backfill reads them again); a search still
+// ranks by meaning, not degraded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activities_whose_facets_cannot_be_read_stay_pending_and_are_still_found() {
+    let api = EmbeddingServer::start(DIMS, Duration::ZERO).await;
+    let env = [("WISH_FACETS", "bundled"), ("EMBEDDING_MODEL_PATH", "/nonexistent/e5-small-q4.bin")];
+    let h = RagHarness::with(Some(api), &env).await;
+    let few: Vec<Value> = one_of_each().into_iter().take(6).collect();
+    let r = index_all(&h, &few).await.remove(0);
+    assert!(r["pendingReason"].as_str().unwrap().contains("wish facets"), "{r}");
+    assert!(r["indexed"].as_array().unwrap().iter().all(|i| i["embedding"] == "pending"), "{r}");
+    assert_eq!(h.embedding.as_ref().unwrap().inputs(), 6, "the API embedded each activity once");
+    let (ids, r) = h.search_ids(json!({"semanticQuery": "安静 发呆", "limit": 3})).await;
+    assert_eq!((r["strategy"].as_str(), r["degraded"].as_bool()), (Some("hybrid"), Some(false)), "{r}");
+    assert!(!ids.is_empty(), "{r}");
+}
+
 // Given a long batch on the bundled model, when its caller gives up (the cancel flag is set a
 // tenth of the way in), then the embedding stops between encoder layers: it returns nothing,
 // long before the batch would have finished, instead of burning the CPU for nobody.
@@ -241,13 +260,13 @@ async fn the_seeds_wishes_go_to_explore_and_find_their_activity_in_the_sample_da
     assert!(missed.is_empty(), "{missed:#?}");
 }
 
-/// The ids a wish ranks first, and each result's stored facets.
+/// The ids a wish ranks first, and the facets ranking reads of each result.
 async fn wish_ranking(h: &RagHarness, wish: &str) -> (Vec<String>, Vec<Option<Vec<f32>>>) {
     let (ids, r) = h.search_ids(json!({"semanticQuery": wish, "limit": 10})).await;
     assert_eq!(r["degraded"].as_bool(), Some(false), "{r}");
     let points: Vec<_> = ids.iter().map(|id| shared::activities::index::point_id(id)).collect();
-    let stored = h.rag.retrieval.index().get(&points, false).await.unwrap();
-    (ids, stored.iter().map(|s| shared::activities::facets::stored(&s.payload)).collect())
+    let stored = h.rag.retrieval.index().get(&points, true).await.unwrap();
+    (ids, stored.iter().map(|s| h.rag.retrieval.facets().of_point(s)).collect())
 }
 
 const WISHES: [&str; 4] = ["压力大想发呆", "适合社恐的活动", "周五晚上热闹的地方", "想出出汗但别太累"];
@@ -256,7 +275,8 @@ const WISHES: [&str; 4] = ["压力大想发呆", "适合社恐的活动", "周�
 // vectors (the same cosines in another space, where heads fitted on e5's coordinates read
 // nonsense), when activities are indexed and wishes asked through the API path with the facets
 // read by the bundled e5 beside it, then every wish ranks as it does with e5 in process, and
-// each activity stores the same facets; without the facets beside it, the ranking differs.
+// ranking reads the same facets of each activity (stored at indexing there, read from the
+// dense vector here); without the facets beside it, none are read and the ranking differs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_wish_facets_rank_alike_whatever_space_the_embedder_works_in() {
     model_present();
@@ -288,11 +308,12 @@ async fn the_wish_facets_rank_alike_whatever_space_the_embedder_works_in() {
         let (through_api, api_facets) = wish_ranking(&beside, wish).await;
         assert_eq!(through_api, in_process, "{wish}: the API path ranks as the bundled one");
         for (a, b) in facets.iter().zip(&api_facets) {
-            let (a, b) = (a.as_ref().expect("facets stored in process"), b.as_ref().expect("facets stored via API"));
+            let (a, b) =
+                (a.as_ref().expect("facets of the e5 vector"), b.as_ref().expect("facets stored via the API path"));
             assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-3), "{wish}: {a:?} vs {b:?}");
         }
         let (alone, none) = wish_ranking(&without, wish).await;
-        assert!(none.iter().all(Option::is_none), "WISH_FACETS=off stores none");
+        assert!(none.iter().all(Option::is_none), "WISH_FACETS=off reads none");
         differs += usize::from(alone != in_process);
     }
     assert!(differs > 0, "the facets change how some wish ranks");

@@ -10,6 +10,7 @@ use shared::activities::activity::Activity;
 use shared::activities::index::bm25::Bm25;
 use shared::activities::index::{HardFilter, Near, Order, Point, VectorIndex, point_id};
 use shared::activities::indexing::{activity_of, payload};
+use shared::activities::wish::Wishes;
 
 const DIMS: usize = 9;
 
@@ -219,7 +220,9 @@ async fn dense_writes_touch_only_unchanged_points(index: Arc<dyn VectorIndex>) {
             id: s.id,
             content_hash: hash(s),
             dense: vec![0.5; DIMS],
-            facets: Some(vec![0.25; shared::activities::wish::FACETS.len()]),
+            facets: Some(
+                json!({"model": Wishes::shipped_id(), "has": vec![0.25; shared::activities::wish::FACETS.len()]}),
+            ),
         })
         .collect();
     index.set_dense(updates).await.unwrap();
@@ -228,7 +231,7 @@ async fn dense_writes_touch_only_unchanged_points(index: Arc<dyn VectorIndex>) {
     assert_eq!(
         shared::activities::facets::stored(&after[0].payload),
         Some(vec![0.25; shared::activities::wish::FACETS.len()]),
-        "its facets are stored with the vector"
+        "its facets (of the shipped model) are stored with the vector"
     );
     assert_eq!(activity_of(&after[0].payload).unwrap().title, "读书局", "the rest of a is as it was");
     assert_eq!(after[0].version(), Some(version(1)));

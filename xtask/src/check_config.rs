@@ -312,13 +312,13 @@ mod tests {
         let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
         assert_eq!(rag.get("EMBEDDING_PROVIDER").map(String::as_str), Some("openai"));
         assert_eq!(rag.get("EMBEDDING_MODEL").map(String::as_str), Some("embedding-3"));
-        // Issue 63: the bundled model reads the wish facets beside the API embedder, unless off.
+        // Issue 63: the bundled model reads the wish facets beside the API embedder when asked.
+        assert_eq!((rag.get("WISH_FACETS").map(String::as_str), rag.get("EMBEDDING_MODEL_PATH")), (Some("off"), None));
+        let beside = [("Embedder", "api"), ("EmbeddingApiKeySecret", "k"), ("WishFacets", "bundled")];
+        let envs = environments(&template(), &answers(&beside)).unwrap();
+        let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
         assert_eq!(rag.get("WISH_FACETS").map(String::as_str), Some("bundled"));
         assert_eq!(rag.get("EMBEDDING_MODEL_PATH").map(String::as_str), Some("/opt/models/e5-small-q4.bin"));
-        let off = [("Embedder", "api"), ("EmbeddingApiKeySecret", "k"), ("WishFacets", "off")];
-        let envs = environments(&template(), &answers(&off)).unwrap();
-        let rag = &envs.iter().find(|(f, _)| f == "rag-search").unwrap().1;
-        assert_eq!((rag.get("WISH_FACETS").map(String::as_str), rag.get("EMBEDDING_MODEL_PATH")), (Some("off"), None));
         // Issue 60 item 2: a model the table lacks is found before the deploy, naming PRICES;
         // priced there it passes, and a bad price is refused naming the variable too.
         let other = [("LlmApiKeySecret", "research/llm"), ("LlmProvider", "openai"), ("LlmModel", "gpt-9")];

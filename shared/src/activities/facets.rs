@@ -1,23 +1,29 @@
 //! The wish facets whatever embedder ranks (issue 63): the bundled e5 reads what each activity
-//! has ([`Wishes::has`], stored in its payload as `facets` at indexing) and what a query wants
-//! ([`Wishes::desire`]); retrieval matches them field to field ([`Wishes::matched`]).
+//! has ([`Wishes::has`]) and what a query wants ([`Wishes::desire`]); retrieval matches them
+//! field to field ([`Wishes::matched`]).
 //!
-//! Where the bundled e5 ranks, its vectors are read as they are: no second embedding. Beside an
-//! API embedder (`WISH_FACETS=bundled`, the model at `EMBEDDING_MODEL_PATH`) the e5 embeds the
-//! activity's views and the query itself, in process, accounted like any embedding. Either way
-//! the facets are the same numbers, so they do not depend on the space ranking by meaning runs
-//! in. A facet reading that fails leaves the activity or query without facets (ranked by
-//! meaning alone), never a write or a search.
+//! Where the bundled e5 ranks, both are read from its own vectors (an activity's from its stored
+//! dense vector, at search time): no second embedding, nothing more stored. Beside an API
+//! embedder (`WISH_FACETS=bundled`, the model at `EMBEDDING_MODEL_PATH`) the e5 embeds each
+//! activity's views at indexing, and its facets are stored in the payload (`facets`: the
+//! model's [`Wishes::shipped_id`] and the numbers, so a refitted model never reads another's); it
+//! embeds a query while the API does, and the reading is dropped (its work stopped) when the
+//! query turns out not to be a wish. Either way the facets are the same numbers, so they do not
+//! depend on the space ranking by meaning runs in. A reading that fails leaves the query
+//! without facets (ranked by meaning alone) and the activity `embedding: "pending"` (the
+//! backfill reads it again); never a failed write or search.
+
+use serde_json::{Map, Value, json};
 
 use crate::activities::embedder::{EmbeddingService, Input};
-use crate::activities::index::Stored;
+use crate::activities::index::{FACETS, Stored};
 use crate::activities::ranking::normalised_sum;
 use crate::activities::wish::Wishes;
 
 /// Who reads the facets.
 #[derive(Clone)]
 enum Reader {
-    /// No one: `WISH_FACETS=off`, `RAG_WISH_WEIGHT=0`, or no bundled e5 beside the API embedder.
+    /// No one: `WISH_FACETS=off` beside an API embedder, or `RAG_WISH_WEIGHT=0`.
     Off,
     /// The ranking embedder is the bundled e5: its vectors are read.
     Ranking,
@@ -29,6 +35,27 @@ enum Reader {
 #[derive(Clone)]
 pub struct Facets {
     reader: Reader,
+}
+
+/// What a query wants, read or being read; dropped unread, its reading stops.
+pub struct Desire(Option<tokio::task::JoinHandle<Option<Vec<f32>>>>, Option<Vec<f32>>);
+
+impl Desire {
+    /// The desire, once read (`None`: unread).
+    pub async fn get(mut self) -> Option<Vec<f32>> {
+        match self.0.take() {
+            Some(reading) => reading.await.ok().flatten(),
+            None => self.1.take(),
+        }
+    }
+}
+
+impl Drop for Desire {
+    fn drop(&mut self) {
+        if let Some(reading) = self.0.take() {
+            reading.abort();
+        }
+    }
 }
 
 impl Facets {
@@ -49,7 +76,15 @@ impl Facets {
         Self { reader }
     }
 
-    /// Whether any facets are read (`/health`, the config check and the quality command say it).
+    /// The same reader with its own embedding time box at least `timeout` (the backfill's).
+    pub fn lasting_at_least(mut self, timeout: std::time::Duration) -> Self {
+        if let Reader::Own(e5, _) = &mut self.reader {
+            *e5 = e5.clone().lasting_at_least(timeout);
+        }
+        self
+    }
+
+    /// Who reads the facets, in words (the quality command prints it).
     pub fn describe(&self) -> &'static str {
         match self.reader {
             Reader::Off => "off",
@@ -58,76 +93,87 @@ impl Facets {
         }
     }
 
-    /// What each activity has, from its `views` ([`crate::activities::activity::Activity::dense_views`])
-    /// and its `dense` vector where one was made: one entry per activity, `None` where unread.
-    pub async fn of_activities(
-        &self,
-        views: &[[String; 2]],
-        dense: &[Option<Vec<f32>>],
-        request_id: &str,
-    ) -> Vec<Option<Vec<f32>>> {
+    /// The payload field to store for each activity of `views`
+    /// ([`crate::activities::activity::Activity::dense_views`]): `Some(None)` when nothing is
+    /// stored (no reader beside an API embedder, or the bundled e5 ranks and its vector is
+    /// read at search time); `Some(Some(facets))` when read; `None` when the reading failed (the
+    /// activity stays pending). One entry per activity.
+    pub async fn to_store(&self, views: &[[String; 2]], request_id: &str) -> Vec<Option<Option<Value>>> {
+        let Reader::Own(e5, agent) = &self.reader else { return vec![Some(None); views.len()] };
+        let texts: Vec<String> = views.iter().flatten().cloned().collect();
         let wishes = Wishes::shipped();
-        match &self.reader {
-            Reader::Off => vec![None; views.len()],
-            Reader::Ranking => dense.iter().map(|d| d.as_deref().and_then(|v| wishes.has(v))).collect(),
-            Reader::Own(e5, agent) => {
-                let texts: Vec<String> = views.iter().flatten().cloned().collect();
-                match e5.vectors(agent, request_id, &texts, Input::Query).await {
-                    Ok(vectors) => vectors.chunks(2).map(|pair| wishes.has(&normalised_sum(pair))).collect(),
-                    Err(reason) => {
-                        tracing::warn!(%reason, activities = views.len(), "activity facets unread");
-                        vec![None; views.len()]
-                    }
-                }
+        match e5.vectors(agent, request_id, &texts, Input::Query).await {
+            Ok(vectors) => vectors
+                .chunks(2)
+                .map(|pair| {
+                    Some(
+                        wishes.has(&normalised_sum(pair)).map(|has| json!({"model": Wishes::shipped_id(), "has": has})),
+                    )
+                })
+                .collect(),
+            Err(reason) => {
+                tracing::warn!(%reason, activities = views.len(), "activity facets unread: left pending");
+                vec![None; views.len()]
             }
         }
     }
 
-    /// What the activity `point` has: its stored facets; where the bundled e5 ranks and it was
-    /// indexed before they were stored, read from its dense vector (the same numbers).
+    /// Whether facets are stored with each activity (beside an API embedder).
+    pub fn stores(&self) -> bool {
+        matches!(self.reader, Reader::Own(..))
+    }
+
+    /// What the activity `point` has: read from its dense vector where the bundled e5 ranks,
+    /// else its stored facets when the shipped model made them.
     pub fn of_point(&self, point: &Stored) -> Option<Vec<f32>> {
-        stored(&point.payload).or_else(|| match self.reader {
+        match self.reader {
+            Reader::Off => None,
             Reader::Ranking => point.dense.as_deref().and_then(|d| Wishes::shipped().has(d)),
-            _ => None,
-        })
+            Reader::Own(..) => stored(&point.payload),
+        }
     }
 
     /// A query's vector by `ranking` (the ranking embedder embedding `text`) and what the query
-    /// wants: read from that vector where the bundled e5 ranks; beside an API embedder, by the
-    /// bundled e5 while the API answers (so a wish waits for the slower of the two, not both);
-    /// `None` when unread.
-    pub async fn with_desire<F>(&self, text: &str, request_id: &str, ranking: F) -> (F::Output, Option<Vec<f32>>)
+    /// wants, if `wanted` (it may be ranked by meaning): read from that vector where the bundled
+    /// e5 ranks; beside an API embedder, by the bundled e5 while the API answers (a wish waits
+    /// for the slower of the two, not both; an unused reading is stopped when dropped).
+    pub async fn with_desire<F>(&self, text: &str, request_id: &str, wanted: bool, ranking: F) -> (F::Output, Desire)
     where
         F: Future<Output = Result<Vec<f32>, String>>,
     {
         let wishes = Wishes::shipped();
         match &self.reader {
-            Reader::Off => (ranking.await, None),
-            Reader::Ranking => {
-                let vector = ranking.await;
-                let desire = vector.as_ref().ok().map(|v| wishes.desire(v));
-                (vector, desire)
-            }
-            Reader::Own(e5, agent) => {
-                let own = async {
-                    match e5.vectors(agent, request_id, &[text.to_owned()], Input::Query).await {
-                        Ok(mut v) => v.pop().map(|q| wishes.desire(&q)),
+            Reader::Own(e5, agent) if wanted => {
+                let (e5, agent, texts, id) = (e5.clone(), *agent, [text.to_owned()], request_id.to_owned());
+                let reading = tokio::spawn(async move {
+                    match e5.vectors(agent, &id, &texts, Input::Query).await {
+                        Ok(mut v) => v.pop().map(|q| Wishes::shipped().desire(&q)),
                         Err(reason) => {
                             tracing::warn!(%reason, "query facets unread; ranked by meaning alone");
                             None
                         }
                     }
-                };
-                tokio::join!(ranking, own)
+                });
+                let desire = Desire(Some(reading), None);
+                (ranking.await, desire)
             }
+            Reader::Ranking if wanted => {
+                let vector = ranking.await;
+                let desire = vector.as_ref().ok().map(|v| wishes.desire(v));
+                (vector, Desire(None, desire))
+            }
+            _ => (ranking.await, Desire(None, None)),
         }
     }
 }
 
-/// An activity's stored facets (`facets` in its payload), when there are [`crate::activities::wish::FACETS`]
-/// numbers.
-pub fn stored(payload: &serde_json::Map<String, serde_json::Value>) -> Option<Vec<f32>> {
-    let values = payload.get(crate::activities::index::FACETS)?.as_array()?;
+/// An activity's stored facets (`facets` in its payload), when the shipped model made them.
+pub fn stored(payload: &Map<String, Value>) -> Option<Vec<f32>> {
+    let field = payload.get(FACETS)?;
+    if field.get("model")?.as_str()? != Wishes::shipped_id() {
+        return None;
+    }
+    let values = field.get("has")?.as_array()?;
     let facets: Vec<f32> = values.iter().map(|v| v.as_f64().map(|x| x as f32)).collect::<Option<_>>()?;
     (facets.len() == crate::activities::wish::FACETS.len()).then_some(facets)
 }

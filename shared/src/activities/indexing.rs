@@ -90,7 +90,7 @@ pub fn payload(activity: &Activity, zone: Tz, embedded: bool) -> Map<String, Val
 }
 
 /// [`payload`] with the content hash already made.
-fn payload_with(activity: &Activity, content_hash: &str, embedded: bool, facets: Option<&[f32]>) -> Map<String, Value> {
+fn payload_with(activity: &Activity, content_hash: &str, embedded: bool, facets: Option<&Value>) -> Map<String, Value> {
     let Value::Object(mut map) = serde_json::to_value(activity).expect("activities serialise") else {
         unreachable!("an activity serialises to an object")
     };
@@ -99,7 +99,7 @@ fn payload_with(activity: &Activity, content_hash: &str, embedded: bool, facets:
     map.insert("contentHash".into(), json!(content_hash));
     map.insert("embedding".into(), json!(if embedded { "ready" } else { "pending" }));
     if let Some(facets) = facets {
-        map.insert(crate::activities::index::FACETS.into(), json!(facets));
+        map.insert(crate::activities::index::FACETS.into(), facets.clone());
     }
     if let Some(at) = activity.updated_at {
         map.insert(crate::activities::index::VERSION.into(), json!(version_of(at)));
@@ -145,9 +145,10 @@ impl Indexer {
         self
     }
 
-    /// The same write path with an embedding time box of at least `timeout`.
+    /// The same write path with an embedding time box of at least `timeout` (the facets' too).
     pub fn embedding_at_least(mut self, timeout: Duration) -> Self {
         self.embedding = self.embedding.lasting_at_least(timeout);
+        self.facets = self.facets.lasting_at_least(timeout);
         self
     }
 
@@ -221,7 +222,8 @@ impl Indexer {
                 !p.is_tombstone() && p.payload.get("contentHash").and_then(Value::as_str) == Some(hash.as_str())
             });
             let previous = previous.filter(|_| same && !force);
-            read.push(previous.as_ref().and_then(|p| facets::stored(&p.payload)));
+            let kept_facets = previous.as_ref().filter(|p| facets::stored(&p.payload).is_some());
+            read.push(kept_facets.and_then(|p| p.payload.get(crate::activities::index::FACETS).cloned()));
             let vector = previous.and_then(|p| p.dense);
             // A stale write embeds nothing: it is not written.
             kept.push(vector.is_some() || is_stale);
@@ -244,23 +246,38 @@ impl Indexer {
                 }
             }
         }
-        // Facets of what changed, or of what was stored without them.
+        // Facets to store (beside an API embedder) of what changed or was stored without them;
+        // an activity whose facets could not be read stays pending, for the backfill.
+        let mut unfaceted = vec![false; activities.len()];
         let unread: Vec<usize> = (0..activities.len()).filter(|&i| !stale[i] && read[i].is_none()).collect();
-        if !unread.is_empty() {
+        if self.facets.stores() && !unread.is_empty() {
             let views: Vec<[String; 2]> = unread.iter().map(|&i| texts[i].0.clone()).collect();
-            let vectors: Vec<Option<Vec<f32>>> = unread.iter().map(|&i| dense[i].clone()).collect();
-            for (&i, f) in unread.iter().zip(self.facets.of_activities(&views, &vectors, request_id).await) {
-                read[i] = f;
+            for (&i, f) in unread.iter().zip(self.facets.to_store(&views, request_id).await) {
+                match f {
+                    Some(value) => read[i] = value,
+                    None => unfaceted[i] = true,
+                }
+            }
+            if unfaceted.iter().any(|&u| u) && pending_reason.is_none() {
+                pending_reason = Some("the wish facets could not be read (the bundled e5)".to_owned());
             }
         }
         let mut points = Vec::with_capacity(activities.len());
         let mut indexed = Vec::with_capacity(activities.len());
-        for ((((((a, id), text), hash), (vector, kept)), stale), facets) in
-            activities.iter().zip(ids).zip(&texts).zip(&hashes).zip(dense.into_iter().zip(kept)).zip(stale).zip(read)
+        for (((((((a, id), text), hash), (vector, kept)), stale), facets), unfaceted) in activities
+            .iter()
+            .zip(ids)
+            .zip(&texts)
+            .zip(&hashes)
+            .zip(dense.into_iter().zip(kept))
+            .zip(stale)
+            .zip(read)
+            .zip(unfaceted)
         {
             let embedding = match (&vector, kept) {
                 _ if stale => Embedding::Stale,
                 (None, _) => Embedding::Pending,
+                _ if unfaceted => Embedding::Pending,
                 (Some(_), true) => Embedding::Kept,
                 (Some(_), false) => Embedding::Embedded,
             };
@@ -271,7 +288,7 @@ impl Indexer {
             }
             points.push(Point {
                 id,
-                payload: payload_with(a, hash, vector.is_some(), facets.as_deref()),
+                payload: payload_with(a, hash, vector.is_some() && !unfaceted, facets.as_ref()),
                 sparse: self.bm25.document(&text.1),
                 dense: vector,
             });
@@ -297,21 +314,22 @@ impl Indexer {
         let views: Vec<[String; 2]> = read.iter().map(|(_, a, _)| a.dense_views(self.zone)).collect();
         let (embedding, pending_reason) = match self.embed(&views, request_id).await {
             Ok(vectors) => {
-                let vectors: Vec<Option<Vec<f32>>> = vectors.into_iter().map(Some).collect();
-                let facets = self.facets.of_activities(&views, &vectors, request_id).await;
+                // Beside an API embedder, a point whose facets could not be read stays pending.
+                let facets = self.facets.to_store(&views, request_id).await;
+                let complete = facets.iter().all(Option::is_some);
                 let updates = read
                     .iter()
-                    .zip(vectors.into_iter().flatten())
+                    .zip(vectors)
                     .zip(facets)
-                    .map(|(((id, _, hash), dense), facets)| DenseUpdate {
-                        id: *id,
-                        content_hash: hash.clone(),
-                        dense,
-                        facets,
+                    .filter_map(|(((id, _, hash), dense), facets)| {
+                        Some(DenseUpdate { id: *id, content_hash: hash.clone(), dense, facets: facets? })
                     })
                     .collect();
                 self.index.set_dense(updates).await?;
-                (Embedding::Embedded, None)
+                match complete {
+                    true => (Embedding::Embedded, None),
+                    false => (Embedding::Pending, Some("the wish facets could not be read (the bundled e5)".into())),
+                }
             }
             Err(reason) => (Embedding::Pending, Some(reason)),
         };

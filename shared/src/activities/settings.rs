@@ -103,7 +103,7 @@ pub struct Settings {
     /// or 2; [`crate::activities::embedder::Embedder::views`]): 1 unless measured better.
     pub embedding_views: usize,
     /// Whether the bundled e5 reads the wish facets beside an API embedder (`WISH_FACETS`:
-    /// `bundled`, the default, or `off`; [`crate::activities::facets`]). Where e5 ranks it
+    /// `bundled`, or `off`, the default; [`crate::activities::facets`]). Where e5 ranks it
     /// reads them from its own vectors either way.
     pub wish_facets: bool,
     /// Where activity points live (`VECTOR_STORE`).
@@ -181,7 +181,7 @@ impl Settings {
             embedding_model: env.get("EMBEDDING_MODEL").unwrap_or_else(|| "embedding-3".into()),
             embedding_dimensions: usize::try_from(env.number("EMBEDDING_DIMENSIONS", 1024)?).unwrap_or(1024).max(1),
             embedding_views: env.choice("EMBEDDING_VIEWS", "1", &[("1", 1), ("2", 2)])?,
-            wish_facets: env.choice("WISH_FACETS", "bundled", &[("bundled", true), ("off", false)])?,
+            wish_facets: env.choice("WISH_FACETS", "off", &[("bundled", true), ("off", false)])?,
             vector_store: match env.get("VECTOR_STORE").as_deref().unwrap_or("edge") {
                 #[cfg(feature = "edge")]
                 "edge" => VectorStoreKind::Edge,

@@ -82,6 +82,17 @@ impl Wishes {
         })
     }
 
+    /// The shipped model's id: the first 12 hex digits of `wish.json`'s SHA-256 (stored with
+    /// facets it made, so a refitted model never reads another's).
+    pub fn shipped_id() -> &'static str {
+        static ID: OnceLock<String> = OnceLock::new();
+        ID.get_or_init(|| {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(include_str!("wish.json").as_bytes());
+            digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
+        })
+    }
+
     /// Fits both heads: `wishes` (a query vector, its desire per facet in -1, 0, 1) and
     /// `activities` (an activity vector, 1 or 0 per facet), for vectors named `vector`.
     pub fn fit(wishes: &[(Vec<f32>, Vec<f32>)], activities: &[(Vec<f32>, Vec<f32>)], vector: &str) -> Wishes {

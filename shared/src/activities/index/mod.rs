@@ -196,8 +196,8 @@ pub struct DenseUpdate {
     pub id: Uuid,
     pub content_hash: String,
     pub dense: Vec<f32>,
-    /// What the activity has of each wish facet (`crate::activities::facets`), when read.
-    pub facets: Option<Vec<f32>>,
+    /// The activity's stored wish facets (`crate::activities::facets`), when read.
+    pub facets: Option<Value>,
 }
 
 impl DenseUpdate {
@@ -205,7 +205,7 @@ impl DenseUpdate {
     pub fn payload_json(&self) -> Value {
         let mut payload = json!({"embedding": "ready"});
         if let Some(facets) = &self.facets {
-            payload[FACETS] = json!(facets);
+            payload[FACETS] = facets.clone();
         }
         payload
     }

@@ -338,7 +338,9 @@ impl Retrieval {
         // dense channel embeds what it wants besides ("周六晚上热闹点的" → "热闹点的").
         let inputs = [without_time(query)];
         let embedded = async { self.embed(&inputs, request_id).await?.pop().ok_or_else(|| "no vector".to_owned()) };
-        let (vector, desire) = self.facets.with_desire(&inputs[0], request_id, embedded).await;
+        // A wish's desire is read only where the query may be ranked by meaning.
+        let wanted = self.ranking.wish_weight > 0.0 && self.ranking.fusion != Fusion::Rrf;
+        let (vector, desire) = self.facets.with_desire(&inputs[0], request_id, wanted, embedded).await;
         let vector = match vector {
             Ok(v) => Some(v),
             Err(reason) => {
@@ -383,7 +385,10 @@ impl Retrieval {
         };
         // A wish ranked by meaning is ranked again by what it wants: its candidates (the same
         // ones, at or above the floor) by their cosine plus their facets' match to its desire.
-        let wish = desire.filter(|_| by_meaning && vector.is_some() && self.ranking.wish_weight > 0.0);
+        let wish = match by_meaning && vector.is_some() {
+            true => desire.get().await,
+            false => None,
+        };
         // Personalising or a time in the query may lift a candidate from below the cut: rank a
         // deeper list then.
         let wanted = Wanted::parse(query, self.clock.now(), self.ranking.zone);
