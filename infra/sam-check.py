@@ -380,6 +380,15 @@ for name, spec in template["Parameters"].items():
         if read != publishes:
             failed.append(f"{name}={other!r}: {function} {'reads it' if read else 'does not read it'} "
                           f"but {'publishes' if publishes else 'publishes no'} version")
+# WishFacets matters only beside an API embedder: turned on a month later there, the aliased
+# functions that embed (rag-search, the assistant) publish a version.
+api_base = {**baseline_overrides, "Embedder": "api", "EmbeddingApiKeySecret": "research/embedding"}
+facets_off = published({**api_base, "WishFacets": "off"})
+facets_on = published({**api_base, "WishFacets": "bundled"}, previous=facets_off)
+moved = sorted(f for f in facets_off["versions"] if facets_on["versions"][f] != facets_off["versions"][f])
+if moved != ["AssistantFunction", "RagSearchFunction"]:
+    failed.append(f"WishFacets=bundled beside an API embedder publishes {moved}, not the assistant and rag-search")
+print(f"WishFacets=bundled beside an API embedder publishes a version of {', '.join(moved)}")
 print(f"settings reach the live alias: {len(pairs)} of {len(reads)} function/parameter pairs that change "
       f"a configuration publish a version ({len(base['configurations'])} aliased functions, "
       f"{len(template['Parameters'])} parameters tried)")

@@ -43,7 +43,8 @@ pub struct Desire(Option<tokio::task::JoinHandle<Option<Vec<f32>>>>, Option<Vec<
 impl Desire {
     /// The desire, once read (`None`: unread).
     pub async fn get(mut self) -> Option<Vec<f32>> {
-        match self.0.take() {
+        // Awaited in place: should the search's time box drop this, the reading stops too.
+        match self.0.as_mut() {
             Some(reading) => reading.await.ok().flatten(),
             None => self.1.take(),
         }
@@ -145,7 +146,7 @@ impl Facets {
         match &self.reader {
             Reader::Own(e5, agent) if wanted => {
                 let (e5, agent, texts, id) = (e5.clone(), *agent, [text.to_owned()], request_id.to_owned());
-                let reading = tokio::spawn(async move {
+                let reading = crate::core::background::spawn(async move {
                     match e5.vectors(agent, &id, &texts, Input::Query).await {
                         Ok(mut v) => v.pop().map(|q| Wishes::shipped().desire(&q)),
                         Err(reason) => {
@@ -154,7 +155,7 @@ impl Facets {
                         }
                     }
                 });
-                let desire = Desire(Some(reading), None);
+                let desire = Desire(reading, None);
                 (ranking.await, desire)
             }
             Reader::Ranking if wanted => {

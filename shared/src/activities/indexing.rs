@@ -43,6 +43,10 @@ pub const MAX_BATCH: usize = 100;
 /// so user searches (`rag`) can never stop activities being indexed.
 pub const AGENT: &str = "indexing";
 
+/// Why an activity is pending when the bundled e5 beside an API embedder could not read its
+/// wish facets.
+const FACETS_UNREAD: &str = "the wish facets could not be read (the bundled e5)";
+
 /// Payload fields that are not the activity's own.
 const DERIVED: &[&str] =
     &["spotsLeft", "contentHash", "embedding", crate::activities::index::FACETS, crate::activities::index::VERSION];
@@ -249,7 +253,8 @@ impl Indexer {
         // Facets to store (beside an API embedder) of what changed or was stored without them;
         // an activity whose facets could not be read stays pending, for the backfill.
         let mut unfaceted = vec![false; activities.len()];
-        let unread: Vec<usize> = (0..activities.len()).filter(|&i| !stale[i] && read[i].is_none()).collect();
+        let unread: Vec<usize> =
+            (0..activities.len()).filter(|&i| !stale[i] && read[i].is_none() && dense[i].is_some()).collect();
         if self.facets.stores() && !unread.is_empty() {
             let views: Vec<[String; 2]> = unread.iter().map(|&i| texts[i].0.clone()).collect();
             for (&i, f) in unread.iter().zip(self.facets.to_store(&views, request_id).await) {
@@ -259,7 +264,7 @@ impl Indexer {
                 }
             }
             if unfaceted.iter().any(|&u| u) && pending_reason.is_none() {
-                pending_reason = Some("the wish facets could not be read (the bundled e5)".to_owned());
+                pending_reason = Some(FACETS_UNREAD.to_owned());
             }
         }
         let mut points = Vec::with_capacity(activities.len());
@@ -312,26 +317,30 @@ impl Indexer {
             }
         }
         let views: Vec<[String; 2]> = read.iter().map(|(_, a, _)| a.dense_views(self.zone)).collect();
-        let (embedding, pending_reason) = match self.embed(&views, request_id).await {
-            Ok(vectors) => {
-                // Beside an API embedder, a point whose facets could not be read stays pending.
-                let facets = self.facets.to_store(&views, request_id).await;
-                let complete = facets.iter().all(Option::is_some);
-                let updates = read
-                    .iter()
-                    .zip(vectors)
-                    .zip(facets)
-                    .filter_map(|(((id, _, hash), dense), facets)| {
-                        Some(DenseUpdate { id: *id, content_hash: hash.clone(), dense, facets: facets? })
-                    })
-                    .collect();
-                self.index.set_dense(updates).await?;
-                match complete {
-                    true => (Embedding::Embedded, None),
-                    false => (Embedding::Pending, Some("the wish facets could not be read (the bundled e5)".into())),
+        // Beside an API embedder the facets are read first (in process, free): when they cannot
+        // be, no paid embedding is bought and the points stay as they are, for the next run.
+        let facets = self.facets.to_store(&views, request_id).await;
+        let (embedding, pending_reason) = if facets.iter().any(Option::is_none) {
+            (Embedding::Pending, Some(FACETS_UNREAD.to_owned()))
+        } else {
+            match self.embed(&views, request_id).await {
+                Ok(vectors) => {
+                    let updates = read
+                        .iter()
+                        .zip(vectors)
+                        .zip(facets)
+                        .map(|(((id, _, hash), dense), facets)| DenseUpdate {
+                            id: *id,
+                            content_hash: hash.clone(),
+                            dense,
+                            facets: facets.flatten(),
+                        })
+                        .collect();
+                    self.index.set_dense(updates).await?;
+                    (Embedding::Embedded, None)
                 }
+                Err(reason) => (Embedding::Pending, Some(reason)),
             }
-            Err(reason) => (Embedding::Pending, Some(reason)),
         };
         let indexed = read.into_iter().map(|(_, a, _)| Indexed { id: a.id, embedding }).collect();
         Ok(Report { indexed, pending_reason })

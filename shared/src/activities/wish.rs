@@ -120,8 +120,8 @@ impl Wishes {
     }
 
     /// What an activity with `vector` has of each facet ([`FACETS`] order): the projection of
-    /// its unit vector on each facet's direction. Computed at indexing and stored with the
-    /// activity (`facets` in its payload), so ranking reads it whatever embedder ranks.
+    /// its unit vector on each facet's direction. Read by the bundled e5 whatever embedder ranks
+    /// ([`crate::activities::facets`]).
     pub fn has(&self, vector: &[f32]) -> Option<Vec<f32>> {
         if vector.len() != self.directions.first().map_or(0, Vec::len) {
             return None;

@@ -86,6 +86,10 @@ impl Embedder for LocalEmbedder {
         2
     }
 
+    fn in_process(&self) -> bool {
+        true
+    }
+
     async fn embed_batch(&self, inputs: &[String], input: Input) -> Result<(Vec<Vec<f32>>, Usage), ProviderError> {
         let model = self.model().map_err(ProviderError::Local)?;
         let inputs = inputs.to_vec();

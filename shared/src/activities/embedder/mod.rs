@@ -55,6 +55,11 @@ pub trait Embedder: Send + Sync {
     fn views(&self) -> usize {
         1
     }
+    /// Whether its calls run in process and cost nothing: one dropped mid-call (a time box, a
+    /// reading no longer wanted) cannot have been billed.
+    fn in_process(&self) -> bool {
+        false
+    }
     /// Embeds `inputs` in one call; one vector per input, in order.
     async fn embed_batch(&self, inputs: &[String], input: Input) -> Result<(Vec<Vec<f32>>, Usage), ProviderError>;
 }
@@ -98,13 +103,15 @@ pub async fn embed(
         upstream_id: None,
     };
     let nothing = Usage::default();
-    let in_flight = ledger.in_flight(&charge(&nothing, Outcome::Failed));
+    let in_flight = (!embedder.in_process()).then(|| ledger.in_flight(&charge(&nothing, Outcome::Failed)));
     let attempt = |_| embedder.embed_batch(inputs, input);
     let result = match deadline {
         Some(at) => within(retry, at, embedder.provider(), attempt).await,
         None => with_backoff(retry, embedder.provider(), attempt).await,
     };
-    in_flight.accounted();
+    if let Some(in_flight) = in_flight {
+        in_flight.accounted();
+    }
     let (usage, outcome) = match &result {
         Ok((_, usage)) => (usage.clone(), Outcome::Live),
         Err(_) => (Usage::default(), Outcome::Failed),

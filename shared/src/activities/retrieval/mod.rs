@@ -387,7 +387,10 @@ impl Retrieval {
         // ones, at or above the floor) by their cosine plus their facets' match to its desire.
         let wish = match by_meaning && vector.is_some() {
             true => desire.get().await,
-            false => None,
+            false => {
+                drop(desire); // its reading, if any, stops now
+                None
+            }
         };
         // Personalising or a time in the query may lift a candidate from below the cut: rank a
         // deeper list then.
