@@ -32,4 +32,5 @@ fi
 
 embedder=$(grep -oE 'Embedder=[a-z]+' <<<"$command" | cut -d= -f2)
 architecture=$(grep -oE 'Architecture=[a-z0-9_]+' <<<"$command" | cut -d= -f2)
-"$venv/bin/python" infra/artifacts-check.py .aws-sam/build "${embedder:-auto}" "${architecture:-arm64}"
+facets=$(grep -oE 'WishFacets=[a-z]+' <<<"$command" | cut -d= -f2)
+"$venv/bin/python" infra/artifacts-check.py .aws-sam/build "${embedder:-auto}" "${architecture:-arm64}" "${facets:-off}"

@@ -339,8 +339,8 @@ impl Retrieval {
         let inputs = [without_time(query)];
         let embedded = async { self.embed(&inputs, request_id).await?.pop().ok_or_else(|| "no vector".to_owned()) };
         // A wish's desire is read only where the query may be ranked by meaning.
-        let wanted = self.ranking.wish_weight > 0.0 && self.ranking.fusion != Fusion::Rrf;
-        let (vector, desire) = self.facets.with_desire(&inputs[0], request_id, wanted, embedded).await;
+        let may_wish = self.ranking.wish_weight > 0.0 && self.ranking.fusion != Fusion::Rrf;
+        let (vector, desire) = self.facets.with_desire(&inputs[0], request_id, may_wish, embedded).await;
         let vector = match vector {
             Ok(v) => Some(v),
             Err(reason) => {
