@@ -1,6 +1,6 @@
 //! The wish facets whatever embedder ranks (issue 63): the bundled e5 reads what each activity
 //! has ([`Wishes::has`]) and what a query wants ([`Wishes::desire`]); retrieval matches them
-//! field to field ([`Wishes::matched`]).
+//! field to field ([`Wishes::matched`]; [`Wish::met_by`]).
 //!
 //! Where the bundled e5 ranks, both are read from its own vectors (an activity's from its stored
 //! dense vector, at search time): no second embedding, nothing more stored. Beside an API
@@ -124,14 +124,10 @@ impl Facets {
         matches!(self.reader, Reader::Own(..))
     }
 
-    /// What the activity `point` has: read from its dense vector where the bundled e5 ranks,
-    /// else its stored facets when the shipped model made them.
-    pub fn of_point(&self, point: &Stored) -> Option<Vec<f32>> {
-        match self.reader {
-            Reader::Off => None,
-            Reader::Ranking => point.dense.as_deref().and_then(|d| Wishes::shipped().has(d)),
-            Reader::Own(..) => stored(&point.payload),
-        }
+    /// What a query with `desire` wants of each candidate, made once per search.
+    pub fn wish(&self, desire: Vec<f32>) -> Wish {
+        let direction = matches!(self.reader, Reader::Ranking).then(|| Wishes::shipped().direction(&desire));
+        Wish { desire, direction }
     }
 
     /// A query's vector by `ranking` (the ranking embedder embedding `text`) and what the query
@@ -164,6 +160,29 @@ impl Facets {
                 (vector, Desire(None, desire))
             }
             _ => (ranking.await, Desire(None, None)),
+        }
+    }
+}
+
+/// What a query wants of each candidate.
+pub struct Wish {
+    desire: Vec<f32>,
+    /// Where the bundled e5 ranks: the desire's direction ([`Wishes::direction`]).
+    direction: Option<Vec<f32>>,
+}
+
+impl Wish {
+    /// How well the activity `point` meets the wish ([`Wishes::matched`]): where the bundled e5
+    /// ranks, one product of the direction with its dense vector (unit length: no facets
+    /// stored); else from its stored facets. `None`: nothing to read.
+    pub fn met_by(&self, point: &Stored) -> Option<f32> {
+        match &self.direction {
+            Some(direction) => {
+                let dense = point.dense.as_deref()?;
+                let norm = dense.iter().map(|x| x * x).sum::<f32>().sqrt();
+                (norm > 0.0).then(|| direction.iter().zip(dense).map(|(a, b)| a * b).sum::<f32>() / norm)
+            }
+            None => stored(&point.payload).map(|has| Wishes::matched(&self.desire, &has)),
         }
     }
 }

@@ -130,11 +130,21 @@ impl Wishes {
         Some(self.directions.iter().map(|u| u.iter().zip(&v).map(|(a, b)| a * b).sum()).collect())
     }
 
-    /// How well what an activity `has` meets a query's `desire`, weighed by `weight`: added to
-    /// the cosine between query and activity, it ranks as the cosine to the query vector moved
-    /// `weight` along each facet's direction times its desire would (a constant factor apart).
-    pub fn matched(desire: &[f32], has: &[f32], weight: f32) -> f32 {
-        weight * desire.iter().zip(has).map(|(d, h)| d * h).sum::<f32>()
+    /// How well what an activity `has` meets a query's `desire`: Σ desire × facet. Weighed and
+    /// added to the cosine between query and activity, it ranks as the cosine to the query
+    /// vector moved along each facet's direction times its desire (a constant factor apart).
+    pub fn matched(desire: &[f32], has: &[f32]) -> f32 {
+        desire.iter().zip(has).map(|(d, h)| d * h).sum()
+    }
+
+    /// The direction of a `desire`: Σ desire × facet direction. Its product with an activity's
+    /// unit vector is [`Wishes::matched`] of that activity's [`Wishes::has`], in one product.
+    pub fn direction(&self, desire: &[f32]) -> Vec<f32> {
+        let mut sum = vec![0.0; self.directions.first().map_or(0, Vec::len)];
+        for (d, u) in desire.iter().zip(&self.directions) {
+            sum.iter_mut().zip(u).for_each(|(s, x)| *s += d * x);
+        }
+        sum
     }
 
     /// The facets a query with `vector` clearly wants (desire ≥ 0.5) and avoids (≤ -0.5).
@@ -263,10 +273,17 @@ mod tests {
                 ids.sort_by(|&a, &b| score(&activities[b]).total_cmp(&score(&activities[a])));
                 ids
             };
-            let field_to_field = order(&|a| cos(&query, a) + Wishes::matched(&desire, &wishes.has(a).unwrap(), weight));
+            let field_to_field =
+                order(&|a| cos(&query, a) + weight * Wishes::matched(&desire, &wishes.has(a).unwrap()));
             assert_eq!(field_to_field, order(&|a| cos(&moved, a)), "{query:?} at {weight}");
+            // One product with the desire's direction is the same number.
+            let direction = wishes.direction(&desire);
+            for a in &activities {
+                let norm = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+                let product = direction.iter().zip(a).map(|(d, x)| d * x).sum::<f32>() / norm;
+                assert!((product - Wishes::matched(&desire, &wishes.has(a).unwrap())).abs() < 1e-5, "{a:?}");
+            }
         }
-        assert_eq!(Wishes::matched(&[1.0, -1.0], &[0.5, 0.5], 0.0), 0.0, "weight 0: off");
     }
 
     #[test]

@@ -47,7 +47,6 @@ use crate::activities::reasons::{self, AGENT, Facts};
 use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy};
 use crate::activities::settings::Fusion;
 use crate::activities::when::{Wanted, without_time};
-use crate::activities::wish::Wishes;
 use crate::core::clock::Clock;
 use crate::core::error::Result;
 use crate::core::records::{HOT_PATH, bounded};
@@ -386,7 +385,7 @@ impl Retrieval {
         // A wish ranked by meaning is ranked again by what it wants: its candidates (the same
         // ones, at or above the floor) by their cosine plus their facets' match to its desire.
         let wish = match by_meaning && vector.is_some() {
-            true => desire.get().await,
+            true => desire.get().await.map(|d| self.facets.wish(d)),
             false => {
                 drop(desire); // its reading, if any, stops now
                 None
@@ -423,10 +422,7 @@ impl Retrieval {
             let max_sim = s.dense.as_deref().and_then(|d| max_sim(d, kept));
             // The lifts below multiply: a score under 0 would be lowered by them.
             let base = match (&wish, similarity) {
-                (Some(desire), Some(cos)) => {
-                    let has = self.facets.of_point(&s);
-                    (cos + has.map_or(0.0, |h| Wishes::matched(desire, &h, self.ranking.wish_weight))).max(0.0)
-                }
+                (Some(wish), Some(cos)) => (cos + self.ranking.wish_weight * wish.met_by(&s).unwrap_or(0.0)).max(0.0),
                 (Some(_), None) => 0.0,
                 (None, _) => hit.score,
             };
