@@ -16,7 +16,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::activities::embedder::{EmbeddingService, Input};
-use crate::activities::index::{FACETS, Stored};
+use crate::activities::index::{FACETS_FIELD, Stored};
 use crate::activities::ranking::normalised_sum;
 use crate::activities::wish::Wishes;
 
@@ -189,7 +189,7 @@ impl Wish {
 
 /// An activity's stored facets (`facets` in its payload), when the shipped model made them.
 pub fn stored(payload: &Map<String, Value>) -> Option<Vec<f32>> {
-    let field = payload.get(FACETS)?;
+    let field = payload.get(FACETS_FIELD)?;
     if field.get("model")?.as_str()? != Wishes::shipped_id() {
         return None;
     }

@@ -48,8 +48,13 @@ pub const AGENT: &str = "indexing";
 const FACETS_UNREAD: &str = "the wish facets could not be read (the bundled e5)";
 
 /// Payload fields that are not the activity's own.
-const DERIVED: &[&str] =
-    &["spotsLeft", "contentHash", "embedding", crate::activities::index::FACETS, crate::activities::index::VERSION];
+const DERIVED: &[&str] = &[
+    "spotsLeft",
+    "contentHash",
+    "embedding",
+    crate::activities::index::FACETS_FIELD,
+    crate::activities::index::VERSION,
+];
 
 /// What happened to an activity's dense vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -103,7 +108,7 @@ fn payload_with(activity: &Activity, content_hash: &str, embedded: bool, facets:
     map.insert("contentHash".into(), json!(content_hash));
     map.insert("embedding".into(), json!(if embedded { "ready" } else { "pending" }));
     if let Some(facets) = facets {
-        map.insert(crate::activities::index::FACETS.into(), facets.clone());
+        map.insert(crate::activities::index::FACETS_FIELD.into(), facets.clone());
     }
     if let Some(at) = activity.updated_at {
         map.insert(crate::activities::index::VERSION.into(), json!(version_of(at)));
@@ -227,7 +232,7 @@ impl Indexer {
             });
             let previous = previous.filter(|_| same && !force);
             let kept_facets = previous.as_ref().filter(|p| facets::stored(&p.payload).is_some());
-            read.push(kept_facets.and_then(|p| p.payload.get(crate::activities::index::FACETS).cloned()));
+            read.push(kept_facets.and_then(|p| p.payload.get(crate::activities::index::FACETS_FIELD).cloned()));
             let vector = previous.and_then(|p| p.dense);
             // A stale write embeds nothing: it is not written.
             kept.push(vector.is_some() || is_stale);

@@ -81,18 +81,19 @@ pub fn vector_index(config: &Config) -> Result<Arc<dyn crate::activities::index:
     })
 }
 
-/// The embedding service of activity writes or searches, timed by `timeout`.
+/// The embedding service of activity writes or searches over `embedder`, timed by `timeout`.
 fn embedding(
     config: &Config,
+    embedder: crate::activities::embedder::Configured,
     ledger: Ledger,
     timeout: std::time::Duration,
-) -> Result<crate::activities::embedder::EmbeddingService> {
-    Ok(crate::activities::embedder::EmbeddingService::new(
-        embedder(config)?,
+) -> crate::activities::embedder::EmbeddingService {
+    crate::activities::embedder::EmbeddingService::new(
+        embedder,
         ledger,
         RetryPolicy::new(config.core.retry_base),
         timeout,
-    ))
+    )
 }
 
 /// The wish facets' reader beside `ranking` ([`crate::activities::facets`]): the bundled e5's
@@ -106,7 +107,7 @@ fn facets(
     timeout: std::time::Duration,
     agent: &'static str,
 ) -> crate::activities::facets::Facets {
-    use crate::activities::embedder::{EmbeddingService, e5::LocalEmbedder};
+    use crate::activities::embedder::e5::LocalEmbedder;
     use crate::activities::facets::Facets;
     let settings = &config.activities;
     if settings.wish_weight == 0.0 {
@@ -115,7 +116,7 @@ fn facets(
     let bundled = settings.wish_facets.then(|| {
         let e5: Arc<dyn crate::activities::embedder::Embedder> =
             Arc::new(LocalEmbedder::new(settings.embedding_model_path.clone()));
-        (EmbeddingService::new(Ok(e5), ledger, RetryPolicy::new(config.core.retry_base), timeout), agent)
+        (embedding(config, Ok(e5), ledger, timeout), agent)
     });
     Facets::new(ranking, bundled)
 }
@@ -129,7 +130,7 @@ pub fn indexer(
 ) -> Result<crate::activities::indexing::Indexer> {
     use crate::activities::indexing::{self, Indexer};
     let ledger = ledger(config, records, Arc::clone(&clock))?;
-    let embedding = embedding(config, ledger.clone(), config.activities.index_embed_timeout)?;
+    let embedding = embedding(config, embedder(config)?, ledger.clone(), config.activities.index_embed_timeout);
     let facets = facets(config, &embedding, ledger, config.activities.index_embed_timeout, indexing::AGENT);
     Ok(Indexer::new(index, embedding, config.activities.timezone, clock).with_facets(facets))
 }
@@ -145,7 +146,7 @@ pub fn retrieval(
     use crate::activities::retrieval::{LEDGER_WRITE_TIME, Ranking, Reasons, Retrieval};
     use crate::activities::settings::MatchReason;
     let ledger = ledger(config, Arc::clone(&records), Arc::clone(&clock))?.writing_within(LEDGER_WRITE_TIME);
-    let embedding = embedding(config, ledger.clone(), config.activities.search_embed_timeout)?;
+    let embedding = embedding(config, embedder(config)?, ledger.clone(), config.activities.search_embed_timeout);
     let facets = facets(config, &embedding, ledger.clone(), config.activities.search_embed_timeout, reasons::AGENT);
     let reasons = match config.activities.match_reason {
         MatchReason::Off => Reasons::Off,

@@ -153,7 +153,7 @@ impl Stored {
 }
 
 /// Payload field: what the activity has of each wish facet (`crate::activities::facets`).
-pub const FACETS: &str = "facets";
+pub const FACETS_FIELD: &str = "facets";
 /// Payload field: the version of a point (its activity's `updatedAt`, µs since the epoch).
 pub const VERSION: &str = "version";
 /// Payload field marking a deletion's tombstone.
@@ -205,7 +205,7 @@ impl DenseUpdate {
     pub fn payload_json(&self) -> Value {
         let mut payload = json!({"embedding": "ready"});
         if let Some(facets) = &self.facets {
-            payload[FACETS] = facets.clone();
+            payload[FACETS_FIELD] = facets.clone();
         }
         payload
     }
