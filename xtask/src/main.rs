@@ -68,6 +68,9 @@ async fn main() -> Result {
         }
         #[cfg(feature = "tools")]
         Some("quality") => match args.get(1).map(String::as_str) {
+            Some("lab") if args.iter().any(|a| a == "--wishes") => {
+                quality::wishlab::run(args.iter().any(|a| a == "--tune"))
+            }
             Some("lab") => quality::methods::run(args.iter().any(|a| a == "--tune")),
             _ if args.iter().any(|a| a == "--fit-wishes") => {
                 crate::ensure_model()?;

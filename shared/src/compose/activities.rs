@@ -116,9 +116,9 @@ fn facets(
     let bundled = settings.wish_facets.then(|| {
         let e5: Arc<dyn crate::activities::embedder::Embedder> =
             Arc::new(LocalEmbedder::new(settings.embedding_model_path.clone()));
-        (embedding(config, Ok(e5), ledger, timeout), agent)
+        embedding(config, Ok(e5), ledger, timeout)
     });
-    Facets::new(ranking, bundled)
+    Facets::new(ranking, agent, bundled)
 }
 
 /// The activity write path over `index`, `records` and `clock`.

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 pub mod lab;
 pub mod methods;
 pub mod modes;
-pub mod negation;
 pub mod rotated;
 pub mod wishes;
+pub mod wishlab;
 
 use serde::Deserialize;
 use serde_json::Value;

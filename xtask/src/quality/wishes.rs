@@ -83,31 +83,43 @@ async fn embed(embedding: &EmbeddingService, texts: &[String]) -> crate::Result<
     Ok(out)
 }
 
+/// The training data under `dirs` (each with `queries.jsonl` and `activities.jsonl`): each
+/// wish's text with its facet row (+1 wanted, -1 avoided), each activity with its row (1 had).
+pub type Training = (Vec<(String, Vec<f32>)>, Vec<(Activity, Vec<f32>)>);
+
+pub fn training(dirs: &[std::path::PathBuf]) -> crate::Result<Training> {
+    let (mut wishes, mut activities) = (Vec::new(), Vec::new());
+    for dir in dirs {
+        for w in super::lines::<Wish>(&dir.join("queries.jsonl"))? {
+            let row = columns(&[(&w.wants, 1.0), (&w.avoids, -1.0)])?;
+            wishes.push((w.text, row));
+        }
+        for l in super::lines::<Labelled>(&dir.join("activities.jsonl"))? {
+            let row = columns(&[(&l.facets, 1.0)])?;
+            activities.push((activity(&l, activities.len())?, row));
+        }
+    }
+    Ok((wishes, activities))
+}
+
 /// The fit, with `embedding` the bundled e5.
 pub async fn fit(embedding: &EmbeddingService) -> crate::Result {
-    let dir = crate::root().join("benches/facets");
-    let wishes: Vec<Wish> = super::lines(&dir.join("queries.jsonl"))?;
-    let labelled: Vec<Labelled> = super::lines(&dir.join("activities.jsonl"))?;
+    let (wishes, labelled) = training(&[crate::root().join("benches/facets")])?;
     let vector = embedding.vector_name().ok_or("no embedder")?;
     let zone = chrono_tz::Asia::Shanghai;
     let started = Instant::now();
-    let texts: Vec<String> = wishes.iter().map(|w| w.text.clone()).collect();
-    let wish_samples = embed(embedding, &texts)
-        .await?
-        .into_iter()
-        .zip(&wishes)
-        .map(|(v, w)| Ok((v, columns(&[(&w.wants, 1.0), (&w.avoids, -1.0)])?)))
-        .collect::<crate::Result<Vec<_>>>()?;
+    let texts: Vec<String> = wishes.iter().map(|(t, _)| t.clone()).collect();
+    let wish_samples: Vec<(Vec<f32>, Vec<f32>)> =
+        embed(embedding, &texts).await?.into_iter().zip(wishes).map(|(v, (_, row))| (v, row)).collect();
     // As indexing embeds an activity with the bundled e5: both views as queries, summed.
-    let activities = labelled.iter().enumerate().map(|(i, l)| activity(l, i)).collect::<crate::Result<Vec<_>>>()?;
-    let views: Vec<String> = activities.iter().flat_map(|a| a.dense_views(zone)).collect();
-    let activity_samples = embed(embedding, &views)
+    let views: Vec<String> = labelled.iter().flat_map(|(a, _)| a.dense_views(zone)).collect();
+    let activity_samples: Vec<(Vec<f32>, Vec<f32>)> = embed(embedding, &views)
         .await?
         .chunks(2)
         .map(normalised_sum)
-        .zip(&labelled)
-        .map(|(v, l)| Ok((v, columns(&[(&l.facets, 1.0)])?)))
-        .collect::<crate::Result<Vec<_>>>()?;
+        .zip(labelled)
+        .map(|(v, (_, row))| (v, row))
+        .collect();
     let embedded = started.elapsed();
     let wishes_model = Wishes::fit(&wish_samples, &activity_samples, &vector);
     let path = crate::root().join("shared/src/activities/wish.json");
