@@ -314,12 +314,13 @@ async fn wish_ranking(h: &RagHarness, wish: &str) -> (Vec<String>, Vec<Option<Ve
     (ids, stored.iter().map(facets).collect())
 }
 
-const WISHES: [&str; 4] = ["压力大想发呆", "适合社恐的活动", "周五晚上热闹的地方", "想出出汗但别太累"];
+const WISHES: [&str; 5] =
+    ["压力大想发呆", "适合社恐的活动", "周五晚上热闹的地方", "想出出汗但别太累", "不喝酒也能热闹一下"];
 
 // Given the bundled e5 served as an OpenAI-compatible API under an orthogonal map of its
 // vectors (the same cosines in another space, where heads fitted on e5's coordinates read
 // nonsense), when activities are indexed and wishes asked through the API path with the facets
-// read by the bundled e5 beside it, then every wish ranks as it does with e5 in process, and
+// read by the bundled e5 beside it, then every wish ranks as it does with e5 in process (what one rules out read alike), and
 // ranking reads the same facets of each activity (stored at indexing there, read from the
 // dense vector here); without the facets beside it, none are read and the ranking differs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

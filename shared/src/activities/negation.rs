@@ -7,8 +7,8 @@
 //!
 //! English and Japanese alike: the words after "no", "not", "without", "avoid", "don't",
 //! "nothing" up to the end of the clause ("something fun but no drinking" → "drinking"), and the
-//! phrase before なし, 抜き, じゃなくて, ではなく, 苦手, 嫌, 以外, たくない ("お酒なしで楽しめる" →
-//! "お酒").
+//! phrase before なし, 抜き, じゃなくて, ではなく, 苦手, 嫌, 以外, たくない in text with kana
+//! ("お酒なしで楽しめる" → "お酒").
 //!
 //! Grammar, not vocabulary: nothing here names an activity or a vibe. A state such as
 //! "心情不好" is not a wish and is left alone.
@@ -117,8 +117,12 @@ const PHRASE_STARTS: &[char] = &['、', '。', '！', '？', '!', '?', ',', '，
 const TAILS: &[&str] = &["ちょっと", "あまり", "は", "が", "を", "の", "も", "で"];
 
 /// `text` without the Japanese phrases that are ruled out (and their markers); each phrase is
-/// pushed to `unwanted`.
+/// pushed to `unwanted`. Only text with kana is Japanese: in Chinese, 嫌 and 以外 come before
+/// what they rule out, or rule nothing out ("我嫌吵", "除此以外").
 fn japanese(text: &str, unwanted: &mut Vec<String>) -> String {
+    if !text.chars().any(|c| ('\u{3041}'..='\u{30ff}').contains(&c)) {
+        return text.to_owned();
+    }
     let mut out = String::new();
     let mut rest = text;
     while let Some((at, marker)) = MARKERS.iter().filter_map(|m| rest.find(m).map(|i| (i, *m))).min() {
@@ -188,6 +192,8 @@ mod tests {
             "no idea, surprise me",
             "no worries, anything works",
             "静かな場所で本を読みたい",
+            "我嫌吵，想找个安静的地方",
+            "除此以外还有什么推荐",
         ] {
             assert_eq!(parse(q), (q.to_owned(), vec![]), "{q}");
         }

@@ -199,8 +199,8 @@ impl Scores {
 
 /// The quality sets, each a directory of `activities.jsonl` and `queries.jsonl` with its own
 /// fixed split: `intent/` (dev, test), `asks/` (dev, test, holdout), `fresh/` (holdout only),
-/// `wish/` (tune, holdout; issue 52).
-pub const SETS: [&str; 4] = ["intent", "asks", "fresh", "wish"];
+/// `wish/` (tune, holdout; issue 52), `unseen/` (holdout only; issue 63, sealed until read once).
+pub const SETS: [&str; 5] = ["intent", "asks", "fresh", "wish", "unseen"];
 
 /// Whether queries of `split` may be tuned on (`dev`, `tune`); every other split is held out.
 pub fn tuned(split: &str) -> bool {
