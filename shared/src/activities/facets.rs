@@ -21,6 +21,9 @@ use crate::activities::negation::Negation;
 use crate::activities::ranking::normalised_sum;
 use crate::activities::wish::Wishes;
 
+/// The phrases a query rules out that are read, at most ([`Facets::with_desire`]).
+pub const MAX_REFUSED: usize = 3;
+
 /// Who reads the facets.
 #[derive(Clone)]
 enum Reader {
@@ -141,7 +144,8 @@ impl Facets {
     where
         F: Future<Output = Result<Vec<f32>, String>>,
     {
-        let refused = Negation::parse(text).unwanted;
+        // At most a few: a query of many negations must not cost as many embeddings.
+        let refused: Vec<String> = Negation::parse(text).unwanted.into_iter().take(MAX_REFUSED).collect();
         match &self.reader {
             Reader::Own(e5, agent) if wanted => {
                 let (e5, agent, id) = (e5.clone(), *agent, request_id.to_owned());

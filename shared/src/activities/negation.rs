@@ -93,7 +93,7 @@ fn english(text: &str, unwanted: &mut Vec<String>) -> String {
         k += 1;
         while k < words.len() && !TURNS.contains(&bare(words[k]).as_str()) {
             let word = bare(words[k]);
-            if !(phrase.is_empty() && FILLERS.contains(&word.as_str())) {
+            if !word.is_empty() && !(phrase.is_empty() && FILLERS.contains(&word.as_str())) {
                 phrase.push(word);
             }
             k += 1;
@@ -175,9 +175,32 @@ mod tests {
         );
         assert_eq!(parse("not too loud please"), ("please".into(), s(&["loud"])));
         assert_eq!(parse("a date without the crowds."), ("a date".into(), s(&["crowds"])));
+        assert_eq!(parse("fun, no - thanks"), ("fun".into(), s(&["thanks"])));
         assert_eq!(parse("お酒なしで楽しめる飲み会"), ("で楽しめる飲み会".into(), s(&["お酒"])));
         assert_eq!(parse("騒がしいのはちょっと苦手、静かに過ごしたい"), ("静かに過ごしたい".into(), s(&["騒がしい"])));
         assert_eq!(parse("運動じゃなくて、ゆっくりしたい"), ("ゆっくりしたい".into(), s(&["運動"])));
+    }
+
+    #[test]
+    fn any_text_is_read_without_a_panic() {
+        // Every marker, negator, particle and stop beside plain letters, in random orders.
+        let alphabet: Vec<char> =
+            "不要别太想的，。、 ！?,.nootwhadvi'tsuなしじゃくてでは苦手嫌以外たいお酒がちょっと抜き無あ騒"
+                .chars()
+                .collect();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..(state % 24) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let n = Negation::parse(&text);
+            assert!(n.unwanted.iter().all(|p| !p.is_empty()), "{text:?}: {n:?}");
+        }
     }
 
     #[test]

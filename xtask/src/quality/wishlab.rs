@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use shared::activities::activity::Activity;
+use shared::activities::facets::MAX_REFUSED;
 use shared::activities::index::bm25::Bm25;
 use shared::activities::negation::Negation;
 use shared::activities::ranking::{SPECIFIC, cosine, normalised_sum, specificity};
@@ -413,7 +414,8 @@ fn set(name: &'static str, vectors: &mut Vectors, m: &Model, tune: bool) -> crat
         let mut embedded = vectors.get(&texts).into_iter();
         let vector = embedded.next().unwrap_or_default();
         let mut views: HashMap<&'static str, Vec<f32>> = TEMPLATES.iter().map(|(n, _)| *n).zip(embedded).collect();
-        let refused = vectors.get(&Negation::parse(&text).unwanted);
+        let refused: Vec<String> = Negation::parse(&text).unwanted.into_iter().take(MAX_REFUSED).collect();
+        let refused = vectors.get(&refused);
         let sq = bm25.query(&q.query);
         let mut lexical: Ranked = sparse
             .iter()
