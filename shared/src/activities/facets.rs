@@ -17,21 +17,16 @@ use serde_json::{Map, Value, json};
 
 use crate::activities::embedder::{EmbeddingService, Input};
 use crate::activities::index::{FACETS_FIELD, Stored};
-use crate::activities::negation::Negation;
 use crate::activities::ranking::normalised_sum;
 use crate::activities::wish::Wishes;
-
-/// The phrases a query rules out that are read, at most ([`Facets::with_desire`]).
-pub const MAX_REFUSED: usize = 3;
 
 /// Who reads the facets.
 #[derive(Clone)]
 enum Reader {
     /// No one: `WISH_FACETS=off` beside an API embedder, or `RAG_WISH_WEIGHT=0`.
     Off,
-    /// The ranking embedder is the bundled e5: its vectors are read (it embeds what a query
-    /// rules out, accounted to the agent).
-    Ranking(EmbeddingService, &'static str),
+    /// The ranking embedder is the bundled e5: its vectors are read.
+    Ranking,
     /// The bundled e5 beside an API embedder, through its own service, accounted to the agent.
     Own(EmbeddingService, &'static str),
 }
@@ -71,13 +66,13 @@ impl Facets {
     }
 
     /// Facets for the embedder of `ranking`: its own vectors when it is the bundled e5 (the
-    /// model [`Wishes::shipped`] reads), else `bundled` (an e5 service) when given, else none;
-    /// their calls accounted to `agent`.
-    pub fn new(ranking: &EmbeddingService, agent: &'static str, bundled: Option<EmbeddingService>) -> Self {
+    /// model [`Wishes::shipped`] reads), else `bundled` (an e5 service, and the agent its calls
+    /// are accounted to) when given, else none.
+    pub fn new(ranking: &EmbeddingService, bundled: Option<(EmbeddingService, &'static str)>) -> Self {
         let reader = if ranking.vector_name().as_deref() == Some(Wishes::shipped().vector.as_str()) {
-            Reader::Ranking(ranking.clone(), agent)
+            Reader::Ranking
         } else {
-            bundled.map_or(Reader::Off, |e5| Reader::Own(e5, agent))
+            bundled.map_or(Reader::Off, |(e5, agent)| Reader::Own(e5, agent))
         };
         Self { reader }
     }
@@ -94,7 +89,7 @@ impl Facets {
     pub fn describe(&self) -> &'static str {
         match self.reader {
             Reader::Off => "off",
-            Reader::Ranking(..) => "read from the ranking embedder's vectors (bundled e5)",
+            Reader::Ranking => "read from the ranking embedder's vectors (bundled e5)",
             Reader::Own(..) => "read by the bundled e5 beside the API embedder",
         }
     }
@@ -131,64 +126,42 @@ impl Facets {
 
     /// What a query with `desire` wants of each candidate, made once per search.
     pub fn wish(&self, desire: Vec<f32>) -> Wish {
-        let direction = matches!(self.reader, Reader::Ranking(..)).then(|| Wishes::shipped().direction(&desire));
+        let direction = matches!(self.reader, Reader::Ranking).then(|| Wishes::shipped().direction(&desire));
         Wish { desire, direction }
     }
 
     /// A query's vector by `ranking` (the ranking embedder embedding `text`) and what the query
     /// wants, if `wanted` (it may be ranked by meaning): read from that vector where the bundled
     /// e5 ranks; beside an API embedder, by the bundled e5 while the API answers (a wish waits
-    /// for the slower of the two, not both; an unused reading is stopped when dropped). What a
-    /// phrase the query rules out wants ([`Negation`]) is avoided; unread, it is left out.
+    /// for the slower of the two, not both; an unused reading is stopped when dropped).
     pub async fn with_desire<F>(&self, text: &str, request_id: &str, wanted: bool, ranking: F) -> (F::Output, Desire)
     where
         F: Future<Output = Result<Vec<f32>, String>>,
     {
-        // At most a few: a query of many negations must not cost as many embeddings.
-        let refused: Vec<String> = Negation::parse(text).unwanted.into_iter().take(MAX_REFUSED).collect();
+        let wishes = Wishes::shipped();
         match &self.reader {
             Reader::Own(e5, agent) if wanted => {
-                let (e5, agent, id) = (e5.clone(), *agent, request_id.to_owned());
-                let texts: Vec<String> = std::iter::once(text.to_owned()).chain(refused).collect();
+                let (e5, agent, texts, id) = (e5.clone(), *agent, [text.to_owned()], request_id.to_owned());
                 let reading = crate::core::background::spawn(async move {
                     match e5.vectors(agent, &id, &texts, Input::Query).await {
-                        Ok(v) => v.split_first().map(|(query, refused)| desire_of(query, refused)),
+                        Ok(mut v) => v.pop().map(|q| Wishes::shipped().desire(&q)),
                         Err(reason) => {
                             tracing::warn!(%reason, "query facets unread; ranked by meaning alone");
                             None
                         }
                     }
                 });
-                (ranking.await, Desire(reading, None))
+                let desire = Desire(reading, None);
+                (ranking.await, desire)
             }
-            Reader::Ranking(e5, agent) if wanted => {
-                let refusing = async {
-                    if refused.is_empty() {
-                        return Vec::new();
-                    }
-                    e5.vectors(agent, request_id, &refused, Input::Query).await.unwrap_or_else(|reason| {
-                        tracing::warn!(%reason, "what the query rules out is unread; its facets read without");
-                        Vec::new()
-                    })
-                };
-                let (vector, refused) = tokio::join!(ranking, refusing);
-                let desire = vector.as_ref().ok().map(|v| desire_of(v, &refused));
+            Reader::Ranking if wanted => {
+                let vector = ranking.await;
+                let desire = vector.as_ref().ok().map(|v| wishes.desire(v));
                 (vector, Desire(None, desire))
             }
             _ => (ranking.await, Desire(None, None)),
         }
     }
-}
-
-/// The desire of a query with vector `query`, less what the phrases it rules out want (their
-/// vectors `refused`).
-fn desire_of(query: &[f32], refused: &[Vec<f32>]) -> Vec<f32> {
-    let wishes = Wishes::shipped();
-    let mut desire = wishes.desire(query);
-    for phrase in refused {
-        Wishes::refuse(&mut desire, &wishes.desire(phrase));
-    }
-    desire
 }
 
 /// What a query wants of each candidate.

@@ -144,7 +144,7 @@ pub struct Indexer {
 impl Indexer {
     /// Writes into `index`, embedding with `embedding`; times of day in `zone`.
     pub fn new(index: Arc<dyn VectorIndex>, embedding: EmbeddingService, zone: Tz, clock: Arc<dyn Clock>) -> Self {
-        let facets = Facets::new(&embedding, AGENT, None);
+        let facets = Facets::new(&embedding, None);
         Self { index, embedding, facets, bm25: Bm25::new(), zone, clock }
     }
 

@@ -17,7 +17,6 @@ pub mod index;
 pub mod indexing;
 #[cfg(feature = "vector-index")]
 pub mod interests;
-pub mod negation;
 #[cfg(feature = "vector-index")]
 pub mod ranking;
 #[cfg(feature = "vector-index")]

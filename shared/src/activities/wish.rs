@@ -137,14 +137,6 @@ impl Wishes {
         desire.iter().zip(has).map(|(d, h)| d * h).sum()
     }
 
-    /// `desire` without what a phrase the query rules out wants (its `refused` desire): each
-    /// facet the phrase wants is wanted less by as much ("不喝酒也能玩": `alcohol` avoided).
-    pub fn refuse(desire: &mut [f32], refused: &[f32]) {
-        for (d, r) in desire.iter_mut().zip(refused) {
-            *d = (*d - r.max(0.0)).clamp(-1.0, 1.0);
-        }
-    }
-
     /// The direction of a `desire`: Σ desire × facet direction. Its product with an activity's
     /// unit vector is [`Wishes::matched`] of that activity's [`Wishes::has`], in one product.
     pub fn direction(&self, desire: &[f32]) -> Vec<f32> {
@@ -292,17 +284,6 @@ mod tests {
                 assert!((product - Wishes::matched(&desire, &wishes.has(a).unwrap())).abs() < 1e-5, "{a:?}");
             }
         }
-    }
-
-    #[test]
-    fn what_a_refused_phrase_wants_is_wanted_less_and_nothing_else_moves() {
-        let mut desire = vec![0.4, -0.2, 0.9, 0.0];
-        // The phrase wants the first and third facets, avoids the second: only wants count.
-        Wishes::refuse(&mut desire, &[0.7, -0.8, 0.5, 0.0]);
-        let expected = [-0.3, -0.2, 0.4, 0.0];
-        assert!(desire.iter().zip(expected).all(|(d, e)| (d - e).abs() < 1e-6), "{desire:?}");
-        Wishes::refuse(&mut desire, &[0.0, 0.0, 0.0, 2.0]);
-        assert_eq!(desire[3], -1.0, "clamped to [-1, 1]");
     }
 
     #[test]

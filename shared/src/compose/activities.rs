@@ -116,9 +116,9 @@ fn facets(
     let bundled = settings.wish_facets.then(|| {
         let e5: Arc<dyn crate::activities::embedder::Embedder> =
             Arc::new(LocalEmbedder::new(settings.embedding_model_path.clone()));
-        embedding(config, Ok(e5), ledger, timeout)
+        (embedding(config, Ok(e5), ledger, timeout), agent)
     });
-    Facets::new(ranking, agent, bundled)
+    Facets::new(ranking, bundled)
 }
 
 /// The activity write path over `index`, `records` and `clock`.

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use shared::activities::negation::Negation;
+use super::negation::Negation;
 use shared::activities::ranking::cosine;
 use shared::compose::Config;
 

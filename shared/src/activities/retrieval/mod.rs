@@ -135,7 +135,7 @@ impl Retrieval {
         ranking: Ranking,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let facets = Facets::new(&embedding, AGENT, None);
+        let facets = Facets::new(&embedding, None);
         Self { index, embedding, bm25: Arc::new(Bm25::new()), interests, reasons, ranking, facets, clock }
     }
 
