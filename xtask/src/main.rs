@@ -7,10 +7,11 @@
 //!   `benches/asks/`, `benches/fresh/`, or a team's own) through retrieval, offline with the
 //!   bundled embedder: nDCG@10, Recall@20, MRR per method, set, query kind and split, the
 //!   pooled held-out table and the decision rule (non-zero exit on a loss to a baseline);
-//!   `quality lab [--tune]`: the ranking experiments in memory. `--tune` hides the held-out
-//!   splits (what a change may be tuned on). `quality --intent [--tune | --train]`: the
-//!   assistant's mode router on the sealed set `benches/modes/` against main's, with its
-//!   decision rule; `--train` fits the router's heads on the training file and the tune split.
+//!   `quality lab [--wishes] [--tune]`: the ranking experiments in memory (`--wishes`: a wish's
+//!   ranking and its variations). `--tune` hides the held-out splits (what a change may be
+//!   tuned on). `quality --intent [--tune | --train]`: the assistant's mode router on the
+//!   sealed set `benches/modes/` against main's, with its decision rule; `--train` fits the
+//!   router's heads on the training file and the tune split.
 //!   `quality --fit-wishes`: fits what a wish wants (the retrieval's facet model) on
 //!   `benches/facets/`. `quality --rotated`: the same sets through the API embedder path,
 //!   against the bundled e5 served under a random rotation (the facets' independence).

@@ -83,10 +83,11 @@ async fn embed(embedding: &EmbeddingService, texts: &[String]) -> crate::Result<
     Ok(out)
 }
 
-/// The training data under `dirs` (each with `queries.jsonl` and `activities.jsonl`): each
-/// wish's text with its facet row (+1 wanted, -1 avoided), each activity with its row (1 had).
+/// Wishes' texts and activities, each with its facet row.
 pub type Training = (Vec<(String, Vec<f32>)>, Vec<(Activity, Vec<f32>)>);
 
+/// The training data under `dirs` (each with `queries.jsonl` and `activities.jsonl`): each
+/// wish's text with its facet row (+1 wanted, -1 avoided), each activity with its row (1 had).
 pub fn training(dirs: &[std::path::PathBuf]) -> crate::Result<Training> {
     let (mut wishes, mut activities) = (Vec::new(), Vec::new());
     for dir in dirs {
