@@ -17,7 +17,7 @@ const ZONE: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
 const RRF_K: f32 = 60.0;
 
 /// A view's BM25 term weights per document, and its IDF per term.
-type Sparse = (Vec<HashMap<u32, f32>>, HashMap<u32, f32>);
+pub type Sparse = (Vec<HashMap<u32, f32>>, HashMap<u32, f32>);
 /// A document view: a name and how an activity is written in it.
 type View = (&'static str, fn(&Activity) -> String);
 
@@ -103,23 +103,7 @@ impl Lab {
             let texts: Vec<String> = lab.activities.iter().map(view).collect();
             let tokens: usize = texts.iter().map(|t| lab.model.token_ids(t, false).len()).sum();
             eprintln!("  view {name}: {:.1} tokens per activity", tokens as f64 / texts.len().max(1) as f64);
-            let docs: Vec<HashMap<u32, f32>> = texts
-                .iter()
-                .map(|t| {
-                    let v = lab.bm25.document(t);
-                    v.indices.into_iter().zip(v.values).collect()
-                })
-                .collect();
-            // Qdrant's IDF modifier: ln(1 + (N - n + 0.5) / (n + 0.5)).
-            let mut df: HashMap<u32, f32> = HashMap::new();
-            for d in &docs {
-                for k in d.keys() {
-                    *df.entry(*k).or_default() += 1.0;
-                }
-            }
-            let n = docs.len() as f32;
-            let idf = df.into_iter().map(|(k, c)| (k, (1.0 + (n - c + 0.5) / (c + 0.5)).ln())).collect();
-            lab.sparse.insert(name, (docs, idf));
+            lab.sparse.insert(name, sparse(&lab.bm25, &texts));
             if !full && name == "plain" {
                 continue;
             }
@@ -149,19 +133,7 @@ impl Lab {
 
     /// BM25 scores of `query` on `view`, best first (only documents sharing a term).
     pub fn lexical(&self, view: &str, query: &str) -> Vec<(usize, f32)> {
-        let q = self.bm25.query(query);
-        let (docs, idf) = &self.sparse[view];
-        let mut out: Vec<(usize, f32)> = docs
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                let s: f32 = q.indices.iter().zip(&q.values).filter_map(|(k, w)| Some(w * d.get(k)? * idf[k])).sum();
-                (i, s)
-            })
-            .filter(|(_, s)| *s > 0.0)
-            .collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1));
-        out
+        lexical(&self.bm25, &self.sparse[view], query)
     }
 
     /// The IDF of each of `query`'s BM25 terms on `view` (0 for a term no document has), and
@@ -215,6 +187,36 @@ impl Lab {
             .collect();
         super::scores_of(&self.queries, &ranked)
     }
+}
+
+/// `texts` as BM25 document vectors, with Qdrant's IDF modifier over them:
+/// ln(1 + (N - n + 0.5) / (n + 0.5)).
+pub fn sparse(bm25: &Bm25, texts: &[String]) -> Sparse {
+    let docs: Vec<HashMap<u32, f32>> = texts
+        .iter()
+        .map(|t| {
+            let v = bm25.document(t);
+            v.indices.into_iter().zip(v.values).collect()
+        })
+        .collect();
+    let mut df: HashMap<u32, f32> = HashMap::new();
+    docs.iter().flat_map(HashMap::keys).for_each(|k| *df.entry(*k).or_default() += 1.0);
+    let n = docs.len() as f32;
+    let idf = df.into_iter().map(|(k, c)| (k, (1.0 + (n - c + 0.5) / (c + 0.5)).ln())).collect();
+    (docs, idf)
+}
+
+/// BM25 scores of `query` over `sparse`'s documents, best first (only those sharing a term).
+pub fn lexical(bm25: &Bm25, (docs, idf): &Sparse, query: &str) -> Vec<(usize, f32)> {
+    let q = bm25.query(query);
+    let mut out: Vec<(usize, f32)> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i, q.indices.iter().zip(&q.values).filter_map(|(k, w)| Some(w * d.get(k)? * idf[k])).sum()))
+        .filter(|(_, s): &(usize, f32)| *s > 0.0)
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
 }
 
 /// Weighted reciprocal rank fusion of ranked lists.

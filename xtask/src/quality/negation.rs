@@ -152,9 +152,12 @@ mod tests {
         (n.wanted, n.unwanted)
     }
 
+    fn s(phrases: &[&str]) -> Vec<String> {
+        phrases.iter().map(|x| x.to_string()).collect()
+    }
+
     #[test]
     fn negated_wishes_are_read_out_of_the_query() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(parse("不要太吵，想找个地方安安静静待着"), ("想找个地方安安静静待着".into(), s(&["吵"])));
         assert_eq!(parse("不喝酒也能玩得尽兴的晚上"), ("能玩得尽兴的晚上".into(), s(&["喝酒"])));
         assert_eq!(parse("想玩水但是不会游泳"), ("想玩水但是".into(), s(&["游泳"])));
@@ -165,7 +168,6 @@ mod tests {
 
     #[test]
     fn english_and_japanese_negations_are_read_too() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
             parse("something fun tonight but no drinking"),
             ("something fun tonight but".into(), s(&["drinking"]))

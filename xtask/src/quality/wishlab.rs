@@ -19,11 +19,11 @@ use shared::activities::when::{Wanted, without_time};
 use shared::activities::wish::{FACETS, HAS_PENALTY, Wishes, ridge};
 use shared::compose::Config;
 
+use super::lab::{self, rrf, z};
 use super::negation::Negation;
 use super::{DevQuery, NOW, SETS, load};
 
 const ZONE: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
-const RRF_K: f32 = 60.0;
 /// e5's similarity floor, the channel depth and the time lift, as retrieval has them.
 const FLOOR: f32 = 0.8;
 const DEPTH: usize = 100;
@@ -133,18 +133,6 @@ struct Set {
 type Ranked = Vec<(usize, f32)>;
 type Method = Box<dyn Fn(&Model, &Set, &Query) -> Ranked>;
 
-fn rrf(lists: &[(&[(usize, f32)], f32)]) -> Ranked {
-    let mut scores: HashMap<usize, f32> = HashMap::new();
-    for (list, weight) in lists {
-        for (rank, (i, _)) in list.iter().enumerate() {
-            *scores.entry(*i).or_default() += weight / (RRF_K + rank as f32 + 1.0);
-        }
-    }
-    let mut out: Ranked = scores.into_iter().collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    out
-}
-
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -155,14 +143,6 @@ fn refuse(desire: &mut [f32], refused: &[f32]) {
     for (d, r) in desire.iter_mut().zip(refused) {
         *d = (*d - r.max(0.0)).clamp(-1.0, 1.0);
     }
-}
-
-/// z-scores of `values`.
-fn z(values: &[f32]) -> Vec<f32> {
-    let n = values.len().max(1) as f32;
-    let mean = values.iter().sum::<f32>() / n;
-    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / n).sqrt().max(1e-6);
-    values.iter().map(|v| (v - mean) / sd).collect()
 }
 
 impl Model {
@@ -402,19 +382,8 @@ fn set(name: &'static str, vectors: &mut Vectors, m: &Model, tune: bool) -> crat
     let embedded = vectors.get(&views);
     let docs: Vec<Vec<f32>> = embedded.chunks(2).map(normalised_sum).collect();
     let views: Vec<[Vec<f32>; 2]> = embedded.chunks(2).map(|p| [p[0].clone(), p[1].clone()]).collect();
-    // BM25 with Qdrant's IDF modifier: ln(1 + (N - n + 0.5) / (n + 0.5)).
     let bm25 = Bm25::new();
-    let sparse: Vec<HashMap<u32, f32>> = activities
-        .iter()
-        .map(|a| {
-            let v = bm25.document(&a.lexical_text(ZONE));
-            v.indices.into_iter().zip(v.values).collect()
-        })
-        .collect();
-    let mut df: HashMap<u32, f32> = HashMap::new();
-    sparse.iter().flat_map(|d| d.keys()).for_each(|k| *df.entry(*k).or_default() += 1.0);
-    let n = sparse.len() as f32;
-    let idf: HashMap<u32, f32> = df.into_iter().map(|(k, c)| (k, (1.0 + (n - c + 0.5) / (c + 0.5)).ln())).collect();
+    let sparse = lab::sparse(&bm25, &activities.iter().map(|a| a.lexical_text(ZONE)).collect::<Vec<_>>());
     let now: DateTime<Utc> = NOW.parse()?;
     let mut queries = Vec::new();
     for q in graded.into_iter().filter(|q| !tune || super::tuned(&q.split)) {
@@ -426,19 +395,10 @@ fn set(name: &'static str, vectors: &mut Vectors, m: &Model, tune: bool) -> crat
         let mut views: HashMap<&'static str, Vec<f32>> = TEMPLATES.iter().map(|(n, _)| *n).zip(embedded).collect();
         let refused: Vec<String> = Negation::parse(&text).unwanted.into_iter().take(MAX_REFUSED).collect();
         let refused = vectors.get(&refused);
-        let sq = bm25.query(&q.query);
-        let mut lexical: Ranked = sparse
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                (i, sq.indices.iter().zip(&sq.values).filter_map(|(k, w)| Some(w * d.get(k)? * idf[k])).sum())
-            })
-            .filter(|(_, s): &(usize, f32)| *s > 0.0)
-            .collect();
-        lexical.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut lexical = lab::lexical(&bm25, &sparse, &q.query);
         lexical.truncate(DEPTH);
         let top = lexical.first().map_or(0.0, |h| h.1);
-        let specific = specificity(top, sq.indices.len(), activities.len()) >= SPECIFIC;
+        let specific = specificity(top, bm25.query(&q.query).indices.len(), activities.len()) >= SPECIFIC;
         let wanted = Wanted::parse(&q.query, now, ZONE);
         let mut query = Query { q, vector, refused, wanted, lexical, specific, views: HashMap::new() };
         if let Some(text) = restated(&m.desire(&query, true)) {
