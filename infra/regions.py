@@ -10,15 +10,24 @@ version's CloudFormation resource types, region by region):
   its condition, evaluated in the region (the parameters' defaults, a budget topic given);
 - docs/deploy.md's table of regions is the one this prints;
 - with `--lint`: cfn-lint on the root template in every region where it deploys, and on each
-  nested template in the regions where it is made (about 3 minutes on 2 cores).
+  nested template in the regions where it is made. Regions alike for a template (the same
+  schema, by cfn-lint's own hash, of every resource type it names, and the same value of every
+  condition) give the same result: one of each kind is linted (12 of 32 for the root). A pass
+  is kept under `$RESEARCH_BUNDLE_CACHE/cfn-lint-passed/` by a key of every input (cfn-lint's
+  version, the templates, these scripts, the regions and what makes them alike), so an
+  unchanged template is not linted again; a failure is never kept.
+- with `--check-key`: that a change of each of those inputs changes the key.
 
-Usage: python infra/regions.py [--lint]; exits 1 on a failed check.
+Usage: python infra/regions.py [--lint] [--check-key]; exits 1 on a failed check.
 """
+import hashlib
 import importlib
+import json
 import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
 
 from cfnlint.decode import decode
 from cfnlint.helpers import REGIONS
@@ -30,9 +39,58 @@ OTHER_PARTITIONS = ("cn-", "us-gov-", "us-iso", "eu-isoe-", "eusc-")
 REGIONS_AWS = [r for r in REGIONS if not r.startswith(OTHER_PARTITIONS)]
 
 
+def schemas(region):
+    """The resource types CloudFormation has in `region`, each with its schema's hash."""
+    return importlib.import_module(f"cfnlint.data.schemas.providers.{region.replace('-', '_')}").types
+
+
 def types(region):
     """The resource types CloudFormation has in `region`."""
-    return set(importlib.import_module(f"cfnlint.data.schemas.providers.{region.replace('-', '_')}").types)
+    return set(schemas(region))
+
+
+# What cfn-lint's result on a template can depend on besides the region's data.
+INPUTS = ["template.yaml", "infra/stacks/doors.yaml", "infra/stacks/budget.yaml", "infra/regions.py", "infra/stack.py"]
+
+
+def kind(region, named, given, conditions):
+    """What makes `region` alike another for a template naming the types `named`: each type's
+    schema hash there, and every condition's value."""
+    have = schemas(region)
+    given = {**given, "AWS::Region": region, "AWS::Partition": "aws"}
+    values = {name: evaluate({"Condition": name}, given, conditions) for name in conditions}
+    return json.dumps([sorted((t, have.get(t)) for t in named), sorted(values.items())])
+
+
+def key(path, regions, alike, contents, linter):
+    """The cache key of a pass of cfn-lint `linter` on `path` in `regions` (of kind `alike`),
+    given the `contents` of every input file."""
+    blob = json.dumps([linter, path, regions, alike, sorted(contents.items())])
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def check_key():
+    """A change of any input changes the key."""
+    contents = {path: open(path, encoding="utf-8").read() for path in INPUTS}
+    args = ("template.yaml", ["us-east-1"], "kind", contents, "1.51.0")
+    base = key(*args)
+    changed = {
+        "the template": ("template.yaml", ["us-east-1"], "kind", {**contents, "template.yaml": contents["template.yaml"] + " "}, "1.51.0"),
+        "a nested template": ("template.yaml", ["us-east-1"], "kind", {**contents, "infra/stacks/doors.yaml": ""}, "1.51.0"),
+        "this script": ("template.yaml", ["us-east-1"], "kind", {**contents, "infra/regions.py": ""}, "1.51.0"),
+        "the path": ("infra/stacks/doors.yaml", ["us-east-1"], "kind", contents, "1.51.0"),
+        "the regions": ("template.yaml", ["us-east-2"], "kind", contents, "1.51.0"),
+        "the region's kind": ("template.yaml", ["us-east-1"], "other", contents, "1.51.0"),
+        "cfn-lint's version": ("template.yaml", ["us-east-1"], "kind", contents, "1.51.1"),
+    }
+    same = [what for what, a in changed.items() if key(*a) == base]
+    if same or key(*args) != base:
+        sys.exit(f"regions: the lint cache's key does not change with {same}")
+    print(f"regions: the lint cache's key changes with each of its {len(changed)} inputs")
+
+
+if "--check-key" in sys.argv[1:]:
+    check_key()
 
 
 def template_types(template):
@@ -86,16 +144,35 @@ if "--lint" in sys.argv[1:]:
     # slows far past their sum on this template's region conditions (8 regions: 4.4 minutes,
     # one: 11 seconds). The nested templates are small: all their regions in one process.
     lint = os.path.join(os.path.dirname(sys.executable), "cfn-lint")
-    runs = [("template.yaml", [region]) for region in deploys]
-    runs += [(resources[n]["Properties"]["TemplateURL"], made[n]) for n in names]
+    linter = version("cfn-lint")
+    contents = {path: open(path, encoding="utf-8").read() for path in INPUTS}
+    kept = os.path.join(os.environ.get("RESEARCH_BUNDLE_CACHE") or os.path.expanduser("~/.cache/research-bundle"),
+                        "cfn-lint-passed")
+    os.makedirs(kept, exist_ok=True)
+    runs, alike = [], {}  # (path, regions, kind); each path's regions by the one linted for them
+    for path, regions, named in [("template.yaml", deploys, root)] + [
+            (resources[n]["Properties"]["TemplateURL"], made[n], template_types(stacks[n])) for n in names]:
+        kinds = {}
+        for region in regions:
+            kinds.setdefault(kind(region, named, parameters, conditions), []).append(region)
+        alike[path] = {group[0]: group for group in kinds.values()}
+        linted = [(path, [group[0]], k) for k, group in kinds.items()]
+        runs += linted if path == "template.yaml" else [(path, [g[0] for _, g, _ in linted], kinds)]
+    todo = [r for r in runs if not os.path.exists(os.path.join(kept, key(r[0], r[1], str(r[2]), contents, linter)))]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda run: subprocess.run([lint, "--regions", *run[1], "--", run[0]],
-                                                        capture_output=True, text=True), runs))
-    for (path, regions), result in zip(runs, done):
+                                                        capture_output=True, text=True), todo))
+    for (path, regions, k), result in zip(todo, done):
         if result.returncode != 0:
-            failed.append(f"cfn-lint {path} in {' '.join(regions)}:\n{result.stdout}{result.stderr}")
-    for path in dict(runs):
-        print(f"cfn-lint {path}: in {sum(len(r) for p, r in runs if p == path)} regions")
+            failed.append(f"cfn-lint {path} in {' '.join(regions)} (and the regions alike: "
+                          f"{' '.join(r for region in regions for r in alike[path][region])}):\n{result.stdout}{result.stderr}")
+        else:
+            open(os.path.join(kept, key(path, regions, str(k), contents, linter)), "w").close()
+    for path in alike:
+        linted = [r for p, rs, _ in runs if p == path for r in rs]
+        fresh = [r for p, rs, _ in todo if p == path for r in rs]
+        print(f"cfn-lint {linter} {path}: {sum(len(g) for g in alike[path].values())} regions of "
+              f"{len(linted)} kinds, one of each linted ({len(linted) - len(fresh)} of them passes kept from an earlier run)")
 
 if failed:
     sys.exit("regions: " + "\n".join(failed))

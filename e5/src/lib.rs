@@ -10,6 +10,7 @@ mod math;
 mod model;
 mod tokenizer;
 
+pub use kernels::Kernel;
 pub use model::E5Model;
 
 use std::sync::atomic::AtomicBool;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::Mmap;
 
-use crate::kernels::{Q4, Q4_BLOCK, Q8, QK, Weights, dequantize_row, matmul};
+use crate::kernels::{Kernel, Q4, Q4_BLOCK, Q8, QK, Weights, dequantize_row, matmul};
 use crate::math;
 use crate::tokenizer::Tokenizer;
 
@@ -60,6 +60,7 @@ pub struct E5Model {
     ln: (Vec<f32>, Vec<f32>),
     layers: Vec<Layer>,
     tokenizer: Tokenizer,
+    kernel: Kernel,
 }
 
 /// Bounds-checked little-endian reads over the file.
@@ -104,16 +105,26 @@ impl<'a> Cursor<'a> {
 }
 
 impl E5Model {
-    /// Maps and parses the model file at `path`; errors say what is wrong with it.
+    /// Maps and parses the model file at `path`, to run on the kernel `E5_KERNEL` names (the
+    /// best this CPU runs by default); errors say what is wrong with either.
     pub fn load(path: &Path) -> Result<Self, String> {
+        Self::load_with(path, Kernel::from_env()?)
+    }
+
+    /// [`Self::load`] on `kernel`, refused where this CPU cannot run it. Every kernel gives the
+    /// same vectors, to the bit.
+    pub fn load_with(path: &Path, kernel: Kernel) -> Result<Self, String> {
+        if !kernel.supported() {
+            return Err(format!("this CPU cannot run the {} kernel", kernel.name()));
+        }
         let file = File::open(path).map_err(|e| format!("cannot open the model {}: {e}", path.display()))?;
         // SAFETY: the file is opened read-only and never written while mapped (a private map;
         // replacing the model means a new file, as infra/fetch-model.sh does).
         let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("cannot map {}: {e}", path.display()))?;
-        Self::parse(map).map_err(|e| format!("{}: {e}", path.display()))
+        Self::parse(map, kernel).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    fn parse(map: Mmap) -> Result<Self, String> {
+    fn parse(map: Mmap, kernel: Kernel) -> Result<Self, String> {
         let mut c = Cursor { bytes: &map, at: 0 };
         if c.take(4)? != b"E5S1" {
             return Err("not an E5S1 model file (bad magic)".into());
@@ -208,7 +219,26 @@ impl E5Model {
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(Self { map, hidden, heads, ff, max_positions, eps, word, position, token_type, ln, layers, tokenizer })
+        Ok(Self {
+            map,
+            hidden,
+            heads,
+            ff,
+            max_positions,
+            eps,
+            word,
+            position,
+            token_type,
+            ln,
+            layers,
+            tokenizer,
+            kernel,
+        })
+    }
+
+    /// The kernel it computes with.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// Length of every embedding (384).
@@ -344,9 +374,9 @@ impl E5Model {
                 return None;
             }
             q8.quantize(&x);
-            matmul(&layer.q, &layer.q_b, &q8, t, &mut q);
-            matmul(&layer.k, &layer.k_b, &q8, t, &mut k);
-            matmul(&layer.v, &layer.v_b, &q8, t, &mut v);
+            matmul(self.kernel, &layer.q, &layer.q_b, &q8, t, &mut q);
+            matmul(self.kernel, &layer.k, &layer.k_b, &q8, t, &mut k);
+            matmul(self.kernel, &layer.v, &layer.v_b, &q8, t, &mut v);
             for seg in &segments {
                 for i in seg.clone() {
                     for head in 0..heads {
@@ -377,13 +407,13 @@ impl E5Model {
                 }
             }
             q8.quantize(&ctx);
-            matmul(&layer.out, &layer.out_b, &q8, t, &mut attn);
+            matmul(self.kernel, &layer.out, &layer.out_b, &q8, t, &mut attn);
             layer_norm(&mut x, Some(&attn), &layer.attn_ln, h, self.eps);
             q8.quantize(&x);
-            matmul(&layer.up, &layer.up_b, &q8, t, &mut mid);
+            matmul(self.kernel, &layer.up, &layer.up_b, &q8, t, &mut mid);
             mid.iter_mut().for_each(|m| *m = 0.5 * *m * (1.0 + math::erf(*m * std::f32::consts::FRAC_1_SQRT_2)));
             q8.quantize(&mid);
-            matmul(&layer.down, &layer.down_b, &q8, t, &mut attn);
+            matmul(self.kernel, &layer.down, &layer.down_b, &q8, t, &mut attn);
             layer_norm(&mut x, Some(&attn), &layer.out_ln, h, self.eps);
         }
 

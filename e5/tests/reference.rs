@@ -162,3 +162,76 @@ fn a_broken_file_is_an_error_that_says_so() {
     assert!(E5Model::load(&bad).err().unwrap().contains("magic"));
     assert!(E5Model::load(&dir.join("absent.bin")).err().unwrap().contains("cannot open"));
 }
+
+/// The texts of the quality sets (`benches/*/`): every query, and every activity's title (with
+/// its description in the sealed `unseen` set).
+fn bench_texts() -> (Vec<String>, Vec<String>) {
+    let benches = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches");
+    let read = |set: &str, file: &str, fields: &[&str]| -> Vec<String> {
+        let path = benches.join(set).join(file);
+        let lines = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        lines
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|line| {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                fields.iter().filter_map(|f| value[f].as_str()).collect::<Vec<_>>().join("\n")
+            })
+            .collect()
+    };
+    let sets = ["intent", "asks", "fresh", "wish", "unseen"];
+    let queries = sets.iter().flat_map(|s| read(s, "queries.jsonl", &["query"])).collect();
+    let fields = |set: &str| if set == "unseen" { &["title", "description"][..] } else { &["title"][..] };
+    let activities = sets.iter().flat_map(|s| read(s, "activities.jsonl", fields(s))).collect();
+    (queries, activities)
+}
+
+/// Every kernel this CPU runs (`E5_KERNEL`'s choices) gives the same vectors to the bit, so a
+/// figure measured on one machine holds on every other: the SIMD kernels on the texts of the
+/// quality sets (queries as queries, activities as passages), the portable one (ten times
+/// slower) on the texts above and every fourth query; the kernels' own test covers e5's shapes.
+#[test]
+fn every_kernel_gives_the_same_vectors_to_the_bit() {
+    let path = models_dir().join("e5-small-q4.bin");
+    let long = "这个周末在西湖边有一场安静的读书会，适合想放松、不想社交的人。".repeat(30);
+    let (queries, activities) = bench_texts();
+    let mut few: Vec<&str> = TEXTS.to_vec();
+    few.push(&long);
+    few.extend(queries.iter().step_by(4).map(String::as_str));
+    let mut many = few.clone();
+    many.extend(queries.iter().map(String::as_str));
+    let passages: Vec<&str> = activities.iter().map(String::as_str).collect();
+    let bits = |vectors: Vec<Vec<f32>>| -> Vec<Vec<u32>> {
+        vectors.into_iter().map(|v| v.into_iter().map(f32::to_bits).collect()).collect()
+    };
+    let here = e5::Kernel::supported_here();
+    let started = std::time::Instant::now();
+    // The first kernel's vectors: of the queries, and of the passages.
+    type Bits = Vec<Vec<u32>>;
+    let mut want: Option<(Bits, Bits)> = None;
+    for &kernel in &here {
+        let m = E5Model::load_with(&path, kernel).expect("the bundled model");
+        assert_eq!(m.kernel(), kernel);
+        // The portable kernel on the first `few.len()` queries, unless it is the only one.
+        let all = kernel != e5::Kernel::Portable || want.is_none();
+        let (queries, passages) = (
+            bits(e5::embed_parallel(&m, if all { &many } else { &few }, true, 2).0),
+            all.then(|| bits(e5::embed_parallel(&m, &passages, false, 2).0)),
+        );
+        let Some((want_queries, want_passages)) = &want else {
+            want = Some((queries, passages.expect("the first kernel embeds the passages")));
+            continue;
+        };
+        let differ = |got: &[Vec<u32>], want: &[Vec<u32>]| got.iter().zip(want).filter(|(g, w)| g != w).count();
+        assert_eq!(differ(&queries, want_queries), 0, "{kernel:?}: queries differ from {:?}'s", here[0]);
+        if let Some(passages) = passages {
+            assert_eq!(differ(&passages, want_passages), 0, "{kernel:?}: passages differ from {:?}'s", here[0]);
+        }
+    }
+    eprintln!(
+        "kernels {here:?}: the same bits on {} queries and {} passages ({:.1} s)",
+        many.len(),
+        passages.len(),
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -174,6 +174,8 @@ fn build_functions<const N: usize>(names: [&str; N], release: bool) -> Result<[P
 /// Builds the function binaries `names` in release as a deploy build does (`cargo lambda build`
 /// takes their Cargo.toml's `no_default_features`: no Qdrant Edge), on their own: built beside
 /// xtask, whose features give the shared crate Edge, they would carry it. Returns their paths.
+/// Only the benches use it.
+#[cfg(feature = "tools")]
 fn build_deployed<const N: usize>(names: [&str; N]) -> Result<[PathBuf; N]> {
     let mut cmd = cargo();
     cmd.current_dir(root()).args(["build", "--no-default-features"]);

@@ -52,11 +52,17 @@ impl LocalEmbedder {
         self.model
             .get_or_init(|| {
                 let model = E5Model::load(&self.path).map_err(|e| {
-                    format!("local embedder: {e} (fetch it with infra/fetch-model.sh or set EMBEDDING_MODEL_PATH)")
+                    let hint = if e.starts_with("E5_KERNEL") {
+                        ""
+                    } else {
+                        " (fetch it with infra/fetch-model.sh or set EMBEDDING_MODEL_PATH)"
+                    };
+                    format!("local embedder: {e}{hint}")
                 })?;
                 if model.dimensions() != DIMENSIONS {
                     return Err(format!("local embedder: {} is not a {DIMENSIONS}-d model", self.path.display()));
                 }
+                tracing::info!(kernel = model.kernel().name(), "local embedder loaded");
                 Ok(Arc::new(model))
             })
             .clone()
