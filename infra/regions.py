@@ -72,21 +72,20 @@ def key(path, regions, alike, contents, linter):
 def check_key():
     """A change of any input changes the key."""
     contents = {path: open(path, encoding="utf-8").read() for path in INPUTS}
-    args = ("template.yaml", ["us-east-1"], "kind", contents, "1.51.0")
-    base = key(*args)
-    changed = {
-        "the template": ("template.yaml", ["us-east-1"], "kind", {**contents, "template.yaml": contents["template.yaml"] + " "}, "1.51.0"),
-        "a nested template": ("template.yaml", ["us-east-1"], "kind", {**contents, "infra/stacks/doors.yaml": ""}, "1.51.0"),
-        "this script": ("template.yaml", ["us-east-1"], "kind", {**contents, "infra/regions.py": ""}, "1.51.0"),
-        "the path": ("infra/stacks/doors.yaml", ["us-east-1"], "kind", contents, "1.51.0"),
-        "the regions": ("template.yaml", ["us-east-2"], "kind", contents, "1.51.0"),
-        "the region's kind": ("template.yaml", ["us-east-1"], "other", contents, "1.51.0"),
-        "cfn-lint's version": ("template.yaml", ["us-east-1"], "kind", contents, "1.51.1"),
+    base = dict(path="template.yaml", regions=["us-east-1"], alike="kind", contents=contents, linter="1.51.0")
+    changes = {
+        "the template": {"contents": {**contents, "template.yaml": contents["template.yaml"] + " "}},
+        "a nested template": {"contents": {**contents, "infra/stacks/doors.yaml": ""}},
+        "this script": {"contents": {**contents, "infra/regions.py": ""}},
+        "the path": {"path": "infra/stacks/doors.yaml"},
+        "the regions": {"regions": ["us-east-2"]},
+        "the region's kind": {"alike": "other"},
+        "cfn-lint's version": {"linter": "1.51.1"},
     }
-    same = [what for what, a in changed.items() if key(*a) == base]
-    if same or key(*args) != base:
+    same = [what for what, change in changes.items() if key(**{**base, **change}) == key(**base)]
+    if same or key(**base) != key(**base):
         sys.exit(f"regions: the lint cache's key does not change with {same}")
-    print(f"regions: the lint cache's key changes with each of its {len(changed)} inputs")
+    print(f"regions: the lint cache's key changes with each of its {len(changes)} inputs")
 
 
 if "--check-key" in sys.argv[1:]:
@@ -149,30 +148,29 @@ if "--lint" in sys.argv[1:]:
     kept = os.path.join(os.environ.get("RESEARCH_BUNDLE_CACHE") or os.path.expanduser("~/.cache/research-bundle"),
                         "cfn-lint-passed")
     os.makedirs(kept, exist_ok=True)
-    runs, alike = [], {}  # (path, regions, kind); each path's regions by the one linted for them
+    runs, alike = [], {}  # (path, regions linted, the pass's file); each path's kinds by the region linted
     for path, regions, named in [("template.yaml", deploys, root)] + [
             (resources[n]["Properties"]["TemplateURL"], made[n], template_types(stacks[n])) for n in names]:
         kinds = {}
         for region in regions:
             kinds.setdefault(kind(region, named, parameters, conditions), []).append(region)
         alike[path] = {group[0]: group for group in kinds.values()}
-        linted = [(path, [group[0]], k) for k, group in kinds.items()]
-        runs += linted if path == "template.yaml" else [(path, [g[0] for _, g, _ in linted], kinds)]
-    todo = [r for r in runs if not os.path.exists(os.path.join(kept, key(r[0], r[1], str(r[2]), contents, linter)))]
+        for linted in ([[r] for r in alike[path]] if path == "template.yaml" else [list(alike[path])]):
+            runs.append((path, linted, os.path.join(kept, key(path, linted, json.dumps(kinds), contents, linter))))
+    todo = [run for run in runs if not os.path.exists(run[2])]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda run: subprocess.run([lint, "--regions", *run[1], "--", run[0]],
                                                         capture_output=True, text=True), todo))
-    for (path, regions, k), result in zip(todo, done):
+    for (path, regions, passed), result in zip(todo, done):
         if result.returncode != 0:
             failed.append(f"cfn-lint {path} in {' '.join(regions)} (and the regions alike: "
                           f"{' '.join(r for region in regions for r in alike[path][region])}):\n{result.stdout}{result.stderr}")
         else:
-            open(os.path.join(kept, key(path, regions, str(k), contents, linter)), "w").close()
-    for path in alike:
-        linted = [r for p, rs, _ in runs if p == path for r in rs]
-        fresh = [r for p, rs, _ in todo if p == path for r in rs]
-        print(f"cfn-lint {linter} {path}: {sum(len(g) for g in alike[path].values())} regions of "
-              f"{len(linted)} kinds, one of each linted ({len(linted) - len(fresh)} of them passes kept from an earlier run)")
+            open(passed, "w").close()
+    for path, kinds in alike.items():
+        fresh = sum(len(regions) for p, regions, _ in todo if p == path)
+        print(f"cfn-lint {linter} {path}: {sum(map(len, kinds.values()))} regions of {len(kinds)} kinds, "
+              f"one of each linted ({len(kinds) - fresh} of them passes kept from an earlier run)")
 
 if failed:
     sys.exit("regions: " + "\n".join(failed))

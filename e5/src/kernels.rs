@@ -200,6 +200,13 @@ impl Weights {
     fn groups(&self) -> usize {
         self.rows.div_ceil(ROWS)
     }
+
+    /// The tile of row group `g` and block `b`: its bytes and its eight scales.
+    #[inline(always)]
+    fn tile(&self, g: usize, b: usize) -> (&[u8], &[f32]) {
+        let i = g * (self.cols / QK) + b;
+        (&self.values[i * ROWS * QK..][..ROWS * QK], &self.scales[i * ROWS..][..ROWS])
+    }
 }
 
 /// `y[t][o] = bias[o] + Σ w[o]·x[t]` for the `tokens` rows of `x` (already quantised), by
@@ -236,7 +243,7 @@ fn portable(w: &Weights, bias: &[f32], x: &Q8, tokens: usize, y: &mut [f32]) {
             let a = &x.q[t * nin..(t + 1) * nin];
             let mut acc = [0f32; ROWS];
             for b in 0..nb {
-                let tile = &w.values[(g * nb + b) * ROWS * QK..][..ROWS * QK];
+                let (tile, ws) = w.tile(g, b);
                 let mut dots = [0i32; ROWS];
                 for k in 0..STEPS {
                     let av = &a[b * QK + k * STEP..][..STEP];
@@ -246,7 +253,6 @@ fn portable(w: &Weights, bias: &[f32], x: &Q8, tokens: usize, y: &mut [f32]) {
                     }
                 }
                 let (da, offset) = (x.d[t * nb + b], 8 * x.s[t * nb + b]);
-                let ws = &w.scales[(g * nb + b) * ROWS..][..ROWS];
                 for r in 0..ROWS {
                     acc[r] += (ws[r] * da) * (dots[r] - offset) as f32;
                 }
@@ -300,7 +306,7 @@ mod x86 {
                 let a = &x.q[t * nin..(t + 1) * nin];
                 let mut acc = _mm256_setzero_ps();
                 for b in 0..nb {
-                    let tile = &w.values[(g * nb + b) * ROWS * QK..][..ROWS * QK];
+                    let (tile, scales) = w.tile(g, b);
                     let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
                     for k in 0..STEPS {
                         let av = _mm256_set1_epi64x(eight(a, b * QK + k * STEP));
@@ -315,7 +321,6 @@ mod x86 {
                     // [r0 r1 r4 r5 | r2 r3 r6 r7], then in row order.
                     let sums = _mm256_hadd_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
                     let dots = _mm256_permute4x64_epi64::<0b11_01_10_00>(sums);
-                    let scales = &w.scales[(g * nb + b) * ROWS..];
                     acc = accumulate(acc, dots, scales, x.d[t * nb + b], x.s[t * nb + b]);
                 }
                 finish(w, bias, g, t, acc, y);
@@ -334,7 +339,7 @@ mod x86 {
                 let a = &x.q[t * nin..(t + 1) * nin];
                 let mut acc = _mm256_setzero_ps();
                 for b in 0..nb {
-                    let tile = &w.values[(g * nb + b) * ROWS * QK..][..ROWS * QK];
+                    let (tile, scales) = w.tile(g, b);
                     let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
                     for k in (0..STEPS).step_by(2) {
                         let (ae, ao) = (
@@ -351,7 +356,6 @@ mod x86 {
                     }
                     let d = _mm512_add_epi32(even, odd);
                     let dots = _mm512_cvtepi64_epi32(_mm512_add_epi32(d, _mm512_srli_epi64::<32>(d)));
-                    let scales = &w.scales[(g * nb + b) * ROWS..];
                     acc = accumulate(acc, dots, scales, x.d[t * nb + b], x.s[t * nb + b]);
                 }
                 finish(w, bias, g, t, acc, y);

@@ -51,13 +51,9 @@ impl LocalEmbedder {
     pub fn model(&self) -> Result<Arc<E5Model>, String> {
         self.model
             .get_or_init(|| {
-                let model = E5Model::load(&self.path).map_err(|e| {
-                    let hint = if e.starts_with("E5_KERNEL") {
-                        ""
-                    } else {
-                        " (fetch it with infra/fetch-model.sh or set EMBEDDING_MODEL_PATH)"
-                    };
-                    format!("local embedder: {e}{hint}")
+                let kernel = e5::Kernel::from_env().map_err(|e| format!("local embedder: {e}"))?;
+                let model = E5Model::load_with(&self.path, kernel).map_err(|e| {
+                    format!("local embedder: {e} (fetch it with infra/fetch-model.sh or set EMBEDDING_MODEL_PATH)")
                 })?;
                 if model.dimensions() != DIMENSIONS {
                     return Err(format!("local embedder: {} is not a {DIMENSIONS}-d model", self.path.display()));
