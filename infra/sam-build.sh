@@ -33,6 +33,7 @@ started=$(date +%s)
   done
 ) &
 ticker=$!
-trap 'kill "$ticker" 2>/dev/null || true' EXIT
+# Its sleep too: a sleep left running would hold this script's output open for a minute.
+trap 'pkill -P "$ticker" 2>/dev/null || true; kill "$ticker" 2>/dev/null || true' EXIT
 sam build --beta-features "${args[@]}"
 echo "sam build: $(( $(date +%s) - started )) s"

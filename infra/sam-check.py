@@ -346,6 +346,10 @@ for facets, arch, layered in (("bundled", "x86_64", True), ("off", "arm64", Fals
     print(f"Embedder=api, WishFacets={facets}: the four embedding functions {arch}, model layer {layered}")
 
 deployed_conditions = decode("template.yaml")[0].get("Conditions", {})
+# The functions refuse a plain http Qdrant server (QDRANT_URL, off loopback): so does the deploy.
+qdrant_pattern = template["Parameters"]["QdrantUrl"]["AllowedPattern"]
+if re.fullmatch(qdrant_pattern, "http://qdrant.example:6334") or not re.fullmatch(qdrant_pattern, "https://xyz.cloud.qdrant.io:6334"):
+    failed.append(f"QdrantUrl's pattern {qdrant_pattern!r} must take https URLs only")
 baseline_overrides = {**overrides}
 if "QdrantUrl" not in baseline_overrides and "Default" not in template["Parameters"]["QdrantUrl"]:
     baseline_overrides["QdrantUrl"] = "https://qdrant.example:6334"
@@ -353,6 +357,8 @@ base = published(baseline_overrides)
 for version_id, version in base["deployed"].items():
     if version["Type"] == "AWS::Lambda::Version" and version.get("DeletionPolicy") != "Retain":
         failed.append(f"{version_id}: a version whose code changed is not retained (manual rollback)")
+    if version["Type"] == "AWS::Lambda::Version" and version.get("UpdateReplacePolicy") != "Retain":
+        failed.append(f"{version_id}: a version replaced by a changed parameter is deleted (manual rollback)")
 # Every resource an aliased function's configuration names is among the digest's properties, so
 # a replaced one (a new table, layer, role or log group) calls it again.
 digest_names = names_in(base["deployed"].get("ConfigurationDigest", {}).get("Properties", {}))
@@ -479,16 +485,23 @@ else:
         failed.append(f"AssistantSmokeHook's name does not start with CodeDeployHook_ (CodeDeploy's role may not invoke it): {name}")
     code = {}
     exec(compile(hook["Properties"]["Code"]["ZipFile"], "AssistantSmokeHook", "exec"), code)
-    with open("infra/events/smoke-chat.json") as fixture:
-        if code["smoke_event"]("sub", "fixture-smoke") != json.load(fixture):
-            failed.append("AssistantSmokeHook's event is not infra/events/smoke-chat.json")
+    for mode, fixture_id in (("CHAT", "fixture-smoke"), ("EXPLORE", "fixture-smoke-explore")):
+        path = f"infra/events/smoke-{'chat' if mode == 'CHAT' else 'explore'}.json"
+        with open(path) as fixture:
+            if code["smoke_event"]("sub", fixture_id, mode) != json.load(fixture):
+                failed.append(f"AssistantSmokeHook's {mode} event is not {path}")
+    if list(code["MESSAGES"]) != ["CHAT", "EXPLORE"]:
+        failed.append(f"AssistantSmokeHook does not try both modes: {list(code['MESSAGES'])}")
 
     def answered(status, code_=None, mock=False):
         body = json.dumps({"error": {"code": code_, "message": "m"}} if code_ else {"reply": "Hi", "mock": mock})
         return {"Payload": json.dumps({"statusCode": status, "body": body})}
     crash = {"FunctionError": "Unhandled", "Payload": "{}"}
+    throttled = code["THROTTLED"]
     # (the new version's answer, live's, the stack has a model key) -> may it take traffic?
     verdicts = {
+        "throttled, live too, only limits changed (lower Budgets under the kill switch)": (throttled, throttled, True, True),
+        "throttled, live answers": (throttled, answered(200), True, False),
         "200": (answered(200), None, True, True),
         "200 mock, keyless stack": (answered(200, mock=True), None, False, True),
         "200 mock, keyed stack (a lost key)": (answered(200, mock=True), None, True, False),
@@ -502,23 +515,56 @@ else:
         "a crash": (crash, answered(200), True, False),
     }
     wrong = [case for case, (new, live, keyed, passes) in verdicts.items()
-             if (code["verdict"](new, lambda live=live: live, keyed) is None) != passes]
+             if (code["verdict"](new, lambda live=live: live, keyed, lambda: []) is None) != passes]
+    if code["verdict"](throttled, lambda: throttled, True, lambda: ["CodeSha256"]) is None:
+        wrong.append("throttled, live too, new code")
+    # What `changed` sees between two configurations, as GetFunctionConfiguration gives them.
+    base = {"CodeSha256": "a", "Architectures": ["arm64"], "Runtime": "provided.al2023", "Handler": "bootstrap",
+            "Layers": [], "Environment": {"Variables": {"BUDGETS": "assistant=5,*=0", "LLM_MODEL": "gpt-4o-mini"}}}
+    def but(**changes):
+        c = json.loads(json.dumps(base))
+        for k, v in changes.items():
+            if k in base:
+                c[k] = v
+            else:
+                c["Environment"]["Variables"][k] = v
+        return c
+    for case, other, expected in [
+        ("lower Budgets", but(BUDGETS="assistant=1,*=0"), []),
+        ("a lower quota", but(USER_QUOTA_PER_MINUTE="5"), []),
+        ("new code", but(CodeSha256="b"), ["CodeSha256"]),
+        ("another model", but(LLM_MODEL="gpt-9"), ["LLM_MODEL"]),
+        ("a price table", but(PRICES="{}"), ["PRICES"]),
+        ("the model layer", but(Layers=[{"Arn": "arn:aws:lambda:eu-west-1:1:layer:e5:2"}]), ["Layers"]),
+        ("x86_64", but(Architectures=["x86_64"]), ["Architectures"]),
+    ]:
+        if code["changed"](other, base) != expected:
+            wrong.append(f"changed(), {case}: {code['changed'](other, base)}")
     if wrong:
         failed.append(f"AssistantSmokeHook's verdict is wrong for {wrong}")
     # The handler itself, on fake clients: what it asks, and what it reports to CodeDeploy.
     import io
     import types
 
-    def run_hook(answers):
+    class Throttle(Exception):
+        """What boto3 raises when Lambda throttles an invocation (a ClientError's response)."""
+        response = {"Error": {"Code": "TooManyRequestsException"}}
+
+    def run_hook(answers, configurations=(base, base)):
         asked, reported = [], []
 
         class Lambda:
             def invoke(self, FunctionName, Payload):
-                asked.append(FunctionName)
+                asked.append(f"{FunctionName} {json.loads(json.loads(Payload)['body'])['mode']}")
                 answer = answers[FunctionName]
+                if isinstance(answer, list):  # one answer per call, in order
+                    answer = answer.pop(0) if len(answer) > 1 else answer[0]
                 if isinstance(answer, Exception):
                     raise answer
                 return {**answer, "Payload": io.BytesIO(answer["Payload"].encode())}
+
+            def get_function_configuration(self, FunctionName):
+                return configurations[0] if FunctionName == "new" else configurations[1]
 
         class CodeDeploy:
             def put_lifecycle_event_hook_execution_status(self, **report):
@@ -543,16 +589,29 @@ else:
             for k, v in saved_env.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
         return asked, reported
+    chat, explore = "new CHAT", "new EXPLORE"
     runs = {
-        "a reply": ({"new": answered(200)}, (["new"], ["Succeeded"])),
+        "a reply in each mode": ({"new": answered(200)}, ([chat, explore], ["Succeeded"])),
         "the provider down for both": ({"new": answered(503, "model_unavailable"), "live": answered(503, "model_unavailable")},
-                                       (["new", "live"], ["Succeeded"])),
-        "a refused request": ({"new": answered(400, "model_refused")}, (["new"], ["Failed"])),
-        "no answer": ({"new": TimeoutError("read timeout")}, (["new"], ["Failed"])),
+                                       ([chat, "live CHAT", explore, "live EXPLORE"], ["Succeeded"])),
+        "a refused request": ({"new": answered(400, "model_refused")}, ([chat], ["Failed"])),
+        "EXPLORE broken": ({"new": [answered(200), answered(500, "misconfigured")]}, ([chat, explore], ["Failed"])),
+        "no answer": ({"new": TimeoutError("read timeout")}, ([chat], ["Failed"])),
+        "throttled once, then a reply": ({"new": [Throttle(), answered(200)]}, ([chat, chat, explore], ["Succeeded"])),
+        "the kill switch, lower Budgets": ({"new": Throttle(), "live": Throttle()},
+                                           ([chat] * 3 + ["live CHAT"] + [explore] * 3 + ["live EXPLORE"], ["Succeeded"]),
+                                           (but(BUDGETS="assistant=1,*=0"), base)),
+        "the kill switch, new code": ({"new": Throttle(), "live": Throttle()}, ([chat] * 3 + ["live CHAT"], ["Failed"]),
+                                      (but(CodeSha256="b"), base)),
+        "the kill switch, another model": ({"new": Throttle(), "live": Throttle()}, ([chat] * 3 + ["live CHAT"], ["Failed"]),
+                                           (but(LLM_MODEL="gpt-9"), base)),
+        "throttled, live answers": ({"new": Throttle(), "live": answered(200)}, ([chat] * 3 + ["live CHAT"], ["Failed"])),
     }
-    for case, (answers, expected) in runs.items():
-        if run_hook(answers) != expected:
-            failed.append(f"AssistantSmokeHook's handler, {case}: asked and reported {run_hook(answers)}, not {expected}")
+    code["time"] = types.SimpleNamespace(sleep=lambda seconds: None)  # no pauses between the tries
+    for case, (answers, expected, *sha) in runs.items():
+        got = run_hook({k: list(v) if isinstance(v, list) else v for k, v in answers.items()}, *sha)
+        if got != expected:
+            failed.append(f"AssistantSmokeHook's handler, {case}: asked and reported {got}, not {expected}")
     variables = hook["Properties"]["Environment"]["Variables"]
     if set(variables) != {"NEW_VERSION", "LIVE", "HAS_LLM_KEY", "USER_CLAIM"}:
         failed.append(f"AssistantSmokeHook's environment: {sorted(variables)}")

@@ -97,8 +97,10 @@ const SUBJECTS: [(&str, &str); 4] = [
 // Issue 53 item 9: any issuer's subject is a user at every door of rag-search: its feedback,
 // preferences and search all answer 200 (before, `auth0|abc` was charged a quota
 // and then refused 400), and what they wrote is kept as theirs. A path's id no door can take
-// (257 bytes) is a 400 and an undecodable one a 400 too, neither spending the caller's quota;
-// a token whose claim holds a control character is a 403 at the door.
+// (257 bytes) is a 400 and an undecodable one a 400 too, each counted as one of the caller's
+// requests (issue 73: the quota is taken where the user is known, before anything else is
+// read, so a flood of malformed requests is limited like any other); a token whose claim holds
+// a control character is a 403 at the door, before any count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_issuers_subject_is_a_user_at_every_door() {
     let h = RagHarness::new(&[("USER_QUOTA_PER_MINUTE", "3")]).await;
@@ -122,7 +124,7 @@ async fn any_issuers_subject_is_a_user_at_every_door() {
         assert!(kept.iter().any(|r| r.sk == "PREFERENCES"), "{user}'s preferences are kept: {kept:?}");
     }
 
-    let h = RagHarness::new(&[("USER_QUOTA_PER_MINUTE", "1")]).await;
+    let h = RagHarness::new(&[("USER_QUOTA_PER_MINUTE", "3")]).await;
     let user = SUBJECTS[0].0;
     let long = format!("/users/{}/preferences", "x".repeat(257));
     let bad = as_user(request("PUT", &long, &json!({"tags": ["读书"]}).to_string()), user);
@@ -133,7 +135,10 @@ async fn any_issuers_subject_is_a_user_at_every_door() {
     assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_path")), "{r}");
     let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), user);
     let (status, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), search).await);
-    assert_eq!(status, 200, "the refused requests counted none of the one a minute: {r}");
+    assert_eq!(status, 200, "the third of three a minute: {r}");
+    let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), user);
+    let (status, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), search).await);
+    assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "the two refused counted: {r}");
     // A token whose claim no door could key is refused at the door (403), before any count.
     let search = as_user(request("POST", "/rag/search", &json!({"semanticQuery": "安静"}).to_string()), "a\u{7}b");
     let (status, r) = respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), search).await);

@@ -146,8 +146,8 @@ fn only_the_http_edge_knows_lambda_http() {
 
 // Given every function's entrypoint, then each logs through `shared::http::logging` (capped
 // below TRACE, where the runtime prints raw events with their Authorization headers), never the
-// runtime's default subscriber: an HTTP function's `main` is `shared::http::serve` (or
-// `serve_streamed`), which sets it up with the rest, and nothing else.
+// runtime's default subscriber: an HTTP function's `main` is `shared::http::serve`, which sets
+// it up with the rest, and nothing else.
 #[test]
 fn every_function_logs_without_trace() {
     let functions = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
@@ -156,7 +156,7 @@ fn every_function_logs_without_trace() {
         let main = entry.unwrap().path().join("src/main.rs");
         let Ok(code) = std::fs::read_to_string(&main) else { continue };
         assert!(!code.contains("init_default_subscriber"), "{} uses the runtime's default subscriber", main.display());
-        let serves = code.contains("shared::http::serve(") || code.contains("shared::http::serve_streamed(");
+        let serves = code.contains("shared::http::serve(");
         assert!(
             serves || code.contains("shared::http::logging::init()"),
             "{} does not install the capped subscriber",

@@ -569,6 +569,15 @@ async fn the_mock_asks_where_the_user_is_and_uses_the_last_place(kind: StoreKind
     places.forget(USER).await.unwrap();
     let (_, r) = h.chat(USER, json!({"message": "附近有什么安静的活动"})).await;
     assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false, "needs": "location"}]));
+
+    // Issue 73: `keepLocation: false` searches at the message's place and keeps nothing.
+    let once =
+        json!({"message": "附近有什么安静的活动", "location": {"lat": HERE.0, "lng": HERE.1}, "keepLocation": false});
+    let (_, r) = h.chat(USER, once).await;
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": true}]), "{r}");
+    assert_eq!(places.view(USER).await.unwrap()["last"], Value::Null, "the place was kept");
+    let (_, r) = h.chat(USER, json!({"message": "附近有什么安静的活动"})).await;
+    assert_eq!(r["toolCalls"], json!([{"name": "explore_nearby", "ok": false, "needs": "location"}]));
 }
 
 // Who may call, and bad input: no token is 401, and so is a backend's signature (not a user); a
@@ -695,6 +704,20 @@ async fn the_smoke_fixture_tells_a_working_version_from_a_refused_one(kind: Stor
     let r: Value = serde_json::from_str(&text).unwrap();
     assert_eq!((status, r["mode"].as_str(), r["by"].as_str()), (200, Some("CHAT"), Some("client")), "{r}");
     assert_eq!(working.model_requests().await.len(), 1, "the smoke chat reached the model");
+    // Issue 73: the smoke user is reserved: the same chat from any door but the hook's is refused.
+    let mut forged: Value = serde_json::from_str(&event).unwrap();
+    assert_eq!(forged["requestContext"]["domainName"], shared::http::auth::SMOKE_DOMAIN);
+    assert_eq!(forged["requestContext"]["authorizer"]["jwt"]["claims"]["sub"], shared::http::auth::SMOKE_USER);
+    forged["requestContext"]["domainName"] = json!("abc123.execute-api.eu-west-1.amazonaws.com");
+    let (status, _, text) = working.respond(lambda_http::request::from_str(&forged.to_string()).unwrap()).await;
+    assert_eq!(status, 403, "{text}");
+    assert_eq!(working.model_requests().await.len(), 1, "a forged smoke chat reached the model");
+    // The hook's second chat, in EXPLORE: the activity search's tools, answered 200 too.
+    let fixture = format!("{}/../infra/events/smoke-explore.json", env!("CARGO_MANIFEST_DIR"));
+    let explore = std::fs::read_to_string(fixture).unwrap();
+    let (status, _, text) = working.respond(lambda_http::request::from_str(&explore).unwrap()).await;
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((status, r["mode"].as_str(), r["by"].as_str()), (200, Some("EXPLORE"), Some("client")), "{r}");
 
     let refusal = json!({"error": {"message": "'gpt-9' is not a valid model ID", "code": 400}});
     let (_provider, broken) = on_a_refusing_provider(kind, refusal).await;

@@ -567,3 +567,18 @@ async fn the_html_report_renders_its_chart_and_totals_in_chromium() {
     assert!(research > 500, "research's bar is not drawn ({research} px)");
     assert!(strategy > research, "strategy spent more, its bar is taller ({strategy} vs {research} px)");
 }
+
+// Issue 73: given a digest whose top spenders are named, then the logged copy names each by
+// the hash the logs use for a caller, and the rest of the digest is unchanged.
+#[test]
+fn the_logged_digest_names_no_user() {
+    let digest = serde_json::json!({"day": "2026-12-01", "text": "t", "report": {"topSpenders": {
+        "day": "2026-12-01", "users": [{"user": "ann@example.com", "usd": 0.5}, {"user": "auth0|42", "usd": 0.1}]}}});
+    let logged = cost_report::pseudonymous(&digest);
+    let text = logged.to_string();
+    assert!(!text.contains("ann@example.com") && !text.contains("auth0|42"), "{text}");
+    let first = logged["report"]["topSpenders"]["users"][0]["user"].as_str().unwrap();
+    assert_eq!(first, format!("user:{}", shared::core::records::key_part("ann@example.com", 12)));
+    assert_eq!(logged["report"]["topSpenders"]["users"][1]["usd"], 0.1);
+    assert_eq!((&logged["day"], &logged["text"]), (&digest["day"], &digest["text"]));
+}

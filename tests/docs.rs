@@ -287,8 +287,9 @@ fn every_alarm_watches_a_metric_the_code_emits() {
 }
 
 // Issue 54: every alarm of template.yaml has a runbook in docs/operations.md's "## Runbooks"
-// section that names its logical id (in backticks, so `SearchErrorsAlarm` is not found inside
-// `RagSearchErrorsAlarm`): an alarm that wakes someone points at what to do.
+// section whose heading names its logical id (in backticks, so `SearchErrorsAlarm` is not found
+// inside `RagSearchErrorsAlarm`): a runbook of its own, not a mention inside another's; an
+// alarm that wakes someone points at what to do.
 #[test]
 fn every_alarm_has_a_runbook_that_names_it() {
     let (template, operations) = (read("template.yaml"), read("docs/operations.md"));
@@ -317,10 +318,11 @@ fn every_alarm_has_a_runbook_that_names_it() {
         alarms.push(id);
     }
     assert!(alarms.len() >= 30, "template.yaml read as {} alarms: the parser lost them", alarms.len());
-    let missing: Vec<String> = alarms.iter().filter(|id| !runbooks.contains(&format!("`{id}`"))).cloned().collect();
+    let headings: String = runbooks.lines().filter(|l| l.starts_with("### ")).collect::<Vec<_>>().join("\n");
+    let missing: Vec<String> = alarms.iter().filter(|id| !headings.contains(&format!("`{id}`"))).cloned().collect();
     assert!(
         missing.is_empty(),
-        "docs/operations.md's Runbooks section does not name (as `Id`) the alarms: {}",
+        "no runbook heading in docs/operations.md names (as `Id`) the alarms: {}",
         missing.join(", ")
     );
 }
@@ -457,66 +459,369 @@ fn front_end_samples_are_the_playgrounds_code() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// The runbook's parameter update (`infra/set-parameter.sh`, docs/operations.md) under a fake
-/// `aws` that records its arguments: a value with commas and `=` reaches `update-stack` whole,
-/// every other parameter keeps its previous value, and a name the stack lacks, or a price
-/// table that is not one, changes nothing.
-#[test]
-fn the_runbooks_parameter_update_passes_values_with_commas_whole() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let calls = dir.path().join("calls");
-    let aws = dir.path().join("aws");
-    std::fs::write(
-        &aws,
-        format!(
-            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {calls}\necho ---- >> {calls}\n\
-             case \"$*\" in *describe-stacks*) echo '[\"Budgets\", \"JwtAudience\", \"LlmModel\", \"Prices\"]';; esac\n",
-            calls = calls.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&aws, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let run = |args: &[&str]| {
-        let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
-        let out = std::process::Command::new("bash")
-            .arg(root().join("infra/set-parameter.sh"))
-            .args(args)
+/// The runbook's scripts (`infra/set-parameter.sh`, `infra/deploy.sh`, `infra/versions.py`),
+/// run as written from a copy of `infra/` and `template.yaml`, with fakes first on `PATH`: `aws`
+/// (tests/support/fake-aws.py, over the world in `aws.json`, which the writes change), `sam`
+/// (tests/support/fake-sam.py: records the parameters it would send, decoded as the SAM CLI
+/// decodes them) and `rustup` and `cargo-lambda` that only answer, so infra/sam-build.sh runs
+/// too. The bundled model comes from the cache infra/test.sh fills (infra/fetch-model.sh).
+struct Runbook {
+    dir: tempfile::TempDir,
+}
+
+impl Runbook {
+    fn new(world: serde_json::Value) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("checkout");
+        std::fs::create_dir_all(copy.join("infra")).unwrap();
+        std::fs::copy(root().join("template.yaml"), copy.join("template.yaml")).unwrap();
+        for file in [
+            "parameters.py",
+            "versions.py",
+            "set-parameter.sh",
+            "deploy.sh",
+            "sam-build.sh",
+            "model-layer.sh",
+            "fetch-model.sh",
+            "versions.env",
+            "zigcc-arm64.sh",
+        ] {
+            std::fs::copy(root().join("infra").join(file), copy.join("infra").join(file)).unwrap();
+        }
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let support = root().join("tests/support");
+        for (name, script) in [
+            ("aws", format!("#!/bin/sh\nexec python3 {} \"$@\"\n", support.join("fake-aws.py").display())),
+            ("sam", format!("#!/bin/sh\nexec python3 {} \"$@\"\n", support.join("fake-sam.py").display())),
+            ("rustup", "#!/bin/sh\necho aarch64-unknown-linux-gnu\n".to_owned()),
+            // The interpreter itself, not a version manager's shim: pyenv's puts its own
+            // directories first on PATH, where a real `aws` may be.
+            ("python3", format!("#!/bin/sh\nexec {} \"$@\"\n", python())),
+            ("cargo-lambda", "#!/bin/sh\nexit 0\n".to_owned()),
+        ] {
+            std::fs::write(bin.join(name), script).unwrap();
+            std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::write(dir.path().join("aws.json"), world.to_string()).unwrap();
+        Runbook { dir }
+    }
+
+    fn checkout(&self) -> PathBuf {
+        self.dir.path().join("checkout")
+    }
+
+    /// Runs `command` (a script of the copy's infra/ and its arguments) as the on-call engineer
+    /// would, with STACK=research REGION=eu-west-1 and `env`: (succeeded, stdout and stderr).
+    fn run(&self, command: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+        let path = format!("{}:{}", self.dir.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
+        let program = if command[0].ends_with(".py") { python() } else { "bash".to_owned() };
+        let out = std::process::Command::new(program)
+            .arg(self.checkout().join(command[0]))
+            .args(&command[1..])
+            .current_dir(self.dir.path())
             .env("PATH", path)
             .env("STACK", "research")
             .env("REGION", "eu-west-1")
+            .env("FAKE_AWS_STATE", self.dir.path().join("aws.json"))
+            .env("FAKE_AWS_CALLS", self.dir.path().join("aws.calls"))
+            .env("FAKE_SAM_CALLS", self.dir.path().join("sam.calls"))
+            .envs(env.iter().copied())
             .output()
             .unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    }
+
+    fn world(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.dir.path().join("aws.json")).unwrap()).unwrap()
+    }
+
+    fn calls(&self, file: &str) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.dir.path().join(file)).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// The stack's parameters in the fake world, as {name: value}.
+    fn stack(&self) -> BTreeMap<String, String> {
+        let world = self.world();
+        let parameters = world["stacks"]["research"]["Parameters"].as_array().cloned().unwrap_or_default();
+        parameters
+            .iter()
+            .map(|p| (p["ParameterKey"].as_str().unwrap().to_owned(), p["ParameterValue"].as_str().unwrap().to_owned()))
+            .collect()
+    }
+}
+
+/// The Python interpreter's own path (`sys.executable`).
+fn python() -> String {
+    let out = std::process::Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// `n` published versions of a function, live on the last.
+fn function(n: u32) -> serde_json::Value {
+    let versions: serde_json::Map<String, serde_json::Value> = (1..=n)
+        .map(|v| {
+            let c = serde_json::json!({"Description": format!("configuration c{v}"), "CodeSha256": format!("sha{v}"),
+                                       "LastModified": format!("2026-11-{:02}T10:00:00.000+0000", v)});
+            (v.to_string(), c)
+        })
+        .collect();
+    serde_json::json!({"versions": versions, "aliases": {"live": {"FunctionVersion": n.to_string()}}})
+}
+
+/// A deployed stack: an api-embedder arm64 deployment whose aliased functions have 8 versions.
+fn deployed() -> serde_json::Value {
+    let parameters: Vec<serde_json::Value> = [
+        ("Budgets", "research=3,assistant=2,*=0"),
+        ("JwtAudience", "web-app"),
+        ("JwtIssuer", "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc"),
+        ("QdrantUrl", "https://xyz.cloud.qdrant.io:6334"),
+        ("Architecture", "arm64"),
+        ("Embedder", "api"),
+        ("EmbeddingApiKeySecret", "research/embeddings"),
+        ("WishFacets", "off"),
+        ("Prices", ""),
+        ("LlmModel", "gpt-4o-mini"),
+    ]
+    .iter()
+    .map(|(k, v)| serde_json::json!({"ParameterKey": k, "ParameterValue": v}))
+    .collect();
+    let mut resources = serde_json::Map::new();
+    let mut functions = serde_json::Map::new();
+    for name in ["SearchFunction", "ResearchFunction", "RagSearchFunction", "AssistantFunction"] {
+        resources.insert(name.into(), format!("research-{name}-X1").into());
+        resources.insert(format!("{name}DeploymentGroup"), format!("research-{name}DeploymentGroup-X1").into());
+        functions.insert(format!("research-{name}-X1"), function(8));
+    }
+    resources.insert("ServerlessDeploymentApplication".into(), "research-ServerlessDeploymentApplication-X1".into());
+    serde_json::json!({"stacks": {"research": {"Parameters": parameters}}, "resources": resources,
+                       "functions": functions, "deployments": {}})
+}
+
+/// Issue 73: the runbook's parameter change (`infra/set-parameter.sh`, docs/operations.md) sends
+/// a value with commas and `=` whole and keeps every other parameter; it refuses a name the
+/// stack lacks, a price table that is not one and each parameter that changes what is built
+/// (WishFacets among them: it moves four functions to x86_64), changing nothing. Then the next
+/// code deploy (`infra/deploy.sh`) keeps that change though a stale samconfig.toml says
+/// otherwise: the build gets the stack's values, changed only by the ones given; `sam deploy`
+/// sends only those and the ones that chose the build, so a runbook change made while it builds
+/// is kept too; and each aliased function keeps its newest 5 versions.
+#[test]
+fn a_runbooks_parameter_change_survives_the_next_deploy() {
+    let runbook = Runbook::new(deployed());
+    let (ok, out) =
+        runbook.run(&["infra/set-parameter.sh", "Budgets=research=1,*=0", "JwtAudience=web-app,mini-app"], &[]);
+    assert!(ok, "{out}");
+    let update = runbook
+        .calls("aws.calls")
+        .into_iter()
+        .find(|c| c[0] == "cloudformation" && c[1] == "update-stack")
+        .expect("set-parameter.sh calls update-stack");
+    let args: Vec<&str> = update.as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(args.windows(2).any(|w| w == ["--region", "eu-west-1"]) && args.contains(&"--use-previous-template"));
+    let sent: serde_json::Value =
+        serde_json::from_str(args[args.iter().position(|a| *a == "--parameters").unwrap() + 1]).unwrap();
+    assert_eq!(sent[0], serde_json::json!({"ParameterKey": "Budgets", "ParameterValue": "research=1,*=0"}));
+    assert_eq!(sent[1], serde_json::json!({"ParameterKey": "JwtAudience", "ParameterValue": "web-app,mini-app"}));
+    assert!(sent.as_array().unwrap()[2..].iter().all(|p| p["UsePreviousValue"] == true), "{sent}");
+    let after_update = runbook.stack();
+    assert_eq!(after_update["Budgets"], "research=1,*=0");
+    assert_eq!(after_update["LlmModel"], "gpt-4o-mini");
+
+    let updates = || runbook.calls("aws.calls").iter().filter(|c| c[1] == "update-stack").count();
+    for (args, expected) in [
+        (["infra/set-parameter.sh", "Budget=research=3"], "not parameters of the stack: Budget"),
+        (["infra/set-parameter.sh", "Architecture=x86_64"], "change what is built"),
+        (
+            ["infra/set-parameter.sh", "WishFacets=bundled"],
+            "WishFacets change what is built: STACK=... REGION=... bash infra/deploy.sh",
+        ),
+        (["infra/set-parameter.sh", "Prices={\"openai/gpt-9\": {\"input_per_1k_usd\": 0.01,"], "Prices is not JSON"),
+        (["infra/set-parameter.sh", "Prices={\"openai/gpt-9\": 0.01}"], "Prices must be"),
+    ] {
+        let (ok, out) = runbook.run(&args, &[]);
+        assert!(!ok && out.contains(expected), "{args:?}: {out}");
+    }
+    assert_eq!(updates(), 1, "a refused change reached the stack");
+    assert_eq!(runbook.stack(), after_update);
+
+    // The on-call engineer's samconfig.toml is another deploy's: its parameters and bucket apply nowhere.
+    std::fs::write(
+        runbook.checkout().join("samconfig.toml"),
+        "version = 0.1\n[default.deploy.parameters]\nparameter_overrides = \"Budgets=research=3,assistant=2,*=0 JwtAudience=web-app\"\ns3_bucket = \"old-bucket\"\n[default.build.parameters]\nparameter_overrides = \"Architecture=x86_64\"\n",
+    )
+    .unwrap();
+    let prices = r#"{"openai/gpt-4o-mini": {"input_per_1k_usd": 0.00015, "output_per_1k_usd": 0.0006}}"#;
+    let (ok, out) = runbook.run(&["infra/deploy.sh", "WishFacets=bundled", &format!("Prices={prices}")], &[]);
+    assert!(ok, "{out}");
+    let mut expected = after_update.clone();
+    expected.insert("WishFacets".into(), "bundled".into());
+    expected.insert("Prices".into(), prices.into());
+    let built = ["Architecture", "Embedder", "EmbeddingApiKeySecret", "WishFacets"];
+    let only = |all: &BTreeMap<String, String>, names: &[&str]| -> BTreeMap<String, String> {
+        all.iter().filter(|(k, _)| names.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
     };
-    let (ok, stderr) = run(&["Budgets=research=3,assistant=2,*=0", "JwtAudience=web-app,mini-app"]);
-    assert!(ok, "{stderr}");
-    let recorded = std::fs::read_to_string(&calls).unwrap();
-    let update: Vec<&str> =
-        recorded.split("----\n").find(|c| c.starts_with("cloudformation\nupdate-stack")).unwrap().lines().collect();
-    assert!(update.windows(2).any(|w| w == ["--region", "eu-west-1"]) && update.contains(&"--use-previous-template"));
-    let json = update[update.iter().position(|a| *a == "--parameters").unwrap() + 1];
-    let parameters: serde_json::Value = serde_json::from_str(json).unwrap();
+    let sent = |call: &serde_json::Value| -> BTreeMap<String, String> {
+        serde_json::from_value(call["parameters"].clone()).unwrap()
+    };
+    let sam = runbook.calls("sam.calls");
+    assert_eq!(sam.iter().map(|c| c["command"].as_str().unwrap()).collect::<Vec<_>>(), ["build", "deploy"]);
+    assert_eq!(sent(&sam[0]), expected, "sam build would build with other parameters");
     assert_eq!(
-        parameters,
-        serde_json::json!([
-            {"ParameterKey": "Budgets", "ParameterValue": "research=3,assistant=2,*=0"},
-            {"ParameterKey": "JwtAudience", "ParameterValue": "web-app,mini-app"},
-            {"ParameterKey": "LlmModel", "UsePreviousValue": true},
-            {"ParameterKey": "Prices", "UsePreviousValue": true},
-        ])
+        sent(&sam[1]),
+        only(&expected, &[&built[..], &["Prices"]].concat()),
+        "sam deploy would send other parameters"
     );
-    std::fs::remove_file(&calls).unwrap();
-    let (ok, stderr) = run(&["Budget=research=3"]);
-    assert!(!ok && stderr.contains("not parameters of the stack: Budget"), "{stderr}");
-    let (ok, stderr) = run(&["Architecture=x86_64"]);
-    assert!(!ok && stderr.contains("change what is built"), "{stderr}");
-    let (ok, stderr) = run(&["Prices={\"openai/gpt-9\": {\"input_per_1k_usd\": 0.01,"]);
-    assert!(!ok && stderr.contains("Prices is not JSON"), "{stderr}");
-    let (ok, stderr) = run(&["Prices={\"openai/gpt-9\": 0.01}"]);
-    assert!(!ok && stderr.contains("Prices must be"), "{stderr}");
-    let recorded = std::fs::read_to_string(&calls).unwrap();
-    assert!(!recorded.contains("update-stack"), "a refused update reached the stack: {recorded}");
+    for call in &sam {
+        assert_eq!(call["config_parameters"], serde_json::json!({}), "a samconfig.toml reached sam: {call}");
+        assert_eq!(call["options"]["--config-file"].as_array().map(|a| a.len()), Some(1), "{call}");
+    }
+    let deploy = &sam[1];
+    assert_eq!(deploy["options"]["--stack-name"], serde_json::json!(["research"]));
+    assert_eq!(deploy["options"]["--region"], serde_json::json!(["eu-west-1"]));
+    assert_eq!(runbook.stack(), expected, "the stack after the deploy");
+    // The next deploy, with no change given, builds with the same values and sends only the
+    // build's; a lower budget set while it builds (the spend-spike runbook) is kept.
+    let (ok, out) =
+        runbook.run(&["infra/deploy.sh"], &[("FAKE_SAM_DURING_BUILD", r#"{"Budgets": "research=0.5,*=0"}"#)]);
+    assert!(ok, "{out}");
+    let sam = runbook.calls("sam.calls");
+    assert_eq!(sent(&sam[2]), expected);
+    assert_eq!(sent(&sam[3]), only(&expected, &built));
+    expected.insert("Budgets".into(), "research=0.5,*=0".into());
+    assert_eq!(runbook.stack(), expected, "the change made during the build was undone");
+    // Each aliased function kept its newest 5 versions (live's among them) and deleted 1 to 3.
+    for (name, function) in runbook.world()["functions"].as_object().unwrap() {
+        let kept: Vec<&String> = function["versions"].as_object().unwrap().keys().collect();
+        assert_eq!(kept, ["4", "5", "6", "7", "8"], "{name}");
+    }
+    let (ok, out) = runbook.run(&["infra/deploy.sh", "Budgets=x\\y"], &[]);
+    assert!(!ok && out.contains("backslash"), "{out}");
+}
+
+/// Issue 73: after a teardown (docs/deploy.md, "6. Tear down"), the redeploy that adopts the
+/// kept table takes the torn-down stack's saved parameters and adds `ExistingTableName`,
+/// instead of replacing them all (aws-sam-cli#2380): the new stack has its Qdrant URL and issuer.
+#[test]
+fn the_teardowns_redeploy_keeps_the_saved_parameters() {
+    let runbook = Runbook::new(deployed());
+    let saved = runbook.dir.path().join("research-parameters.json");
+    let stacks = serde_json::json!({"Stacks": [{"StackName": "research", "Parameters": deployed()["stacks"]["research"]["Parameters"]}]});
+    std::fs::write(&saved, stacks.to_string()).unwrap();
+    let mut world = deployed();
+    world["stacks"] = serde_json::json!({});
+    std::fs::write(runbook.dir.path().join("aws.json"), world.to_string()).unwrap();
+    let (ok, out) = runbook.run(
+        &["infra/deploy.sh", "ExistingTableName=research-RecordsTable-ABC"],
+        &[("PARAMETERS", saved.to_str().unwrap())],
+    );
+    assert!(ok, "{out}");
+    let deploy = runbook.calls("sam.calls").pop().unwrap();
+    assert_eq!(deploy["parameters"].as_object().unwrap().len(), 11, "a new stack gets every value: {deploy}");
+    let stack = runbook.stack();
+    assert_eq!(stack["ExistingTableName"], "research-RecordsTable-ABC");
+    assert_eq!(stack["QdrantUrl"], "https://xyz.cloud.qdrant.io:6334");
+    assert_eq!(stack["JwtIssuer"], "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc");
+    assert_eq!(stack["JwtAudience"], "web-app");
+    assert_eq!(stack.len(), 11, "{stack:?}");
+}
+
+/// Issue 73: the rollback runbook's `infra/versions.py previous` names the version `live` served
+/// before (the one the latest succeeded deployment shifted away from, not a newer version whose
+/// deployment failed, nor one CodeDeploy's own rollback names), across more deployments than one
+/// batch read and either form of revision; `rollback` points `live` at it with no traffic split,
+/// and says the stack still holds the newer code, which `set-parameter.sh` then refuses to ship
+/// again; no rollback runs while a deployment splits traffic; a prune keeps the version to go back to.
+#[test]
+fn rollback_finds_the_version_live_served_before() {
+    let mut world = deployed();
+    let group = "research-AssistantFunctionDeploymentGroup-X1";
+    let appspec = |from: u32, to: u32| {
+        format!(
+            r#"{{"version":0.0,"Resources":[{{"research-AssistantFunction-X1":{{"Type":"AWS::Lambda::Function","Properties":{{"Name":"research-AssistantFunction-X1","Alias":"live","CurrentVersion":"{from}","TargetVersion":"{to}"}}}}}}],"Hooks":[{{"BeforeAllowTraffic":"CodeDeployHook_x-assistant"}}]}}"#
+        )
+    };
+    let mut deployments = serde_json::Map::new();
+    // Thirty older deployments of versions 1 and 2 back and forth, then 5 failed, then 6 replaced 4.
+    for i in 0..30u32 {
+        deployments.insert(
+            format!("d-old{i:02}"),
+            serde_json::json!({"group": group, "status": "Succeeded", "createTime": format!("2026-10-01T00:{i:02}:00+00:00"),
+                               "content": appspec(1 + i % 2, 2 - i % 2)}),
+        );
+    }
+    // d-6 stored as the older String revision; 7 failed, and CodeDeploy's rollback of it (7 -> 6)
+    // succeeded: not a release.
+    for (id, status, time, from, to) in [
+        ("d-3", "Succeeded", "2026-11-03T10:00:00+00:00", 2, 3),
+        ("d-4", "Succeeded", "2026-11-04T10:00:00+00:00", 3, 4),
+        ("d-5", "Failed", "2026-11-05T10:00:00+00:00", 4, 5),
+        ("d-6", "Succeeded", "2026-11-06T10:00:00+00:00", 4, 6),
+        ("d-7", "Failed", "2026-11-07T10:00:00+00:00", 6, 7),
+        ("d-7r", "Succeeded", "2026-11-07T10:05:00+00:00", 7, 6),
+    ] {
+        let mut d =
+            serde_json::json!({"group": group, "status": status, "createTime": time, "content": appspec(from, to)});
+        if id == "d-6" {
+            d["revisionType"] = "String".into();
+        }
+        if id == "d-7r" {
+            d["creator"] = "codeDeployRollback".into();
+        }
+        deployments.insert(id.into(), d);
+    }
+    world["deployments"] = deployments.into();
+    let mut assistant = function(7);
+    assistant["aliases"]["live"]["FunctionVersion"] = "6".into();
+    assistant["latest"] = assistant["versions"]["6"].clone();
+    world["functions"]["research-AssistantFunction-X1"] = assistant;
+    let runbook = Runbook::new(world);
+    let (ok, out) = runbook.run(&["infra/versions.py", "drift"], &[]);
+    assert!(ok, "{out}");
+    let (ok, out) = runbook.run(&["infra/versions.py", "previous", "AssistantFunction"], &[]);
+    assert!(ok, "{out}");
+    assert!(out.contains("live serves version 6; before it, version 4 (configuration c4"), "{out}");
+    let (ok, out) = runbook.run(&["infra/versions.py", "rollback", "AssistantFunction"], &[]);
+    assert!(ok && out.contains("live now serves version 4"), "{out}");
+    assert!(out.contains("the stack still deploys what version 6 runs"), "{out}");
+    assert_eq!(
+        runbook.world()["functions"]["research-AssistantFunction-X1"]["aliases"]["live"],
+        serde_json::json!({"FunctionVersion": "4"})
+    );
+    // A parameter change now would publish version 6's code again: refused, nothing sent.
+    let (ok, out) = runbook.run(&["infra/versions.py", "drift"], &[]);
+    assert!(!ok && out.contains("AssistantFunction (live serves version 4)"), "{out}");
+    let (ok, out) = runbook.run(&["infra/set-parameter.sh", "Budgets=research=1,*=0"], &[]);
+    assert!(!ok && out.contains("rolled back?"), "{out}");
+    assert!(!runbook.calls("aws.calls").iter().any(|c| c[1] == "update-stack"));
+    // Live on 4 now: before it, 3.
+    let (ok, out) = runbook.run(&["infra/versions.py", "previous", "AssistantFunction"], &[]);
+    assert!(ok && out.contains("before it, version 3"), "{out}");
+    let mut world = runbook.world();
+    world["functions"]["research-AssistantFunction-X1"]["aliases"]["live"] =
+        serde_json::json!({"FunctionVersion": "4", "RoutingConfig": {"AdditionalVersionWeights": {"6": 0.1}}});
+    std::fs::write(runbook.dir.path().join("aws.json"), world.to_string()).unwrap();
+    for rollback in [
+        &["infra/versions.py", "rollback", "AssistantFunction"][..],
+        &["infra/versions.py", "rollback", "AssistantFunction", "--to", "3"],
+    ] {
+        let (ok, out) = runbook.run(rollback, &[]);
+        assert!(!ok && out.contains("a deployment in progress"), "{out}");
+    }
+    // A prune keeps its newest 2, what an alias serves (the split's version included) and the
+    // version live's would roll back to (3).
+    let (ok, out) = runbook.run(&["infra/versions.py", "prune", "--keep", "2"], &[]);
+    assert!(ok, "{out}");
+    let kept: Vec<String> = runbook.world()["functions"]["research-AssistantFunction-X1"]["versions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(kept, ["3", "4", "6", "7"]);
 }
 
 // Given ARCHITECTURE.md's code map, then it has a row for every module of `shared` and every

@@ -521,8 +521,9 @@ async fn the_status_and_a_long_replay(kind: StoreKind) {
 
 // Issue 40: every stream ends. A reconnect after the end is a 204 (EventSource stops); an id past
 // the last is a 400; a research cancelled before its first stream never runs; cancelling an
-// ended one changes nothing; a run past its deadline with no end (its container died) is ended
-// with `error` by the next reader or status.
+// ended one changes nothing, nor does a repeated one (its `CANCEL` is written once); a run past
+// its deadline with no end (its container died) is ended with `error` by the next reader or
+// status.
 async fn every_stream_ends(kind: StoreKind) {
     use shared::timeline::sessions;
     let fake = Arc::new(FakeLlm { nodes: 2, ..FakeLlm::default() });
@@ -549,6 +550,13 @@ async fn every_stream_ends(kind: StoreKind) {
     let early = new_session(&app, "iPhone").await;
     let (status, _) = json_of(request(&app, "DELETE", &format!("/api/research/{early}"), "").await).await;
     assert_eq!(status, 202);
+    // Issue 73: a repeated cancel of a research not begun answers the same and writes nothing.
+    let cancel = || async { app.runs.records.get(&format!("SESSION#{early}"), "CANCEL", 0).await.unwrap().unwrap() };
+    let first = cancel().await;
+    clock.advance(chrono::Duration::seconds(5));
+    let (status, _) = json_of(request(&app, "DELETE", &format!("/api/research/{early}"), "").await).await;
+    assert_eq!(status, 202);
+    assert_eq!(cancel().await, first, "the CANCEL record was written again");
     let got: Vec<(u32, String, Value)> = events_after(&app, &early, None).await.collect().await;
     assert_eq!(got.iter().map(|(id, n, _)| (*id, n.as_str())).collect::<Vec<_>>(), [(1, "cancelled")]);
     assert_eq!(fake.requests.load(Ordering::SeqCst), requests, "a research cancelled before it started never ran");
@@ -688,10 +696,16 @@ async fn each_caller_owns_their_sessions_and_a_link_opens_one_stream(kind: Store
     // Opens through a link count against the session owner's quota (6 a minute here), whoever
     // holds it (issue 53: a leaked link spends its owner's requests, not a quota of its own): u-1
     // read its status and resumed once this minute, so four opens more are let in, the fifth
-    // refused, and u-1's own next research too; another user's quota is their own.
-    for open in 0..4 {
+    // refused, and u-1's own next research too; another user's quota is their own. An open
+    // refused for what it asks (an event past the stream's last) counts too: it is taken before
+    // anything is read.
+    for open in 0..3 {
         assert_eq!(reopen().await.status(), 200, "open {open}");
     }
+    let mut past = open_link(fresh);
+    past.headers_mut().insert("last-event-id", "999".parse().unwrap());
+    let (status, r) = json_of(shared::http::invoke_streamed(research::routes(Arc::clone(&app)), past).await).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (400, Some("invalid_last_event_id")), "{r}");
     let (status, r) = json_of(reopen().await).await;
     assert_eq!((status, r["error"]["code"].as_str()), (429, Some("quota_exceeded")), "{r}");
     let (status, r) = send(&app, integration::as_user(bare("POST", "/api/research", &topic), "u-1")).await;

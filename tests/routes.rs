@@ -204,3 +204,53 @@ async fn every_route_checks_in_one_order() {
         println!("{:<6} {:<34} {unsigned:>8} {status:>12} {malformed:>14}", route.method, route.path);
     }
 }
+
+// Issue 73: given every user route (the HTTP API's JWT routes, and the timeline's on its
+// Function URL, the stream opened with its owner's token), when one user sends more than their minute's quota of requests (here
+// 2), malformed bodies and another user's path included, then the next is 429
+// `quota_exceeded`: the quota is taken where the user is extracted, before anything else is
+// read, so no route is free to flood. Another user's first request still passes the quota.
+#[tokio::test]
+async fn every_user_route_takes_the_users_quota() {
+    let quota = [("USER_QUOTA_PER_MINUTE", "2"), ("USER_QUOTA_PER_DAY", "0")];
+    let search =
+        Harness::with(StoreKind::Local, integration::Setup { perplexity: true, env: &quota, ..Default::default() })
+            .await;
+    let chat = ChatHarness::new(StoreKind::Local, Chat { env: &quota, ..Chat::default() }).await;
+    let clock = search.clock.clone() as Arc<dyn shared::core::clock::Clock>;
+    let research = research::App::new(&integration::config(&quota), Arc::clone(&search.records), clock).unwrap();
+    let routers = BTreeMap::from([
+        ("search", search::routes(Arc::clone(&search.app))),
+        ("research", research::routes(Arc::new(research))),
+        ("rag-search", rag_search::routes(Arc::clone(&chat.rag.rag))),
+        ("assistant", assistant::routes(Arc::clone(&chat.app))),
+    ]);
+    let mut routes: Vec<(String, String, String)> = template()
+        .into_iter()
+        // The timeline's routes are the backend's on the HTTP API, and users' on its Function URL.
+        .filter(|r| r.authorizer == Authorizer::UserJwt || r.function == "research")
+        .map(|r| (r.function, r.method, r.path))
+        .collect();
+    routes.push(("research".into(), "GET".into(), "/api/research/{id}/stream".into()));
+    assert!(routes.len() >= 13, "only {} user routes", routes.len());
+    for (i, (function, method, path)) in routes.iter().enumerate() {
+        let router = routers.get(function.as_str()).unwrap_or_else(|| panic!("no router for {function}"));
+        let (user, path) = (format!("quota-user-{i}"), sample(path));
+        let body = if matches!(method.as_str(), "POST" | "PUT") { "{" } else { "" };
+        for _ in 0..2 {
+            let (status, answer, _) = send(router, as_user(request(method, &path, body), &user)).await;
+            assert_ne!(answer["error"]["code"], "quota_exceeded", "{method} {path}: {status} {answer}");
+        }
+        let (status, answer, _) = send(router, as_user(request(method, &path, body), &user)).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (429, Some("quota_exceeded")),
+            "{method} {path}: {answer}"
+        );
+        let (_, answer, _) = send(router, as_user(request(method, &path, body), &format!("other-{i}"))).await;
+        assert_ne!(
+            answer["error"]["code"], "quota_exceeded",
+            "{method} {path}: one user's flood spent another's quota"
+        );
+    }
+}

@@ -210,8 +210,9 @@ fn stream_links(sm: &SecretsManager, name: &str) -> shared::http::stream_links::
 // Issue 62 item 5. Given the stream-link key rotated (a leaked one), then links signed with the
 // old key open streams for SECRETS_CACHE_S after this container read the new one (while other
 // containers still sign with it), and not after (before: for the life of the container). Given
-// junk links (not a token, expired, another session's, another audience), then none costs a
-// Secrets Manager read (before: each refused link had the key read again, once per 10 s).
+// junk links (not a token, expired, another session's, another audience) or a well-formed one
+// signed with another key, then none costs a Secrets Manager read (before: each refused link
+// had the key read again, once per 10 s; issue 73 for the forged one).
 #[tokio::test]
 async fn a_rotated_link_key_expires_after_the_cache_and_junk_links_read_no_secret() {
     use chrono::Utc;
@@ -224,7 +225,9 @@ async fn a_rotated_link_key_expires_after_the_cache_and_junk_links_read_no_secre
     assert_eq!(sm.reads().await, 1);
 
     let expired = links.issue(&user, "s-1", now - chrono::Duration::hours(1)).await.unwrap();
-    let junk = ["", "not-a-token", "a.b.c", &expired, &links.issue(&user, "s-2", now).await.unwrap()];
+    // Issue 73: well formed, for this session, unexpired, signed with another key.
+    let forged = shared::http::stream_links::StreamLinks::new(&[7u8; 32]).issue(&user, "s-1", now).await.unwrap();
+    let junk = ["", "not-a-token", "a.b.c", &expired, &links.issue(&user, "s-2", now).await.unwrap(), &forged];
     for _ in 0..3 {
         for token in junk {
             let e = links.verify(token, "s-1", now).await.unwrap_err();
@@ -232,7 +235,7 @@ async fn a_rotated_link_key_expires_after_the_cache_and_junk_links_read_no_secre
         }
         tokio::time::sleep(Duration::from_millis(400)).await;
     }
-    assert_eq!(sm.reads().await, 1, "junk links read no secret (the held key was not yet 1 s old either)");
+    assert_eq!(sm.reads().await, 1, "junk and forged links read no secret (the held key was not yet 1 s old either)");
 
     sm.put("research/stream-key", &"n".repeat(32));
     // Past SECRETS_CACHE_S: the held key serves while the new one is read in the background.

@@ -44,6 +44,7 @@ const FIXTURES = {
   // CodeDeploy's PreTraffic hook sends it to a new assistant version (template.yaml's
   // AssistantSmokeHook, held to it by infra/sam-check.py): CHAT, answered.
   'smoke-chat.json': ['assistant', 200, (b) => b.mode === 'CHAT' && b.by === 'client' && typeof b.reply === 'string' && b.reply.length > 0],
+  'smoke-explore.json': ['assistant', 200, (b) => b.mode === 'EXPLORE' && b.by === 'client' && typeof b.reply === 'string' && b.reply.length > 0],
   'activity-delete.json': ['index-activity', 200, (b) => b.id === 'act-fixture-2' && b.deleted === true],
   'activity-deleted.json': ['index-activity', null, (b) => b.id === 'act-fixture-3' && b.deleted === true],
 };

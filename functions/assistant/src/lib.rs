@@ -35,6 +35,7 @@ use shared::assistant::{Answer, Assistant, ChatInput, Event};
 use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::records::RecordStore;
+use shared::costs::budget::spending_as;
 use shared::costs::quota::Quota;
 use shared::http::auth::Users;
 use shared::http::extract::{Body, HasUsers, Id, Invocation, Query, User};
@@ -79,6 +80,10 @@ impl HasUsers for App {
     fn users(&self) -> &Users {
         &self.users
     }
+
+    fn quota(&self) -> &dyn shared::core::limit::PerUser {
+        &self.quota
+    }
 }
 
 type State = axum::extract::State<Arc<App>>;
@@ -105,7 +110,6 @@ async fn history(app: State, User(user): User, Id(id): Id, Query(query): Query) 
             .filter(|n| (1..=50).contains(n))
             .ok_or_else(|| shared::Error::invalid("invalid_limit", "limit must be a whole number from 1 to 50"))?,
     };
-    app.quota.take(&user).await?;
     let turns = app.assistant.history.last(&user, &id, limit, app.assistant.clock.now()).await?;
     Ok(http::json(200, &ui_stream::history(&id, &turns)))
 }
@@ -143,7 +147,7 @@ async fn chat(
             let (app, id) = (Arc::clone(&app), request_id.clone());
             async move {
                 let _ticket = ticket;
-                let answer = app.quota.serve(&user, app.assistant.chat(&user, &input, &id, left, &tx)).await;
+                let answer = spending_as(&user, app.assistant.chat(&user, &input, &id, left, &tx)).await;
                 let json = answer.is_ok() && !input.streamed;
                 let budget_left = if json { app.quota.budget_left(&user).await } else { None };
                 (answer, budget_left)

@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    shared::http::serve_streamed(assistant::App::from_env, assistant::routes).await
+    shared::http::serve(assistant::App::from_env, assistant::routes).await
 }

@@ -170,6 +170,22 @@ async fn budget_answer(app: &App, user: &str) -> Result<Response> {
     ))
 }
 
+/// `digest` as the log keeps it: each top spender named as the logs name a caller
+/// (`user:<hash>`, `span.caller`), so a log reader can follow one user across lines without
+/// learning who they are. The invocation's answer keeps the ids (`GET /cost-report` gives them
+/// to operators).
+pub fn pseudonymous(digest: &serde_json::Value) -> serde_json::Value {
+    let mut logged = digest.clone();
+    if let Some(users) = logged.pointer_mut("/report/topSpenders/users").and_then(|u| u.as_array_mut()) {
+        for spender in users {
+            if let Some(user) = spender.get("user").and_then(|u| u.as_str()).map(str::to_owned) {
+                spender["user"] = format!("user:{}", shared::core::records::key_part(&user, 12)).into();
+            }
+        }
+    }
+    logged
+}
+
 /// Yesterday's (UTC) digest by agent, for a scheduled event.
 async fn digest(app: State, Event(event): Event) -> Result<Response> {
     let event: serde_json::Value = serde_json::from_slice(&event).unwrap_or_default();
@@ -188,7 +204,7 @@ async fn digest(app: State, Event(event): Event) -> Result<Response> {
     let report = app.report(&params).await?;
     let digest = serde_json::json!({"day": day.format("%Y-%m-%d").to_string(), "report": report,
                                     "text": text::render(&report), "budgets": text::budgets(&report)});
-    tracing::info!(digest = %digest, "daily cost digest");
+    tracing::info!(digest = %pseudonymous(&digest), "daily cost digest");
     let at = app.clock.now().timestamp_millis();
     for g in &report.groups {
         let mut values = vec![("DailyCostUsd", "None", g.total_usd), ("DailyCalls", "Count", g.calls as f64)];

@@ -32,6 +32,7 @@ use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::json::json_object;
 use shared::core::records::RecordStore;
+use shared::costs::budget::spending_as;
 use shared::costs::quota::Quota;
 use shared::http::auth::Users;
 use shared::http::extract::{Backend, Body, HasUsers, Id, Invocation, User};
@@ -67,6 +68,10 @@ impl App {
 impl HasUsers for App {
     fn users(&self) -> &Users {
         &self.users
+    }
+
+    fn quota(&self) -> &dyn shared::core::limit::PerUser {
+        &self.quota
     }
 }
 
@@ -105,7 +110,7 @@ async fn preferences(app: State, caller: User, Id(user): Id, invocation: Invocat
     caller.acting_as(&user)?;
     let body = json_object(&body)?;
     // The preferences are embedded: counted, and spent, like a search.
-    let set = app.quota.serve(&user, app.retrieval.set_preferences(&user, &body, &invocation.request_id)).await?;
+    let set = spending_as(&user, app.retrieval.set_preferences(&user, &body, &invocation.request_id)).await?;
     Ok(http::with_budget_left(http::json(200, &set), app.quota.budget_left(&user).await))
 }
 
@@ -136,7 +141,7 @@ async fn search(app: State, user: User, invocation: Invocation, body: Body) -> R
         user.acting_as(named)?;
     }
     let caller = user.0;
-    let found = app.quota.serve(&caller, app.retrieval.search(&request, &invocation.request_id)).await?;
+    let found = spending_as(&caller, app.retrieval.search(&request, &invocation.request_id)).await?;
     Ok(http::with_budget_left(http::json(200, &found), app.quota.budget_left(&caller).await))
 }
 

@@ -95,6 +95,10 @@ impl HasUsers for App {
     fn users(&self) -> &Users {
         &self.users
     }
+
+    fn quota(&self) -> &dyn shared::core::limit::PerUser {
+        &self.quota
+    }
 }
 
 type State = axum::extract::State<Arc<App>>;
@@ -130,7 +134,6 @@ async fn create(app: State, parts: Parts, owner: Owner, body: Body) -> Result<Re
     if let Some(user) = owner.user() {
         // A research is many paid calls: one whose user has spent today's budget is not begun.
         app.quota.refuse_if_spent(user).await?;
-        app.quota.take(user).await?;
     }
     // The backend reads its runs later: they run on unread unless it says otherwise.
     let proposal = Proposal { background: Some(proposal.background.unwrap_or(owner.user().is_none())), ..proposal };
@@ -166,8 +169,20 @@ async fn stream(app: State, mut parts: Parts, Id(id): Id, query: Query, invocati
     sessions::check_id(&id)?;
     let now = app.runs.clock.now();
     let token = query.0.first("token").map(str::to_owned);
+    // Each open stream holds an execution: opens count against the session owner's quota (the
+    // owner's extractor takes a signed-in opener's), a reconnect too, or Last-Event-ID would
+    // dodge it, and before anything is read. A link's opens (whoever holds it) count first
+    // against a small quota of the session's own, so a leaked link can spend at most that much
+    // of its owner's.
     let owner = match &token {
-        Some(token) => app.links.verify(token, &id, now).await?,
+        Some(token) => {
+            let owner = app.links.verify(token, &id, now).await?;
+            app.link_opens.take(&id).await?;
+            if let Some(user) = owner.user() {
+                app.quota.take(user).await?;
+            }
+            owner
+        }
         None => {
             use axum::extract::FromRequestParts;
             Owner::from_request_parts(&mut parts, &app).await?
@@ -187,16 +202,6 @@ async fn stream(app: State, mut parts: Parts, Id(id): Id, query: Query, invocati
             Some(_) => {}
             None => return invalid(format!("event {after} is not in this stream yet")),
         }
-    }
-    // Each open stream holds an execution: opens count against the session owner's quota, a
-    // reconnect too, or Last-Event-ID would dodge it. A link's opens (whoever holds it) count
-    // first against a small quota of the session's own, so a leaked link can spend at most that
-    // much of its owner's.
-    if token.is_some() {
-        app.link_opens.take(&id).await?;
-    }
-    if let Some(user) = owner.user() {
-        app.quota.take(user).await?;
     }
     // Open to the research's end, unless the function's own time ends first.
     let life = shared::core::deadline::budget(RUN_LIMIT, invocation.left, STREAM_RESERVE, "the stream");
@@ -231,9 +236,6 @@ fn resume(after: u32) -> serde_json::Value {
 
 async fn status(app: State, parts: Parts, owner: Owner, Id(id): Id) -> Result<Response> {
     sessions::check_id(&id)?;
-    if let Some(user) = owner.user() {
-        app.quota.take(user).await?;
-    }
     let (records, now) = (app.records(), app.runs.clock.now());
     let proposal = sessions::load(records, &id, &owner.key(), now).await?;
     sessions::mark_read(records, &id, now).await?;

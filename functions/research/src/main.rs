@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    shared::http::serve_streamed(research::App::from_env, research::routes).await
+    shared::http::serve(research::App::from_env, research::routes).await
 }

@@ -30,6 +30,7 @@ use shared::compose::Config;
 use shared::core::clock::{Clock, SystemClock};
 use shared::core::records::{RecordStore, replay};
 use shared::core::retry::RetryPolicy;
+use shared::costs::budget::spending_as;
 use shared::costs::quota::Quota;
 use shared::http::extract::{Backend, Body, HasUsers, Id, Invocation, User};
 use shared::http::{Response, Router, auth};
@@ -98,6 +99,10 @@ impl SearchFunction {
 impl HasUsers for SearchFunction {
     fn users(&self) -> &auth::Users {
         &self.users
+    }
+
+    fn quota(&self) -> &dyn shared::core::limit::PerUser {
+        &self.quota
     }
 }
 
@@ -246,7 +251,7 @@ async fn user_tool(app: State, User(user): User, Id(name): Id, invocation: Invoc
         return Err(Error::invalid("invalid_agent", format!("a user's tool call is billed to {USER_AGENT:?}")));
     }
     billable(&app, USER_AGENT)?;
-    let response = app.quota.serve(&user, run_tool(&app, &invocation.request_id, &query, USER_AGENT)).await?;
+    let response = spending_as(&user, run_tool(&app, &invocation.request_id, &query, USER_AGENT)).await?;
     Ok(http::with_budget_left(response, app.quota.budget_left(&user).await))
 }
 

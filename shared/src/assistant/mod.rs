@@ -70,6 +70,9 @@ pub struct ChatInput {
     /// Whether the user's kept place may stand in for a missing `location` (not when the
     /// client sent `location: null`).
     pub kept_place: bool,
+    /// Whether this message's `location` is kept as the user's last (not when the client sent
+    /// `keepLocation: false`: it is used for this reply only).
+    pub keep_location: bool,
     /// The mode the client chose for this message (a button in the app), over the router's.
     pub mode: Option<Mode>,
     /// The client names its conversations (the AI SDK's chat id): an unknown one is started.
@@ -87,6 +90,8 @@ pub(crate) struct Body {
     /// Absent: not given; `null`: not to be used, nor a kept one.
     #[serde(default, deserialize_with = "given")]
     pub(crate) location: Option<Option<Location>>,
+    /// `false`: the location serves this reply and is not kept (default `true`).
+    pub(crate) keep_location: Option<bool>,
     pub(crate) mode: Option<Mode>,
 }
 
@@ -105,7 +110,7 @@ pub(crate) fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
 }
 
 impl ChatInput {
-    /// Parses `{message, conversationId?, location?: {lat, lng}, mode?}`, or `{conversationId,
+    /// Parses `{message, conversationId?, location?: {lat, lng}, keepLocation?, mode?}`, or `{conversationId,
     /// approval: {id, approved}}`; each mistake names its field.
     pub fn from_json(body: &[u8]) -> Result<Self> {
         Self::checked(crate::core::json::typed_body(body, "invalid_chat")?)
@@ -149,6 +154,7 @@ impl ChatInput {
             approval: body.approval,
             conversation_id: body.conversation_id,
             kept_place,
+            keep_location: body.keep_location.unwrap_or(true),
             location,
             mode: body.mode,
             client_named: false,
@@ -299,19 +305,21 @@ impl Assistant {
         };
         // Personal context is a help, never a reason to fail: the stated preferences and the
         // user's place, at once. A location the message gives is kept as their last now, before
-        // the model, so a DELETE of their places while it writes is not undone; without one,
-        // their last or saved place is read, for EXPLORE only.
+        // the model, so a DELETE of their places while it writes is not undone (unless the
+        // message says `keepLocation: false`); without one, their last or saved place is read,
+        // for EXPLORE only.
         let places = self.retrieval.whereabouts();
         let (stated, known) =
             tokio::join!(bounded(HOT_PATH, "stated preferences", self.retrieval.stated_preferences(user)), async {
                 match input.location {
-                    Some((lat, lng)) => {
+                    Some((lat, lng)) if input.keep_location => {
                         let kept = bounded(HOT_PATH, "keeping the user's location", places.keep_last(user, lat, lng));
                         if let Err(e) = kept.await {
                             tracing::warn!(request_id, error = %e, "the user's location was not kept");
                         }
                         Ok(None)
                     }
+                    Some(_) => Ok(None),
                     None if input.kept_place => bounded(HOT_PATH, "the user's kept location", places.known(user)).await,
                     None => Ok(None),
                 }
@@ -468,6 +476,10 @@ mod tests {
         assert_eq!((ok.message.as_str(), ok.location, ok.mode), ("hi", Some((31.2, 121.5)), None));
         let opted_out = ChatInput::from_json(br#"{"message": "hi", "location": null}"#).unwrap();
         assert_eq!((opted_out.location, opted_out.kept_place, ok.kept_place), (None, false, true));
+        let unkept =
+            ChatInput::from_json(br#"{"message": "hi", "location": {"lat": 1, "lng": 2}, "keepLocation": false}"#)
+                .unwrap();
+        assert_eq!((unkept.location, unkept.keep_location, ok.keep_location), (Some((1.0, 2.0)), false, true));
         let asked = ChatInput::from_json(br#"{"message": "hi", "mode": "CREATE"}"#).unwrap();
         assert_eq!(asked.mode, Some(Mode::Create));
         for (body, says) in [

@@ -24,7 +24,7 @@ use crate::core::error::{Error, Result};
 pub const HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
 
 /// The body `DefaultChatTransport` sends: `{id, messages, trigger, messageId?}` and what the
-/// app adds with the transport's `body` option (`location`, `mode`).
+/// app adds with the transport's `body` option (`location`, `keepLocation`, `mode`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Request {
@@ -36,6 +36,7 @@ struct Request {
     /// Absent: not given; `null`: not to be used, nor a kept one.
     #[serde(default, deserialize_with = "super::given")]
     location: Option<Option<Location>>,
+    keep_location: Option<bool>,
     mode: Option<Mode>,
 }
 
@@ -81,6 +82,7 @@ pub fn input(body: &[u8]) -> Result<ChatInput> {
             approval: Some(approval_response(answered)?),
             conversation_id: Some(request.id),
             location: request.location,
+            keep_location: request.keep_location,
             mode: None,
         };
         let mut input = ChatInput::checked(body)?;
@@ -98,6 +100,7 @@ pub fn input(body: &[u8]) -> Result<ChatInput> {
         approval: None,
         conversation_id: Some(request.id),
         location: request.location,
+        keep_location: request.keep_location,
         mode: request.mode,
     };
     let mut input = ChatInput::checked(body)?;

@@ -96,10 +96,20 @@ impl Error {
     /// Whether a 5xx answer is the function's own failure, which `Answered5xx` counts and the
     /// canary alarms roll a new version back on: every 5xx but a dependency's that is not this
     /// version's doing and has an alarm of its own (`Unavailable`: the issuer's keys,
-    /// `IssuerUnavailable`; a transient Secrets Manager fault, `SecretUnavailable`). A secret
-    /// the role may not read is a [`Error::Config`], the version's own.
+    /// `IssuerUnavailable`; a transient Secrets Manager fault, `SecretUnavailable`; the table
+    /// throttling, [`Error::is_throttled`], `DynamoDbThrottlesAlarm`: one caller flooding a key
+    /// would otherwise roll back every deployment). A secret the role may not read is a
+    /// [`Error::Config`], the version's own.
     pub fn is_own_failure(&self) -> bool {
-        self.status() >= 500 && !matches!(self, Self::Unavailable { .. })
+        self.status() >= 500 && !matches!(self, Self::Unavailable { .. }) && !self.is_throttled()
+    }
+
+    /// Whether this is the record store throttling the key asked (DynamoDB's
+    /// `ThrottlingException` or `ProvisionedThroughputExceededException`, as the adapter words
+    /// them): the store answers, and says the key is too hot, which is not an outage.
+    pub fn is_throttled(&self) -> bool {
+        matches!(self, Self::Store(why)
+            if why.contains("ThrottlingException") || why.contains("ProvisionedThroughputExceededException"))
     }
 
     /// Stable machine-readable code for the JSON error body.
@@ -171,5 +181,25 @@ impl From<crate::core::retry::OutOfTime> for Error {
 impl crate::core::retry::Retryable for Error {
     fn retry_after(&self) -> Option<Option<std::time::Duration>> {
         matches!(self, Self::Store(_)).then_some(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Given the table throttling a write (one caller flooding one item), then the answer is a
+    // 503 that the canary does not count as the version's own (DynamoDbThrottlesAlarm watches
+    // throttles); a store that fails otherwise still counts.
+    #[test]
+    fn a_throttled_store_is_not_the_versions_own_failure() {
+        let throttled = Error::Store("ThrottlingException: Rate of requests exceeds the allowed throughput".into());
+        assert_eq!(
+            (throttled.status(), throttled.code(), throttled.is_own_failure()),
+            (503, "store_unavailable", false)
+        );
+        let hot = Error::Store("ProvisionedThroughputExceededException: the item's partition".into());
+        assert!(!hot.is_own_failure());
+        assert!(Error::Store("connection refused".into()).is_own_failure());
     }
 }

@@ -1,5 +1,5 @@
 //! What every capability stands on, and nothing else: errors, configuration and its secrets,
-//! signed AWS requests, clock, retries, an invocation's deadline and time budgets, text
+//! signed AWS requests, clock, retries, the per-user request limit's port, an invocation's deadline and time budgets, text
 //! helpers, the upstream HTTP client with its usage and failure types, the record store port
 //! with its SQLite and DynamoDB adapters, and CloudWatch EMF metrics. Depends on no capability.
 
@@ -10,6 +10,7 @@ pub mod config;
 pub mod deadline;
 pub mod error;
 pub mod json;
+pub mod limit;
 pub mod metrics;
 pub mod records;
 pub mod retry;

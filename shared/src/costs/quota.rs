@@ -1,7 +1,8 @@
 //! A signed-in user's limits: requests per minute and per UTC day, counted in the record store
 //! so every container shares one count (a spent quota is 429 `quota_exceeded` with
-//! `Retry-After`), and dollars per UTC day (`USER_BUDGET_USD_PER_DAY`): [`Quota::serve`] runs a
-//! request's work as the user's spending ([`crate::costs::budget::spending_as`]).
+//! `Retry-After`), and dollars per UTC day (`USER_BUDGET_USD_PER_DAY`): a request's paid work
+//! runs as the user's spending ([`crate::costs::budget::spending_as`]). Every user route takes
+//! one request as its user is extracted ([`crate::http::extract::User`]).
 //!
 //! Each user's limits are their own: one user flooding spends their own minute, never another
 //! user's. The request counts fail open: when the store does not answer within
@@ -79,13 +80,6 @@ impl Quota {
         self
     }
 
-    /// Admits one request of `user` ([`Quota::take`]), then runs `work` as the user's spending:
-    /// its paid calls are held against the user's daily budget as well as their agent's.
-    pub async fn serve<T>(&self, user: &str, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-        self.take(user).await?;
-        budget::spending_as(user, work).await
-    }
-
     /// What `user` may still spend today in USD, for an answer's header (`None`: no per-user
     /// budget, or the store did not answer within [`HEADER_WAIT`]: the answer is not held for it).
     pub async fn budget_left(&self, user: &str) -> Option<f64> {
@@ -138,7 +132,7 @@ impl Quota {
                     // The store answers, throttling this key: the caller's own flood (a hot key),
                     // not an outage. Counting it here instead would give each container a
                     // quota of its own.
-                    Err(e) if crate::core::records::throttled(&e) => {
+                    Err(e) if e.is_throttled() => {
                         tracing::warn!(error = %e, "the quota's counter is throttled: refused");
                         crate::core::metrics::count("QuotaThrottled", &[], 1.0);
                         return Err(Error::QuotaExceeded {
@@ -182,6 +176,14 @@ impl Quota {
         }
         *count += 1;
         true
+    }
+}
+
+/// The HTTP edge's per-user limit ([`crate::core::limit::PerUser`]): [`Quota::take`].
+#[async_trait::async_trait]
+impl crate::core::limit::PerUser for Quota {
+    async fn take(&self, user: &str) -> Result<()> {
+        Quota::take(self, user).await
     }
 }
 

@@ -77,6 +77,26 @@ pub(crate) fn principal(arn: &str) -> String {
     }
 }
 
+/// The deploy's smoke user (template.yaml's `AssistantSmokeHook`), whose chat CodeDeploy's hook
+/// invokes on a new version directly, as the HTTP API would, from the domain [`SMOKE_DOMAIN`],
+/// which no HTTP API or Function URL request can carry (`.invalid` is never a real name). A
+/// token naming this user (a `username` claim anyone may register) is refused 403 from every
+/// door, so nobody can spend its budget or fail its chat on purpose.
+pub const SMOKE_USER: &str = "codedeploy-smoke";
+pub const SMOKE_DOMAIN: &str = "smoke.execute-api.invalid";
+
+/// Refuses `user` when it is [`SMOKE_USER`] and `req` is not the hook's own invocation.
+fn refuse_reserved(user: &str, req: &Parts) -> Result<()> {
+    let domain = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.domain_name.as_deref(),
+        _ => None,
+    };
+    if user == SMOKE_USER && domain != Some(SMOKE_DOMAIN) {
+        return Err(Error::Forbidden(format!("the user id {SMOKE_USER:?} is reserved for the deploy's smoke chat")));
+    }
+    Ok(())
+}
+
 /// Users as the JWT authorizer verified them, or as this code verifies them where no authorizer
 /// runs ([`Users::verified`]): `claim` (`USER_CLAIM`, default `sub`) is the user id.
 #[derive(Clone)]
@@ -100,7 +120,11 @@ impl Users {
     /// without the claim.
     fn caller(&self, req: &Parts) -> Result<String> {
         match Caller::of(req) {
-            Caller::User { claims } => self.user_of(&claims),
+            Caller::User { claims } => {
+                let user = self.user_of(&claims)?;
+                refuse_reserved(&user, req)?;
+                Ok(user)
+            }
             Caller::Backend { .. } | Caller::Anonymous => Err(no_token()),
         }
     }
@@ -119,6 +143,7 @@ impl Users {
                     .map(str::trim)
                     .ok_or_else(no_token)?;
                 let user = self.user_of(&verifier.verify(token).await?)?;
+                refuse_reserved(&user, req)?;
                 // The request's span said `anonymous` until now: its next lines name the user.
                 let caller = format!("user:{}", crate::core::records::key_part(&user, 12));
                 tracing::Span::current().record("caller", caller.as_str());
@@ -187,5 +212,31 @@ mod tests {
         assert_eq!(users.caller(&anonymous()).unwrap_err().status(), 401);
         assert_eq!(Users::new("custom:id").caller(&user).unwrap_err().status(), 403, "a token without the claim");
         assert_eq!(Users::new("username").caller(&user).unwrap(), "ann");
+    }
+
+    // Issue 73: given a token whose user claim is the smoke user's id (a username anyone may
+    // register), then every request is refused 403; the hook's own invocation, from its
+    // `.invalid` domain no door can carry, is the smoke user.
+    #[test]
+    fn the_smoke_user_is_only_the_deploys_hook() {
+        let from = |domain: Option<&str>| {
+            let mut context = json!({"http": {"method": "POST", "path": "/chat", "protocol": "HTTP/1.1",
+                                              "sourceIp": "192.0.2.1", "userAgent": "t"},
+                                     "authorizer": {"jwt": {"claims": {"username": SMOKE_USER}, "scopes": null}},
+                                     "timeEpoch": 0});
+            if let Some(domain) = domain {
+                context["domainName"] = json!(domain);
+            }
+            Request::new(Body::Empty)
+                .with_request_context(RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap()))
+                .into_parts()
+                .0
+        };
+        let users = Users::new("username");
+        for door in [Some("abc123.execute-api.eu-west-1.amazonaws.com"), Some("api.example.com"), None] {
+            let e = users.caller(&from(door)).unwrap_err();
+            assert_eq!((e.status(), e.code()), (403, "forbidden"), "{door:?}");
+        }
+        assert_eq!(users.caller(&from(Some(SMOKE_DOMAIN))).unwrap(), SMOKE_USER);
     }
 }

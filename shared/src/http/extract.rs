@@ -3,7 +3,10 @@
 //! query ([`Query`]), the invocation ([`Invocation`]) and a non-HTTP event ([`Event`]).
 //!
 //! A handler lists them in the order every route checks them (the method is the router's):
-//! the caller, the id, then the body.
+//! the caller, the id, then the body. A signed-in user is counted against their quota as they
+//! are extracted ([`User`], [`Owner`]), so every user route takes it, in this one place, before
+//! anything else is read: a flood of any route, malformed bodies included, spends the
+//! flooder's own minute. The backend's SigV4 routes are not counted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +21,7 @@ use lambda_http::request::RequestContext;
 use super::auth::{self, Caller, Users};
 use super::stream::Ticket;
 use crate::core::error::{Error, Result};
+use crate::core::limit::PerUser;
 
 /// The IAM principal that signed the request (SigV4), as [`auth::backend`] names it: 401
 /// anonymous, 403 a user's token.
@@ -31,13 +35,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Backend {
     }
 }
 
-/// An app whose routes have users.
+/// An app whose routes have users, each counted against their quota.
 pub trait HasUsers: Send + Sync + 'static {
     fn users(&self) -> &Users;
+    fn quota(&self) -> &dyn PerUser;
 }
 
 /// The signed-in user, whichever door the request came through ([`Users::verified`]): 401
-/// without a token, 403 for a token that names no user.
+/// without a token, 403 for a token that names no user; then one request of the user's quota
+/// ([`PerUser::take`]: 429 `quota_exceeded` when spent).
 pub struct User(pub String);
 
 impl User {
@@ -55,7 +61,9 @@ impl<A: HasUsers> FromRequestParts<Arc<A>> for User {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<A>) -> Result<Self> {
-        app.users().verified(parts).await.map(Self)
+        let user = app.users().verified(parts).await?;
+        app.quota().take(&user).await?;
+        Ok(Self(user))
     }
 }
 

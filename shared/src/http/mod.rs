@@ -30,7 +30,7 @@ use lambda_http::RequestExt;
 use lambda_http::http::Extensions;
 use lambda_http::http::request::Parts;
 use serde::Serialize;
-pub use serve::{answer, invoke, invoke_streamed, serve, serve_streamed};
+pub use serve::{answer, invoke, invoke_streamed, serve};
 
 use crate::core::error::Error;
 

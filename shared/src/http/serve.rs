@@ -1,53 +1,26 @@
-//! A function's `main`: [`serve`] (answers buffered, as API Gateway and events take them) or
-//! [`serve_streamed`] (Function URL callers get each chunk as it is written: [`super::stream`]).
-//! Both set up logging, build the app, read its key secrets at once, and serve its routes; an
-//! invalid configuration is served as a JSON 500 `misconfigured` naming the setting, instead of
-//! an init crash (a bare "Internal Server Error", and an init retried on every request).
+//! A function's `main`: [`serve`] sets up logging, builds the app, reads its key secrets at
+//! once, and serves its routes through [`super::stream::run`]: buffered for API Gateway and
+//! events, streamed to a Function URL's callers, and with the environment held until the work
+//! a response leaves behind (a cost record being written) is done, whichever door. An invalid
+//! configuration is served as a JSON 500 `misconfigured` naming the setting, instead of an
+//! init crash (a bare "Internal Server Error", and an init retried on every request).
 //! [`invoke`] sends one request through a router as the runtime would (tests, benches).
 
 use std::future::Future;
 use std::sync::Arc;
 
+use lambda_http::Request;
 use lambda_http::tower::ServiceExt;
-use lambda_http::{Request, service_fn};
 
 use super::Router;
 use super::extract::is_event;
 use crate::core::error::Error;
 
-/// Which way a function answers.
-#[derive(Clone, Copy)]
-enum Answers {
-    Buffered,
-    Streamed,
-}
-
-/// Serves the routes `routes` makes over the app `from_env` builds, each answer whole ([`answer`]).
+/// Serves the routes `routes` makes over the app `from_env` builds: each answer whole, but a
+/// Function URL's streamed, and an event's as [`answer`] says.
 pub async fn serve<A, F>(
     from_env: impl FnOnce() -> F,
     routes: impl FnOnce(Arc<A>) -> Router,
-) -> Result<(), lambda_http::Error>
-where
-    F: Future<Output = Result<A, Error>>,
-{
-    start(from_env, routes, Answers::Buffered).await
-}
-
-/// [`serve`], streaming the answers of requests that came through a Function URL.
-pub async fn serve_streamed<A, F>(
-    from_env: impl FnOnce() -> F,
-    routes: impl FnOnce(Arc<A>) -> Router,
-) -> Result<(), lambda_http::Error>
-where
-    F: Future<Output = Result<A, Error>>,
-{
-    start(from_env, routes, Answers::Streamed).await
-}
-
-async fn start<A, F>(
-    from_env: impl FnOnce() -> F,
-    routes: impl FnOnce(Arc<A>) -> Router,
-    answers: Answers,
 ) -> Result<(), lambda_http::Error>
 where
     F: Future<Output = Result<A, Error>>,
@@ -63,19 +36,21 @@ where
         // A store unreachable at init: Lambda retries the init.
         Err(e) => return Err(e.into()),
     };
-    match answers {
-        Answers::Streamed => super::stream::run(router).await,
-        Answers::Buffered => lambda_http::run(service_fn(move |req: Request| answer(router.clone(), req))).await,
-    }
+    super::stream::run(router).await
 }
 
 /// `req` through `router`, as [`serve`] answers it: an event (not HTTP) the routes refuse or
-/// fail is an error naming why, so Lambda retries it and then hands it to the function's
-/// on-failure destination.
+/// fail is an error naming why ([`event_outcome`]).
 pub async fn answer(router: Router, req: Request) -> Result<super::Response, lambda_http::Error> {
     let event = is_event(req.extensions());
     let response = invoke_streamed(router, req).await;
-    if !event || response.status().is_success() {
+    if event { event_outcome(response).await } else { Ok(response) }
+}
+
+/// An event's answer: an error naming why when the routes refused or failed it, so Lambda
+/// retries it and then hands it to the function's on-failure destination.
+pub(super) async fn event_outcome(response: super::Response) -> Result<super::Response, lambda_http::Error> {
+    if response.status().is_success() {
         return Ok(response);
     }
     let status = response.status().as_u16();

@@ -130,7 +130,9 @@ pub fn door_url(req: &Parts) -> Option<String> {
 }
 
 /// Runs the Lambda runtime with `router`: streamed to Function URL callers, buffered for API
-/// Gateway's. Each request carries its invocation's [`Ticket`] in its extensions.
+/// Gateway's and for events (an event refused or failed is the invocation's error:
+/// [`super::serve::event_outcome`]). Each request carries its invocation's [`Ticket`] in its
+/// extensions, and work it leaves behind holds the environment, whichever door it came by.
 pub async fn run(router: Router) -> Result<(), Error> {
     let (done, finished) = watch::channel(0u64);
     let done = Arc::new(done);
@@ -139,6 +141,7 @@ pub async fn run(router: Router) -> Result<(), Error> {
         let ticket = Ticket(Arc::new(Done(Arc::clone(&done))));
         let streamed = via_function_url(&event.payload);
         let mut request: Request = event.payload.into();
+        let passed_through = super::extract::is_event(request.extensions());
         request.extensions_mut().insert(ticket.clone());
         // Work the handler leaves behind ([`crate::core::background::spawn`]) holds the ticket.
         let response = crate::core::background::scope(
@@ -146,7 +149,10 @@ pub async fn run(router: Router) -> Result<(), Error> {
             super::invoke_streamed(router.clone(), request.with_lambda_context(event.context)),
         );
         async move {
-            let response = response.await;
+            let mut response = response.await;
+            if passed_through {
+                response = super::serve::event_outcome(response).await?;
+            }
             let (parts, body) = response.into_parts();
             Ok::<_, Error>(if streamed {
                 let mut headers = parts.headers;
@@ -163,11 +169,16 @@ pub async fn run(router: Router) -> Result<(), Error> {
             } else {
                 let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
                 drop(ticket);
-                let mut buffered = ApiGatewayV2httpResponse::default();
-                buffered.status_code = i64::from(parts.status.as_u16());
-                buffered.headers = parts.headers;
-                buffered.body = Some(Body::Text(String::from_utf8_lossy(&bytes).into_owned()));
-                FunctionResponse::BufferedResponse(buffered)
+                if passed_through {
+                    // An event's answer is its JSON, as lambda_http answers one (`PassThrough`).
+                    FunctionResponse::BufferedResponse(serde_json::from_slice(&bytes).unwrap_or_default())
+                } else {
+                    let mut buffered = ApiGatewayV2httpResponse::default();
+                    buffered.status_code = i64::from(parts.status.as_u16());
+                    buffered.headers = parts.headers;
+                    buffered.body = Some(Body::Text(String::from_utf8_lossy(&bytes).into_owned()));
+                    FunctionResponse::BufferedResponse(serde_json::to_value(buffered)?)
+                }
             })
         }
     }));

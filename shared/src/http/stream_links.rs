@@ -89,9 +89,10 @@ impl StreamLinks {
     }
 
     /// The owner `token` speaks for, if it is this key's, for session `session`, and not expired
-    /// at `now`; 401 otherwise. A token that fails its own checks (its form, algorithm, audience,
-    /// expiry, session, owner) is refused before any key is read: junk costs no Secrets Manager
-    /// read.
+    /// at `now`; 401 otherwise. No link costs a Secrets Manager read: one that fails its own
+    /// checks (its form, algorithm, audience, expiry, session, owner) is refused before any key
+    /// is read, and one with a signature neither held key makes is refused without reading the
+    /// key again, so a well-formed forgery cannot have the secret read on every try.
     pub async fn verify(&self, token: &str, session: &str, now: DateTime<Utc>) -> Result<Owner> {
         let refused = |why: &str| Error::Unauthenticated(format!("the stream link is not valid: {why}"));
         let forged = || refused("not signed by this deployment");
@@ -115,9 +116,9 @@ impl StreamLinks {
         let signed =
             |key: &[u8]| jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(key), &validation).is_ok();
         // During a rotation containers sign with the old key or the new one for up to
-        // SECRETS_CACHE_S: the key held before is accepted too (for that long), and a link signed
-        // with neither has the key read again (at most every 10 s), in case it is newer than
-        // this one's.
+        // SECRETS_CACHE_S: the key held before is accepted too (for that long). A link signed with
+        // a key newer than this container's is refused until its next read of the key (within
+        // SECRETS_CACHE_S); its client gets a fresh link from the session's status.
         if signed(&self.key().await?) {
             return Ok(owner);
         }
@@ -125,7 +126,6 @@ impl StreamLinks {
         if secret.previous().is_some_and(|previous| signed(previous.as_bytes())) {
             return Ok(owner);
         }
-        secret.refused();
         Err(forged())
     }
 }

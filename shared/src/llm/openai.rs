@@ -1,7 +1,11 @@
 //! OpenAI-compatible chat completions (`POST {LLM_BASE_URL}/chat/completions`): OpenRouter,
 //! DeepSeek and the like. Tools as `tools[{type: function, function}]`, structured output as
 //! `response_format: json_schema`. OpenRouter's reported cost (`usage.cost`) wins over the
-//! price table; another provider's is ignored.
+//! price table; another provider's is ignored. With the deployer's own provider key (BYOK,
+//! `usage.is_byok: true`), `usage.cost` is only OpenRouter's fee: the call costs that plus the
+//! provider's charge, `usage.cost_details.upstream_inference_cost` (OpenRouter's usage
+//! accounting, docs/use-cases/usage-accounting; its SDKs' `ChatUsage` and `CostDetails`), or,
+//! without that figure, the table's price.
 
 use std::time::Duration;
 
@@ -148,10 +152,19 @@ fn priced_by(provider: &str, mut reply: ChatReply) -> ChatReply {
 /// The usage object of a reply or of a stream's last chunk.
 fn usage_of(v: &Value) -> Option<Usage> {
     let u = v.get("usage").filter(|u| u.is_object())?;
+    let dollars = |v: Option<&Value>| v.and_then(Value::as_f64).filter(|c| c.is_finite() && *c >= 0.0);
+    let fee = dollars(u.get("cost"));
+    // OpenRouter fills `upstream_inference_cost` on other calls too (equal to `cost`): only a
+    // call that says it is BYOK adds it, and one that says so without it is priced by the table.
+    let cost = if u.get("is_byok").and_then(Value::as_bool) == Some(true) {
+        dollars(u.pointer("/cost_details/upstream_inference_cost")).map(|upstream| upstream + fee.unwrap_or(0.0))
+    } else {
+        fee
+    };
     Some(Usage {
         input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
         output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-        provider_cost_usd: u.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite() && *c >= 0.0),
+        provider_cost_usd: cost,
         ..Usage::default()
     })
 }
@@ -301,6 +314,30 @@ mod tests {
         assert_eq!(priced_by("openrouter", reply.clone()).usage.provider_cost_usd, Some(0.001));
         let elsewhere = priced_by("acme", reply);
         assert_eq!((elsewhere.usage.provider_cost_usd, elsewhere.usage.input_tokens), (None, 12));
+    }
+
+    // Issue 73: given OpenRouter's usage (the SDK's ChatUsage: cost, cost_details, is_byok), then
+    // a call with the deployer's own provider key costs the fee plus the provider's charge, one
+    // without that figure is left to the price table (never the fee alone), and a call that is
+    // not BYOK costs `cost` though `upstream_inference_cost` is filled too.
+    #[test]
+    fn a_byok_call_costs_the_providers_charge_not_the_fee_alone() {
+        let cost = |usage: &str| {
+            usage_of(&serde_json::from_str(&format!(r#"{{"usage":{usage}}}"#)).unwrap()).unwrap().provider_cost_usd
+        };
+        let byok = r#"{"prompt_tokens":194,"completion_tokens":2,"total_tokens":196,"cost":0.0001,"is_byok":true,
+            "cost_details":{"upstream_inference_cost":0.002,"upstream_inference_prompt_cost":0.0015,"upstream_inference_completions_cost":0.0005},
+            "prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}"#;
+        assert!((cost(byok).unwrap() - 0.0021).abs() < 1e-12, "{:?}", cost(byok));
+        let free_allowance = r#"{"prompt_tokens":194,"completion_tokens":2,"total_tokens":196,"cost":0,"is_byok":true,
+            "cost_details":{"upstream_inference_cost":0.002,"upstream_inference_prompt_cost":0.0015,"upstream_inference_completions_cost":0.0005}}"#;
+        assert_eq!(cost(free_allowance), Some(0.002));
+        let unreported = r#"{"prompt_tokens":194,"completion_tokens":2,"total_tokens":196,"cost":0.0001,"is_byok":true,
+            "cost_details":{"upstream_inference_cost":null,"upstream_inference_prompt_cost":0,"upstream_inference_completions_cost":0}}"#;
+        assert_eq!(cost(unreported), None, "the table's price, not the fee");
+        let credits = r#"{"prompt_tokens":194,"completion_tokens":2,"total_tokens":196,"cost":0.002,"is_byok":false,
+            "cost_details":{"upstream_inference_cost":0.002,"upstream_inference_prompt_cost":0.0015,"upstream_inference_completions_cost":0.0005}}"#;
+        assert_eq!(cost(credits), Some(0.002));
     }
 
     // Stopped by the listener, or without a usage chunk: no tool calls run, and the usage is the

@@ -161,10 +161,17 @@ pub async fn events_after(records: &dyn RecordStore, id: &str, after: u32, now: 
     Ok(logged)
 }
 
-/// Asks session `id`'s run to stop.
+/// Asks session `id`'s run to stop: the `CANCEL` record is written once (a read first, then a
+/// write only if absent), so a repeated cancel reads and never rewrites it.
 pub async fn cancel(records: &dyn RecordStore, id: &str, now: DateTime<Utc>) -> Result<()> {
+    if cancelled(records, id, now).await? {
+        return Ok(());
+    }
     let body = json!({"at": crate::core::time::format(&now)});
-    records.put(&Record { pk: partition(id), sk: "CANCEL".into(), expires_at: expires(now), body }).await
+    records
+        .put_new(&Record { pk: partition(id), sk: "CANCEL".into(), expires_at: expires(now), body }, now.timestamp())
+        .await?;
+    Ok(())
 }
 
 /// Marks session `id` read now: a stream opened or still open, a status read. A run nobody

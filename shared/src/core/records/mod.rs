@@ -39,14 +39,6 @@ pub async fn bounded<T>(
     })
 }
 
-/// Whether `e` is the store throttling the key asked (DynamoDB's `ThrottlingException` or
-/// `ProvisionedThroughputExceededException`, as the adapter words them): the store answers, and
-/// says the key is too hot, which is not an outage.
-pub fn throttled(e: &crate::core::error::Error) -> bool {
-    matches!(e, crate::core::error::Error::Store(why)
-        if why.contains("ThrottlingException") || why.contains("ProvisionedThroughputExceededException"))
-}
-
 /// How long a step on a request's hot path (a cache read, the single-flight lease) waits for the
 /// store before its fallback (a miss; answering alone).
 pub const HOT_PATH: std::time::Duration = std::time::Duration::from_millis(300);
