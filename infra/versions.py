@@ -48,12 +48,15 @@ def versions(function):
     return sorted((v for v in listed if v["Version"] != "$LATEST"), key=lambda v: int(v["Version"]))
 
 
-def aliased(function):
-    """Every version an alias of the function routes to, its traffic split included."""
+def aliased(logical_id, function):
+    """Every version an alias of the function routes to, its traffic split included, and the
+    one `live`'s would roll back to ([`before`]), however old."""
     kept = set()
     for alias in aws("lambda", "list-aliases", "--function-name", function)["Aliases"]:
         kept.add(alias["FunctionVersion"])
         kept.update((alias.get("RoutingConfig") or {}).get("AdditionalVersionWeights", {}))
+        if alias["Name"] == "live":
+            kept.add(before(logical_id, alias["FunctionVersion"]))
     return kept
 
 
@@ -143,10 +146,7 @@ def main(args):
             sys.exit("--keep 1 at least")
         for logical_id in ALIASED:
             function = physical(logical_id)
-            kept = aliased(function)
-            # And the one to roll back to, however old (`previous`).
-            live = aws("lambda", "get-alias", "--function-name", function, "--name", "live")["FunctionVersion"]
-            kept.add(before(logical_id, live))
+            kept = aliased(logical_id, function)
             published = [v["Version"] for v in versions(function)]
             old = [v for v in published[:-keep] if v not in kept]
             for version in old:
