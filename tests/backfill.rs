@@ -308,8 +308,16 @@ async fn writes_during_a_forced_backfill_survive_it(index: Vec<(&'static str, St
     )
     .unwrap();
     let app = App { indexer, records: h.records.clone(), clock, rate: 6000, objects: None };
+    let embedder = h.embedding.as_ref().unwrap();
+    let before = embedder.calls();
     let sweep = tokio::spawn(async move { backfill::cli(&app, &job(None, false, true, 100)).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The writes come once the sweep has read the three and asked for their vectors (not after a
+    // fixed wait: on a loaded machine the read may take longer).
+    let asked = tokio::time::Instant::now() + Duration::from_secs(20);
+    while embedder.calls() == before {
+        assert!(tokio::time::Instant::now() < asked, "the sweep never asked for vectors");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     let renamed = activity("a", "白噪音读书局·改期", "读书会", "安静看书", 30);
     let (status, r) = h.index("PUT", "/activities/a", &renamed.to_string()).await;

@@ -282,3 +282,116 @@ async fn feedback_is_kept_in_a_bounded_ring() {
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["satisfiedActivities"], 5, "the four of the last ten, and run: {r}");
 }
+
+/// The harness on Qdrant Edge, or on the Qdrant server (`None` when there is none: said loudly).
+async fn on(server: bool, env: &[(&str, &str)]) -> Option<RagHarness> {
+    if !server {
+        return Some(harness(env).await);
+    }
+    let vars = integration::rag::server_env()?;
+    let mut all: Vec<(&str, &str)> = integration::rag::borrowed(&vars);
+    all.extend_from_slice(env);
+    Some(harness(&all).await)
+}
+
+// Given the same activity twice, one at the searcher's place and one 8 km off and a week later,
+// then the nearer and sooner one ranks first, its lift (from the index's formula) is shown and
+// its reason says it is close by and soon; with the lift weights at 0 the order is the index's
+// and no lift is shown. On Qdrant Edge and on the Qdrant server alike.
+async fn nearer_and_sooner_rank_first(server: bool) {
+    let Some(h) = on(server, &[]).await else { return };
+    let mut far = activity("far-run", "滨江夜跑团", "运动", "沿江慢跑五公里，跑完一起拉伸。", 24 * 7);
+    far["location"] = json!({"lat": 31.2218 + 8.0 / 111.2, "lng": 121.4378});
+    let near = activity("near-run", "滨江夜跑团", "运动", "沿江慢跑五公里，跑完一起拉伸。", 3);
+    let (status, r) = h.index("POST", "/activities", &json!([far, near]).to_string()).await;
+    assert_eq!(status, 200, "{r}");
+    let body = json!({"semanticQuery": "想跑跑步", "filters": {"location": {"lat": 31.2218, "lng": 121.4378, "radiusInKm": 20}}});
+    let (ids, r) = h.search_ids(body.clone()).await;
+    let at = |id: &str| ids.iter().position(|x| x == id).unwrap();
+    assert!(at("near-run") < at("far-run"), "{ids:?}");
+    let result = |id: &str| r["results"][at(id)].clone();
+    let (near_lift, far_lift) =
+        (result("near-run")["lift"].as_f64().unwrap(), result("far-run")["lift"].as_f64().unwrap());
+    // The defaults: 1 + 0.3 + 0.2 × 2^(-3/72) here and now; 1 + 0.3 × 2^(-(8/3)²) + 0.2 × 2^(-168/72)
+    // far and later.
+    assert!((near_lift - 1.494).abs() < 2e-3 && (far_lift - 1.042).abs() < 2e-3, "{near_lift} {far_lift}");
+    let reason = result("near-run")["matchReason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("很快就开始") && reason.contains("就在附近"), "{reason}");
+    assert!(!result("far-run")["matchReason"].as_str().unwrap().contains("就在附近"));
+
+    let Some(off) = on(server, &[("RAG_NEAR_WEIGHT", "0"), ("RAG_SOON_WEIGHT", "0")]).await else { return };
+    let (status, _) = off.index("POST", "/activities", &json!([far, near]).to_string()).await;
+    assert_eq!(status, 200);
+    let (_, r) = off.search_ids(body).await;
+    assert!(r["results"].as_array().unwrap().iter().all(|x| x.get("lift").is_none()), "{r}");
+}
+
+// Given a user who turned an activity down and stated a dislike, then that activity is never
+// recommended (with or without a query), what is like it is pushed down, and both show in
+// `GET /users/{userId}/preferences`; `DELETE .../preferences/dislikes` clears them, and the
+// activity comes back. Only the user sees or clears theirs; a malformed user is a 400.
+async fn what_a_user_turned_down_is_not_recommended(server: bool) {
+    let Some(h) = on(server, &[]).await else { return };
+    let (status, r) = post(&h, "/users/u-no/feedback", json!({"activityId": "beer", "satisfied": false})).await;
+    assert_eq!((status, r["turnedDown"].as_u64()), (200, Some(1)), "{r}");
+    let stated =
+        [shared::activities::interests::Stated { text: "不喜欢派对欢唱那种嗨的".into(), likes: false }];
+    h.rag.retrieval.remember("u-no", &stated, "test-remember").await.unwrap();
+    let (status, shown) = h.as_user("GET", "/users/u-no/preferences", Value::Null).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(
+        (shown["turnedDown"].clone(), shown["dislikes"].clone()),
+        (json!(["beer"]), json!(["不喜欢派对欢唱那种嗨的"]))
+    );
+
+    let query = json!({"semanticQuery": "下班喝啤酒撸串 热闹 欢唱", "userId": "u-no"});
+    let stranger = json!({"semanticQuery": "下班喝啤酒撸串 热闹 欢唱", "userId": "u-other"});
+    let (ids, r) = h.search_ids(query.clone()).await;
+    assert!(!ids.contains(&"beer".to_owned()), "turned down: {ids:?}");
+    let (theirs, r_other) = h.search_ids(stranger).await;
+    assert!(theirs.contains(&"beer".to_owned()), "another user still sees it: {theirs:?}");
+    // Karaoke is like what they turned down and what they said: lowered for them, not for another
+    // (by rank: a score is a share of its own list's range, not comparable across lists).
+    let rank = |ids: &[String], id: &str| ids.iter().filter(|x| *x != "beer").position(|x| x == id);
+    let (mine, other) = (rank(&ids, "karaoke").unwrap(), rank(&theirs, "karaoke").unwrap());
+    assert!(mine > other, "karaoke at {mine} for the user who dislikes it, {other} for another: {r} {r_other}");
+    let (ids, _) = h.search_ids(json!({"userId": "u-no", "limit": 20})).await;
+    assert!(!ids.contains(&"beer".to_owned()), "not by time either: {ids:?}");
+
+    // Only the user sees and clears theirs.
+    let req = integration::as_user(integration::request("GET", "/users/u-no/preferences", ""), "u-other");
+    let (status, _) = integration::respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req).await);
+    let req = integration::request("DELETE", "/users/u-no/preferences/dislikes", "");
+    let (anonymous, _) = integration::respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req).await);
+    assert_eq!((status, anonymous), (403, 401));
+    let long = format!("/users/{}/preferences", "u".repeat(257));
+    let req = integration::as_user(integration::request("GET", &long, ""), "u-no");
+    let (status, r) = integration::respond(shared::http::invoke(rag_search::routes(Arc::clone(&h.rag)), req).await);
+    assert_eq!(status, 400, "{r}");
+
+    let (status, r) = h.as_user("DELETE", "/users/u-no/preferences/dislikes", Value::Null).await;
+    assert_eq!(status, 200, "{r}");
+    let (_, shown) = h.as_user("GET", "/users/u-no/preferences", Value::Null).await;
+    assert_eq!((shown["turnedDown"].clone(), shown["dislikes"].clone()), (json!([]), json!([])), "{shown}");
+    let (ids, _) = h.search_ids(query).await;
+    assert_eq!(ids, theirs, "cleared: ranked as for anyone else");
+    // A later turn-down counts again.
+    h.clock.advance(chrono::Duration::seconds(1));
+    let (_, r) = post(&h, "/users/u-no/feedback", json!({"activityId": "karaoke", "satisfied": false})).await;
+    assert_eq!(r["turnedDown"], 1, "only what came after the clear: {r}");
+}
+
+macro_rules! on_both_stores {
+    ($($name:ident),*) => {
+        mod edge {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $name() { super::$name(false).await } )*
+        }
+        mod qdrant {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $name() { super::$name(true).await } )*
+        }
+    };
+}
+
+on_both_stores!(nearer_and_sooner_rank_first, what_a_user_turned_down_is_not_recommended);

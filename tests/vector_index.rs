@@ -8,8 +8,9 @@ use integration::embedding::concept_vector;
 use serde_json::json;
 use shared::activities::activity::Activity;
 use shared::activities::index::bm25::Bm25;
-use shared::activities::index::{HardFilter, Near, Order, Point, VectorIndex, point_id};
+use shared::activities::index::{HardFilter, Lift, Near, NearLift, Order, Point, SoonLift, VectorIndex, point_id};
 use shared::activities::indexing::{activity_of, payload};
+use shared::activities::ranking::distance_km;
 use shared::activities::wish::Wishes;
 
 const DIMS: usize = 9;
@@ -268,6 +269,45 @@ struct Fresh {
     _dir: Option<tempfile::TempDir>,
 }
 
+// Given activities nearer and farther, sooner and later, then the index's formula gives each the
+// lift `Lift::factor` defines (one definition: the same on Edge and on the server), with the
+// points' payload and dense vectors; ids not stored are left out, and an empty ask reads nothing.
+async fn the_lift_is_the_formula_on_both_stores(index: Arc<dyn VectorIndex>) {
+    index.ensure().await.unwrap();
+    let (lat, lng) = (31.2218, 121.4378);
+    let placed = |id: &str, north_km: f64, hours: i64| {
+        let mut a = activity(id, "夜跑", "沿江慢跑", hours);
+        a.location.lat = lat + north_km / 111.2;
+        a
+    };
+    let all = [placed("here", 0.0, 2), placed("near", 1.5, 24), placed("far", 9.0, 24 * 20), placed("mid", 3.0, 72)];
+    write(&*index, &all.iter().collect::<Vec<_>>()).await;
+    let lift = Lift {
+        near: Some(NearLift { lat, lng, scale_km: 3.0, weight: 0.3 }),
+        soon: Some(SoonLift { now: now(), scale_hours: 72.0, weight: 0.2 }),
+    };
+    let mut asked: Vec<_> = all.iter().map(|a| point_id(&a.id)).collect();
+    asked.push(point_id("never-written"));
+    let lifted = index.get_lifted(&asked, true, &lift).await.unwrap();
+    assert_eq!(lifted.len(), all.len(), "the unwritten id is left out");
+    for (stored, factor) in &lifted {
+        let a = activity_of(&stored.payload).unwrap();
+        let d = distance_km(lat, lng, a.location.lat, a.location.lng);
+        let hours = (a.start_at - now()).num_seconds() as f64 / 3600.0;
+        let want = lift.factor(d, hours);
+        assert!((f64::from(*factor) - want).abs() < 1e-3, "{}: the index gave {factor}, the formula {want}", a.id);
+        assert!(stored.dense.is_some(), "{}: its dense vector", a.id);
+    }
+    let factor = |id: &str| lifted.iter().find(|(s, _)| activity_of(&s.payload).unwrap().id == id).unwrap().1;
+    assert!(factor("here") > factor("near") && factor("near") > factor("mid") && factor("mid") > factor("far"));
+    // At its scale, each term is half its weight: 3 km and 72 h away gives 1 + 0.15 + 0.1.
+    assert!((lift.factor(3.0, 72.0) - 1.25).abs() < 1e-6, "weights are f32");
+    let near_only = Lift { near: lift.near, soon: None };
+    let (s, f) = &index.get_lifted(&[point_id("mid")], false, &near_only).await.unwrap()[0];
+    assert!((f64::from(*f) - 1.15).abs() < 2e-3 && s.dense.is_none(), "{f}");
+    assert!(index.get_lifted(&[], true, &lift).await.unwrap().is_empty());
+}
+
 /// Opens `collection` through the composition root, as the functions do.
 fn open(vars: Vec<(&'static str, String)>, dims: usize) -> Arc<dyn VectorIndex> {
     let mut vars = vars;
@@ -328,4 +368,5 @@ on_both_indexes!(
     deletes_are_idempotent,
     writes_never_go_back_in_time,
     dense_writes_touch_only_unchanged_points,
+    the_lift_is_the_formula_on_both_stores,
 );

@@ -12,6 +12,8 @@
 //!   tuned on). `quality --intent [--tune | --train]`: the assistant's mode router on the
 //!   sealed set `benches/modes/` against main's, with its decision rule; `--train` fits the
 //!   router's heads on the training file and the tune split.
+//!   `quality --nearby [--tune]`: issue 77's set (`benches/nearby/`: nearer, sooner, varied,
+//!   not what the user turned down).
 //!   `quality --fit-wishes`: fits what a wish wants (the retrieval's facet model) on
 //!   `benches/facets/`. `quality --rotated`: the same sets through the API embedder path,
 //!   against the bundled e5 served under a random rotation (the facets' independence).
@@ -70,7 +72,7 @@ async fn main() -> Result {
         #[cfg(feature = "tools")]
         Some("quality") => match args.get(1).map(String::as_str) {
             Some("lab") if args.iter().any(|a| a == "--wishes") => {
-                quality::wishlab::run(args.iter().any(|a| a == "--tune"))
+                quality::wishlab::run(args.iter().any(|a| a == "--tune"), args.iter().any(|a| a == "--second"))
             }
             Some("lab") => quality::methods::run(args.iter().any(|a| a == "--tune")),
             _ if args.iter().any(|a| a == "--fit-wishes") => {
@@ -89,6 +91,9 @@ async fn main() -> Result {
                     overlay.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()).or_else(|| env(k))
                 })
                 .await
+            }
+            _ if args.iter().any(|a| a == "--nearby") => {
+                quality::nearby::run(args.iter().any(|a| a == "--tune"), |k| std::env::var(k).ok()).await
             }
             _ if args.iter().any(|a| a == "--intent") => {
                 let flag = |f: &str| args.iter().any(|a| a == f);
@@ -230,6 +235,23 @@ fn cargo() -> Command {
         }
     }
     cmd
+}
+
+/// The second encoder, USE multilingual v3 (`infra/fetch-use.sh` fetches it, checksummed).
+#[cfg(feature = "tools")]
+fn use_model() -> std::result::Result<usem::UseModel, String> {
+    let out = Command::new("bash")
+        .arg(root().join("infra/fetch-use.sh"))
+        .output()
+        .map_err(|e| format!("infra/fetch-use.sh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("infra/fetch-use.sh failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let started = std::time::Instant::now();
+    let model = usem::UseModel::load(std::path::Path::new(&path))?;
+    eprintln!("USE multilingual v3 loaded in {:.2} s", started.elapsed().as_secs_f64());
+    Ok(model)
 }
 
 /// Fetches the bundled embedder's weights into the cache if they are not there yet

@@ -274,6 +274,7 @@ fn retrieval(
         fusion: Fusion::Rrf,
         lexical_weight: shared::activities::settings::DEFAULT_LEXICAL_WEIGHT,
         wish_weight: shared::activities::wish::DEFAULT_WEIGHT,
+        shaping: shared::activities::ranking::Shaping::DEFAULT,
         zone: chrono_tz::Asia::Shanghai,
     };
     let interests = shared::activities::interests::Interests::new(records, clock.clone());

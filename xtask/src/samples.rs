@@ -31,17 +31,33 @@ pub fn activities() -> Result<Vec<Value>> {
 }
 
 /// Indexes the sample activities through the `index-activity` function under `api`, 100 a
-/// request (`POST /activities`, as the backend); `show` prints each batch's status. Returns how
-/// many were indexed and how many wait for an embedder.
+/// request (`POST /activities`, as the backend); those whose embedding is pending (the
+/// embedder ran out of the request's time: a busy machine) are sent again, 20 a request, up to
+/// three times (an unchanged activity is re-embedded only where it has no vector). `show`
+/// prints each request's status. Returns how many were indexed and how many still wait for an
+/// embedder (the backfill's).
 pub async fn index(api: &RuntimeApi, show: bool) -> Result<(usize, usize)> {
     let activities = activities()?;
-    let mut pending = 0;
-    for batch in activities.chunks(100) {
+    let mut pending: Vec<Value> = post(api, &activities, 100, show).await?;
+    for _ in 0..3 {
+        if pending.is_empty() {
+            break;
+        }
+        pending = post(api, &pending, 20, show).await?;
+    }
+    Ok((activities.len(), pending.len()))
+}
+
+/// POSTs `activities`, `per` a request; returns those indexed with their embedding pending.
+async fn post(api: &RuntimeApi, activities: &[Value], per: usize, show: bool) -> Result<Vec<Value>> {
+    let mut pending = Vec::new();
+    for batch in activities.chunks(per) {
         let event = as_backend(api_event("POST", "/activities", Some(Value::Array(batch.to_vec())))?)?;
         let response = api.invoke(event).await.map_err(|e| format!("index-activity: {e}"))?;
         let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))?;
         let indexed = body["indexed"].as_array().ok_or_else(|| format!("index-activity: {body}"))?;
-        pending += indexed.iter().filter(|i| i["embedding"] == "pending").count();
+        let waiting: Vec<&Value> = indexed.iter().filter(|i| i["embedding"] == "pending").map(|i| &i["id"]).collect();
+        pending.extend(batch.iter().filter(|a| waiting.contains(&&a["id"])).cloned());
         if show {
             println!("POST /activities ({} activities) -> {}", batch.len(), response["statusCode"]);
             if let Some(reason) = body["pendingReason"].as_str() {
@@ -49,5 +65,5 @@ pub async fn index(api: &RuntimeApi, show: bool) -> Result<(usize, usize)> {
             }
         }
     }
-    Ok((activities.len(), pending))
+    Ok(pending)
 }

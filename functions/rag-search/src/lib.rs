@@ -4,6 +4,9 @@
 //! Routes: `POST /users/{userId}/feedback` (`{activityId, satisfied}`), `PUT
 //! /users/{userId}/preferences` (`{tags?, vibes?, text?}`), then a search with `userId` is
 //! boosted by MaxSim over the user's kept vectors (`shared::activities::interests`);
+//! `GET /users/{userId}/preferences` (what they set and stated, and the activities they turned
+//! down, which are never recommended again and push similar ones down) and `DELETE
+//! /users/{userId}/preferences/dislikes` (those no longer count);
 //! `GET`, `PUT` (`{lat, lng, label?}`) and `DELETE /users/{userId}/location`, the places the
 //! assistant searches from (`shared::activities::whereabouts`). Those act as a
 //! user: only the user the JWT authorizer verified (`shared::http::auth::Users`; 401 without a token,
@@ -25,7 +28,7 @@
 
 use std::sync::Arc;
 
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post};
 use shared::activities::request::SearchRequest;
 use shared::activities::retrieval::Retrieval;
 use shared::compose::Config;
@@ -83,7 +86,8 @@ pub fn routes(app: Arc<App>) -> Router {
         Router::new()
             .route("/users/{userId}/feedback", post(feedback))
             .route("/backend/users/{userId}/feedback", post(backend_feedback))
-            .route("/users/{userId}/preferences", put(preferences))
+            .route("/users/{userId}/preferences", get(show_preferences).put(preferences))
+            .route("/users/{userId}/preferences/dislikes", delete(clear_dislikes))
             .route("/users/{userId}/location", get(location).put(save_location).delete(forget_location))
             .route("/rag/search", post(search))
             // `exploreNearby` is the name seed 004's clients registered.
@@ -112,6 +116,21 @@ async fn preferences(app: State, caller: User, Id(user): Id, invocation: Invocat
     // The preferences are embedded: counted, and spent, like a search.
     let set = spending_as(&user, app.retrieval.set_preferences(&user, &body, &invocation.request_id)).await?;
     Ok(http::with_budget_left(http::json(200, &set), app.quota.budget_left(&user).await))
+}
+
+/// What the user set and stated, and what they turned down: theirs to see.
+async fn show_preferences(app: State, caller: User, Id(user): Id) -> Result<Response> {
+    let user = path_user(user)?;
+    caller.acting_as(&user)?;
+    Ok(http::json(200, &app.retrieval.preferences(&user).await?))
+}
+
+/// Forgets what the user turned down and stated disliking: the ranking no longer holds it
+/// against an activity.
+async fn clear_dislikes(app: State, caller: User, Id(user): Id) -> Result<Response> {
+    let user = path_user(user)?;
+    caller.acting_as(&user)?;
+    Ok(http::json(200, &app.retrieval.clear_dislikes(&user).await?))
 }
 
 /// The places the assistant searches from when a message gives none (the user's last and

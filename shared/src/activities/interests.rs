@@ -11,6 +11,12 @@
 //! most 20 %: `score × (1 + 0.2 × max(0, MaxSim))`. The sum is computed here, on both index
 //! adapters alike (Qdrant's formula query could do it server-side, but Qdrant Edge 0.7 and the
 //! server would then rank by different code).
+//!
+//! What a user turned down (`satisfied: false`, the newest [`NEGATIVES_KEPT`] not satisfied
+//! since) is never recommended again, and its vector, with the stated dislikes' vector, pushes
+//! similar activities down ([`crate::activities::ranking::pushed_down`]). `GET
+//! /users/{userId}/preferences` shows them; `DELETE /users/{userId}/preferences/dislikes`
+//! clears both (a watermark on the feedback ring: what was posted before it no longer counts).
 
 use std::sync::Arc;
 
@@ -28,6 +34,11 @@ pub const MIN_SATISFIED: usize = 3;
 /// Vectors kept per user.
 pub const KEEP: usize = 3;
 
+/// Turned-down activities kept per user as negatives: the newest.
+pub const NEGATIVES_KEPT: usize = 5;
+/// Writes of the kept vectors one feedback makes while other writes come between.
+const WRITE_TRIES: usize = 3;
+
 /// Participations kept per user: the newest (older ones are overwritten).
 pub const FEEDBACK_KEPT: i64 = 50;
 /// How long a participation counts.
@@ -37,7 +48,29 @@ const FEEDBACK: &str = "FB#";
 const FEEDBACK_SEQ: &str = "FBSEQ";
 
 const INTERESTS: &str = "INTERESTS";
+/// Field of the kept vectors: when the user last cleared their dislikes (RFC 3339).
+const CLEARED: &str = "clearedAt";
 const PREFERENCES: &str = "PREFERENCES";
+
+/// What a user's records tell the ranking.
+#[derive(Debug, Clone)]
+pub struct Personal {
+    /// Kept history, else the embedded preferences: MaxSim lifts what is like them.
+    pub likes: Vec<Vec<f32>>,
+    /// Where `likes` come from.
+    pub source: Source,
+    /// Turned-down activities' vectors and the stated dislikes': what is like them is pushed down.
+    pub dislikes: Vec<Vec<f32>>,
+    /// Activity ids the user turned down: never recommended.
+    pub turned_down: Vec<String>,
+}
+
+impl Personal {
+    /// Nothing known (or the store did not answer: `source`).
+    pub fn none(source: Source) -> Self {
+        Self { likes: Vec::new(), source, dislikes: Vec::new(), turned_down: Vec::new() }
+    }
+}
 
 /// Where a user's vectors come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -82,34 +115,106 @@ impl Interests {
         let record = json!({"seq": seq, "activityId": activity_id, "satisfied": satisfied, "at": now.to_rfc3339()});
         self.records.put(&Record { pk: pk(user), sk, expires_at: Some(expires), body: record }).await?;
 
+        let (satisfied_ids, kept, turned_down) = self.refresh(index, user).await?;
+        Ok(json!({"userId": user, "activityId": activity_id, "satisfied": satisfied,
+                  "satisfiedActivities": satisfied_ids, "interestVectors": kept, "turnedDown": turned_down}))
+    }
+
+    /// Rewrites the kept vectors from the feedback ring (never over a write that came between):
+    /// how many satisfied activities, likes vectors and turned-down activities it keeps.
+    async fn refresh(&self, index: &dyn VectorIndex, user: &str) -> Result<(usize, usize, usize)> {
+        let now = self.clock.now();
         let end = format!("{FEEDBACK}~");
-        let mut history = self.records.query(&pk(user), FEEDBACK, &end, now.timestamp()).await?;
-        history.sort_by_key(|r| r.body["seq"].as_i64().unwrap_or(0));
-        let mut recent: Vec<String> = Vec::new();
-        for r in history.iter().rev().filter(|r| r.body["satisfied"] == true) {
-            if let Some(id) = r.body["activityId"].as_str()
-                && !recent.iter().any(|x| x == id)
-            {
-                recent.push(id.to_owned());
+        for _ in 0..WRITE_TRIES {
+            // The kept record first, then the ring: a feedback written between the two is in
+            // the ring read, and one written after the write below is refused by its rev.
+            let stored = self.records.get(&pk(user), INTERESTS, now.timestamp()).await?;
+            let mut history = self.records.query(&pk(user), FEEDBACK, &end, now.timestamp()).await?;
+            history.sort_by_key(|r| r.body["seq"].as_i64().unwrap_or(0));
+            let rev = stored.as_ref().map(|r| r.body[REV].as_i64().unwrap_or(0));
+            // What was posted at or before the last clear no longer counts against an activity.
+            let cleared = stored.as_ref().and_then(|r| r.body[CLEARED].as_str()).and_then(|t| t.parse().ok());
+            let after_clear = |r: &Record| {
+                let at: Option<chrono::DateTime<chrono::Utc>> = r.body["at"].as_str().and_then(|t| t.parse().ok());
+                cleared.is_none_or(|c| at.is_some_and(|at| at > c))
+            };
+            // Newest first, each activity once, by its newest participation.
+            let (mut recent, mut turned_down): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+            let mut seen: Vec<&str> = Vec::new();
+            for r in history.iter().rev() {
+                let Some(id) = r.body["activityId"].as_str() else { continue };
+                if seen.contains(&id) {
+                    continue;
+                }
+                seen.push(id);
+                if r.body["satisfied"] == true {
+                    recent.push(id.to_owned());
+                } else if after_clear(r) && turned_down.len() < NEGATIVES_KEPT {
+                    turned_down.push(id.to_owned());
+                }
+            }
+            // Too few satisfied in the ring: the likes kept before stay (as before turn-downs
+            // were kept here too).
+            let (activity_ids, vectors) = match recent.len() >= MIN_SATISFIED {
+                true => dense_of(index, &recent.iter().take(KEEP).cloned().collect::<Vec<_>>()).await?,
+                false => stored.as_ref().map_or((Vec::new(), Vec::new()), |r| {
+                    let ids = serde_json::from_value(r.body["activityIds"].clone()).unwrap_or_default();
+                    (ids, serde_json::from_value(r.body["vectors"].clone()).unwrap_or_default())
+                }),
+            };
+            let (_, negatives) = dense_of(index, &turned_down).await?;
+            if stored.is_none() && activity_ids.is_empty() && turned_down.is_empty() {
+                return Ok((recent.len(), 0, 0));
+            }
+            let body = json!({"activityIds": activity_ids, "vectors": vectors, "turnedDown": turned_down,
+                              "negatives": negatives, CLEARED: cleared.map(|c: chrono::DateTime<chrono::Utc>| c.to_rfc3339()),
+                              "updatedAt": now.to_rfc3339(), REV: rev.unwrap_or(0) + 1});
+            let record = Record { pk: pk(user), sk: INTERESTS.into(), expires_at: None, body };
+            if self.records.put_if(&record, rev, now.timestamp()).await? {
+                return Ok((recent.len(), vectors.len(), turned_down.len()));
             }
         }
-        let mut kept = 0;
-        if recent.len() >= MIN_SATISFIED {
-            let ids: Vec<_> = recent.iter().take(KEEP).map(|id| point_id(id)).collect();
-            let stored = index.get(&ids, true).await?.into_iter().filter(|s| !s.is_tombstone());
-            let (activity_ids, vectors): (Vec<String>, Vec<Vec<f32>>) = stored
-                .into_iter()
-                .filter_map(|s| {
-                    let id = s.payload.get("id").and_then(Value::as_str)?.to_owned();
-                    Some((id, s.dense?))
-                })
-                .unzip();
-            kept = vectors.len();
-            let body = json!({"activityIds": activity_ids, "vectors": vectors, "updatedAt": now.to_rfc3339()});
-            self.records.put(&Record { pk: pk(user), sk: INTERESTS.into(), expires_at: None, body }).await?;
+        Err(Error::Store(format!("{user}'s kept vectors kept changing; feedback recorded, vectors not refreshed")))
+    }
+
+    /// Clears what `user` turned down and the dislikes they stated: nothing posted or stated
+    /// before counts against an activity any more (the feedback stays, for the history).
+    pub async fn clear_dislikes(&self, user: &str) -> Result<Value> {
+        crate::core::validate::user_id(user)?;
+        let now = self.clock.now();
+        let kept_changing = || Error::Store(format!("{user}'s kept vectors kept changing; dislikes not cleared"));
+        let mut cleared = false;
+        for _ in 0..WRITE_TRIES {
+            let stored = self.records.get(&pk(user), INTERESTS, now.timestamp()).await?;
+            let rev = stored.as_ref().map(|r| r.body[REV].as_i64().unwrap_or(0));
+            let mut body = stored.map(|r| r.body).filter(Value::is_object).unwrap_or_else(|| json!({}));
+            // The watermark: every participation posted until now (feedback stores its time).
+            body[CLEARED] = json!(now.to_rfc3339());
+            body["turnedDown"] = json!([]);
+            body["negatives"] = json!([]);
+            body[REV] = json!(rev.unwrap_or(0) + 1);
+            let record = Record { pk: pk(user), sk: INTERESTS.into(), expires_at: None, body };
+            if self.records.put_if(&record, rev, now.timestamp()).await? {
+                cleared = true;
+                break;
+            }
         }
-        Ok(json!({"userId": user, "activityId": activity_id, "satisfied": satisfied,
-                  "satisfiedActivities": recent.len(), "interestVectors": kept}))
+        if !cleared {
+            return Err(kept_changing());
+        }
+        // The stated dislikes, and their vector, go from the preferences.
+        for _ in 0..WRITE_TRIES {
+            let Some((mut preferences, vector, _, rev)) = self.preferences_rev(user).await? else {
+                return Ok(json!({"userId": user, "turnedDown": [], "dislikes": []}));
+            };
+            let kept: Vec<Stated> = stated(&preferences).into_iter().filter(|s| s.likes).collect();
+            preferences["stated"] = json!(kept);
+            let record = self.preferences_record(user, &preferences, vector.as_deref(), None, rev + 1);
+            if self.records.put_if(&record, Some(rev), now.timestamp()).await? {
+                return Ok(json!({"userId": user, "turnedDown": [], "dislikes": []}));
+            }
+        }
+        Err(Error::Store(format!("{user}'s preferences kept changing; stated dislikes not cleared")))
     }
 
     /// The user's kept places (`USER#<id>` / `LOCATION#...`), in the same store.
@@ -121,7 +226,7 @@ impl Interests {
     pub async fn set_preferences(&self, user: &str, preferences: &Value, vector: Option<&[f32]>) -> Result<()> {
         // A revision no merge read before: a `remember` running meanwhile reads again.
         let rev = self.clock.now().timestamp_micros();
-        self.records.put(&self.preferences_record(user, preferences, vector, rev)).await
+        self.records.put(&self.preferences_record(user, preferences, vector, None, rev)).await
     }
 
     /// Writes the preferences only if they are still at `rev` (`None`: none stored), as the
@@ -130,21 +235,32 @@ impl Interests {
         &self,
         user: &str,
         preferences: &Value,
-        vector: Option<&[f32]>,
+        (vector, dislikes): (Option<&[f32]>, Option<&[f32]>),
         rev: Option<i64>,
     ) -> Result<bool> {
-        let record = self.preferences_record(user, preferences, vector, rev.unwrap_or(0) + 1);
+        let record = self.preferences_record(user, preferences, vector, dislikes, rev.unwrap_or(0) + 1);
         self.records.put_if(&record, rev, self.clock.now().timestamp()).await
     }
 
-    fn preferences_record(&self, user: &str, preferences: &Value, vector: Option<&[f32]>, rev: i64) -> Record {
-        let body = json!({"preferences": preferences, "vector": vector, "updatedAt": self.clock.now().to_rfc3339(),
-                          REV: rev});
+    /// The preferences record: what they like embedded (`vector`), what they stated they
+    /// dislike embedded (`dislikeVector`).
+    fn preferences_record(
+        &self,
+        user: &str,
+        preferences: &Value,
+        vector: Option<&[f32]>,
+        dislikes: Option<&[f32]>,
+        rev: i64,
+    ) -> Record {
+        let body = json!({"preferences": preferences, "vector": vector, "dislikeVector": dislikes,
+                          "updatedAt": self.clock.now().to_rfc3339(), REV: rev});
         Record { pk: pk(user), sk: PREFERENCES.into(), expires_at: None, body }
     }
 
-    /// The user's vectors: kept history first, else embedded preferences, else none.
-    pub async fn vectors(&self, user: &str) -> Result<(Vec<Vec<f32>>, Source)> {
+    /// What the user's records tell the ranking: kept history first, else embedded
+    /// preferences, else no likes; their turned-down activities and stated dislikes. Two reads,
+    /// side by side.
+    pub async fn vectors(&self, user: &str) -> Result<Personal> {
         let now = self.clock.now().timestamp();
         let parse = |v: &Value| -> Vec<Vec<f32>> {
             serde_json::from_value::<Vec<Vec<f32>>>(v.clone())
@@ -153,19 +269,68 @@ impl Interests {
                 .filter(|v| !v.is_empty())
                 .collect()
         };
-        if let Some(r) = self.records.get(&pk(user), INTERESTS, now).await? {
-            let vectors = parse(&r.body["vectors"]);
-            if !vectors.is_empty() {
-                return Ok((vectors, Source::History));
+        let key = pk(user);
+        let (interests, preferences) =
+            tokio::try_join!(self.records.get(&key, INTERESTS, now), self.records.get(&key, PREFERENCES, now))?;
+        let mut personal = Personal::none(Source::None);
+        if let Some(r) = &interests {
+            personal.likes = parse(&r.body["vectors"]);
+            if !personal.likes.is_empty() {
+                personal.source = Source::History;
+            }
+            personal.dislikes = parse(&r.body["negatives"]);
+            personal.turned_down = serde_json::from_value(r.body["turnedDown"].clone()).unwrap_or_default();
+        }
+        if let Some(r) = &preferences {
+            if personal.likes.is_empty() && r.body["vector"].is_array() {
+                personal.likes = parse(&json!([r.body["vector"]]));
+                personal.source = Source::Preferences;
+            }
+            if r.body["dislikeVector"].is_array() {
+                personal.dislikes.extend(parse(&json!([r.body["dislikeVector"]])));
             }
         }
-        if let Some(r) = self.records.get(&pk(user), PREFERENCES, now).await?
-            && r.body["vector"].is_array()
-        {
-            return Ok((parse(&json!([r.body["vector"]])), Source::Preferences));
-        }
-        Ok((Vec::new(), Source::None))
+        Ok(personal)
     }
+
+    /// `GET /users/{userId}/preferences`: what they set, what they stated liking and
+    /// disliking, and what they turned down.
+    pub async fn shown(&self, user: &str) -> Result<Value> {
+        crate::core::validate::user_id(user)?;
+        let now = self.clock.now().timestamp();
+        let key = pk(user);
+        let (interests, preferences) =
+            tokio::try_join!(self.records.get(&key, INTERESTS, now), self.preferences(user))?;
+        let preferences = preferences.map(|(p, _)| p).filter(Value::is_object).unwrap_or_else(|| json!({}));
+        let said = stated(&preferences);
+        let texts =
+            |likes: bool| -> Vec<&str> { said.iter().filter(|s| s.likes == likes).map(|s| s.text.as_str()).collect() };
+        let list = |key: &str| preferences[key].clone();
+        Ok(json!({
+            "userId": user,
+            "tags": if list("tags").is_array() { list("tags") } else { json!([]) },
+            "vibes": if list("vibes").is_array() { list("vibes") } else { json!([]) },
+            "text": preferences["text"].as_str().unwrap_or_default(),
+            "likes": texts(true),
+            "dislikes": texts(false),
+            "turnedDown": interests.map(|r| r.body["turnedDown"].clone()).filter(Value::is_array).unwrap_or_else(|| json!([])),
+        }))
+    }
+}
+
+/// The ids among `activity_ids` still indexed with a dense vector, and those vectors.
+async fn dense_of(index: &dyn VectorIndex, activity_ids: &[String]) -> Result<(Vec<String>, Vec<Vec<f32>>)> {
+    if activity_ids.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let ids: Vec<_> = activity_ids.iter().map(|id| point_id(id)).collect();
+    let stored = index.get(&ids, true).await?.into_iter().filter(|s| !s.is_tombstone());
+    Ok(stored
+        .filter_map(|s| {
+            let id = s.payload.get("id").and_then(Value::as_str)?.to_owned();
+            Some((id, s.dense?))
+        })
+        .unzip())
 }
 
 /// A preference a user stated in conversation ("喜欢安静的", "不要太贵"), kept with their
@@ -183,17 +348,22 @@ pub const STATED_KEPT: usize = 10;
 impl Interests {
     /// The user's stored preferences (`{tags, vibes, text, stated}`) and their vector, if any.
     pub async fn preferences(&self, user: &str) -> Result<Option<(Value, Option<Vec<f32>>)>> {
-        Ok(self.preferences_rev(user).await?.map(|(p, v, _)| (p, v)))
+        Ok(self.preferences_rev(user).await?.map(|(p, v, _, _)| (p, v)))
     }
 
-    /// [`Interests::preferences`] and their revision, to write back with
-    /// [`Interests::set_preferences_if`].
-    pub async fn preferences_rev(&self, user: &str) -> Result<Option<(Value, Option<Vec<f32>>, i64)>> {
+    /// [`Interests::preferences`], the stated dislikes' vector and their revision, to write
+    /// back with [`Interests::set_preferences_if`].
+    #[allow(clippy::type_complexity)]
+    pub async fn preferences_rev(
+        &self,
+        user: &str,
+    ) -> Result<Option<(Value, Option<Vec<f32>>, Option<Vec<f32>>, i64)>> {
         let now = self.clock.now().timestamp();
         let record = self.records.get(&pk(user), PREFERENCES, now).await?;
         Ok(record.map(|r| {
             let vector = serde_json::from_value(r.body["vector"].clone()).ok();
-            (r.body["preferences"].clone(), vector, r.body[REV].as_i64().unwrap_or(0))
+            let dislikes = serde_json::from_value(r.body["dislikeVector"].clone()).ok();
+            (r.body["preferences"].clone(), vector, dislikes, r.body[REV].as_i64().unwrap_or(0))
         }))
     }
 }
@@ -201,6 +371,12 @@ impl Interests {
 /// The stated preferences in stored `preferences`.
 pub fn stated(preferences: &Value) -> Vec<Stated> {
     serde_json::from_value(preferences["stated"].clone()).unwrap_or_default()
+}
+
+/// The text to embed of the dislikes stated in `preferences` (`None`: none).
+pub fn dislikes_text(preferences: &Value) -> Option<String> {
+    let dislikes: Vec<String> = stated(preferences).into_iter().filter(|s| !s.likes).map(|s| s.text).collect();
+    (!dislikes.is_empty()).then(|| dislikes.join("；"))
 }
 
 /// `preferences` with `new` stated ones first (a restatement moves to the front), at most

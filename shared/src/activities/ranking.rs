@@ -1,6 +1,7 @@
 //! The ranking maths of activity retrieval, free of any store: weighted reciprocal rank
 //! fusion, cosine similarity, MaxSim against a user's interest vectors and its bounded boost,
-//! and great-circle distance.
+//! the push-down of what resembles a user's dislikes, maximal marginal relevance over
+//! near-copies, and great-circle distance.
 
 use std::collections::HashMap;
 
@@ -97,9 +98,177 @@ pub fn boost(score: f32, max_sim: f32) -> f32 {
     score * (1.0 + MAX_BOOST * max_sim.clamp(0.0, 1.0))
 }
 
+/// How nearness, soonness, variety and a user's dislikes move a ranking (`RAG_NEAR_WEIGHT`,
+/// `RAG_NEAR_SCALE_KM`, `RAG_SOON_WEIGHT`, `RAG_SOON_SCALE_HOURS`, `RAG_DIVERSITY`,
+/// `RAG_DISLIKE_WEIGHT`; docs/retrieval.md, "Nearer, sooner, varied, not for me").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shaping {
+    /// Largest lift of nearness (`index::Lift`): a result at the searcher's place scores
+    /// `1 + near_weight` times one far away.
+    pub near_weight: f32,
+    /// The distance at which the nearness lift is half its largest.
+    pub near_scale_km: f64,
+    /// Largest lift of soonness: a result starting now scores `1 + soon_weight` times one
+    /// months away.
+    pub soon_weight: f32,
+    /// The time before the start at which the soonness lift is half its largest.
+    pub soon_scale_hours: f64,
+    /// Maximal marginal relevance's λ over a wish's results: 0 ranks by score alone.
+    pub diversity: f32,
+    /// The most a result like one the user turned down (or stated a dislike of) is lowered:
+    /// its score times `1 - dislike_weight` at a cosine of 1.
+    pub dislike_weight: f32,
+}
+
+impl Shaping {
+    /// Nothing moves the ranking but its scores.
+    pub const OFF: Self = Self {
+        near_weight: 0.0,
+        near_scale_km: 3.0,
+        soon_weight: 0.0,
+        soon_scale_hours: 72.0,
+        diversity: 0.0,
+        dislike_weight: 0.0,
+    };
+    /// The deployed default, chosen on the tune split of `benches/nearby/` (docs/retrieval.md).
+    pub const DEFAULT: Self = Self {
+        near_weight: 0.3,
+        near_scale_km: 3.0,
+        soon_weight: 0.2,
+        soon_scale_hours: 72.0,
+        diversity: 0.15,
+        dislike_weight: 0.3,
+    };
+}
+
+/// Each of `scores` as a share of their range: the best 1, the least [`RANGE_FLOOR`], the rest
+/// linearly between (all 1 when alike). What a lift multiplies: it moves a result past those
+/// within its share of the range, whatever the scale of the scores (cosines, RRF sums).
+pub fn within_range(scores: &[f32]) -> Vec<f32> {
+    let hi = scores.iter().copied().fold(f32::MIN, f32::max);
+    let lo = scores.iter().copied().fold(f32::MAX, f32::min);
+    if hi - lo <= f32::EPSILON * hi.abs().max(1.0) {
+        return vec![1.0; scores.len()];
+    }
+    scores.iter().map(|s| RANGE_FLOOR + (1.0 - RANGE_FLOOR) * (s - lo) / (hi - lo)).collect()
+}
+
+/// Where the least relevant candidate stands in [`within_range`]: above 0, so a lift still
+/// moves it.
+pub const RANGE_FLOOR: f32 = 0.1;
+
+/// `score` lowered by how like a dislike the candidate is: `neg` its highest cosine to the
+/// user's dislikes, `floor` the embedder's similarity floor (a cosine at or under it is no
+/// likeness). At most by `weight` (at a cosine of 1).
+pub fn pushed_down(score: f32, neg: f32, floor: f32, weight: f32) -> f32 {
+    let likeness = ((neg - floor) / (1.0 - floor).max(1e-6)).clamp(0.0, 1.0);
+    score * (1.0 - weight.clamp(0.0, 1.0) * likeness)
+}
+
+/// Cosine at or above which two results anywhere are one thing twice (a series' sessions).
+pub const NEAR_COPY_COSINE: f32 = 0.95;
+/// Two results closer than this, of the same type, are one venue's sessions.
+pub const SAME_VENUE_KM: f64 = 0.2;
+
+/// What [`mmr`] compares of a candidate.
+#[derive(Clone, Copy)]
+pub struct Candidate<'a> {
+    pub score: f32,
+    pub dense: Option<&'a [f32]>,
+    pub kind: &'a str,
+    pub lat: f64,
+    pub lng: f64,
+}
+
+/// How alike two candidates are for [`mmr`], 0 to 1: 1 for near-copies (the same venue and
+/// type, or a cosine of [`NEAR_COPY_COSINE`] or more), else their cosine above the embedder's
+/// similarity `floor`, as a share of what is above it (0 without vectors).
+pub fn likeness(a: &Candidate<'_>, b: &Candidate<'_>, floor: f32) -> f32 {
+    let same_venue = a.kind == b.kind && distance_km(a.lat, a.lng, b.lat, b.lng) < SAME_VENUE_KM;
+    let cos = match (a.dense, b.dense) {
+        (Some(x), Some(y)) => cosine(x, y),
+        _ => return if same_venue { 1.0 } else { 0.0 },
+    };
+    if same_venue || cos >= NEAR_COPY_COSINE { 1.0 } else { ((cos - floor) / (1.0 - floor).max(1e-6)).clamp(0.0, 1.0) }
+}
+
+/// Maximal marginal relevance: the order in which to show `candidates` (best first, as given),
+/// the first `limit` picked one by one by `(1 - λ) × score / best - λ × likeness to the
+/// likest already picked` ([`likeness`] above `floor`); the rest follow in their order. λ = 0
+/// keeps the order.
+pub fn mmr(candidates: &[Candidate<'_>], limit: usize, lambda: f32, floor: f32) -> Vec<usize> {
+    let n = candidates.len();
+    if lambda <= 0.0 || n < 2 {
+        return (0..n).collect();
+    }
+    let best = candidates.iter().map(|c| c.score).fold(f32::MIN, f32::max).max(1e-6);
+    let mut picked: Vec<usize> = Vec::with_capacity(limit.min(n));
+    let mut redundancy = vec![0.0f32; n];
+    let mut left: Vec<usize> = (0..n).collect();
+    while picked.len() < limit && !left.is_empty() {
+        let value = |i: usize| (1.0 - lambda) * candidates[i].score / best - lambda * redundancy[i];
+        // The first of the highest: ties keep the given order.
+        let (at, &chosen) = left
+            .iter()
+            .enumerate()
+            .reduce(|a, b| if value(*b.1) > value(*a.1) { b } else { a })
+            .expect("left is not empty");
+        left.remove(at);
+        picked.push(chosen);
+        for &i in &left {
+            redundancy[i] = redundancy[i].max(likeness(&candidates[i], &candidates[chosen], floor));
+        }
+    }
+    picked.extend(left);
+    picked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(score: f32, dense: &[f32], kind: &'static str, lat: f64) -> (f32, Vec<f32>, &'static str, f64) {
+        (score, dense.to_vec(), kind, lat)
+    }
+
+    #[test]
+    fn mmr_shows_one_of_a_series_before_the_next_different_thing() {
+        // Three sessions of one series at one venue, then two different activities.
+        let rows = [
+            at(1.0, &[1.0, 0.0, 0.0], "跑步", 31.20),
+            at(0.99, &[1.0, 0.01, 0.0], "跑步", 31.20),
+            at(0.98, &[1.0, 0.0, 0.01], "跑步", 31.20),
+            at(0.7, &[0.3, 1.0, 0.0], "音乐", 31.30),
+            at(0.6, &[0.2, 0.0, 1.0], "展览", 31.40),
+        ];
+        let cands: Vec<Candidate<'_>> = rows
+            .iter()
+            .map(|(score, d, kind, lat)| Candidate { score: *score, dense: Some(d), kind, lat: *lat, lng: 121.4 })
+            .collect();
+        assert_eq!(mmr(&cands, 5, 0.0, 0.0), vec![0, 1, 2, 3, 4], "λ = 0 keeps the order");
+        let order = mmr(&cands, 3, 0.5, 0.0);
+        assert_eq!(order, vec![0, 3, 4, 1, 2], "one of the series, the two others, then the rest in order");
+        // A near-copy at another venue (the same text) counts as one too; unlike things by
+        // their cosine above the floor.
+        assert_eq!(likeness(&cands[0], &Candidate { lat: 31.9, ..cands[1] }, 0.8), 1.0);
+        assert_eq!(likeness(&cands[0], &cands[3], 0.8), 0.0, "a cosine of 0.29 is under the floor");
+    }
+
+    #[test]
+    fn scores_are_shares_of_their_range() {
+        let shares = within_range(&[0.92, 0.95, 0.935]);
+        assert!((shares[0] - 0.1).abs() < 1e-5 && (shares[1] - 1.0).abs() < 1e-5 && (shares[2] - 0.55).abs() < 1e-4);
+        assert_eq!(within_range(&[0.5, 0.5]), vec![1.0, 1.0]);
+        assert!(within_range(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_dislike_lowers_only_what_is_like_it() {
+        assert_eq!(pushed_down(1.0, 0.8, 0.8, 0.6), 1.0, "at the floor: no likeness");
+        assert_eq!(pushed_down(1.0, 0.5, 0.8, 0.6), 1.0);
+        assert!((pushed_down(1.0, 1.0, 0.8, 0.6) - 0.4).abs() < 1e-6, "a copy: lowered by the weight");
+        assert!((pushed_down(2.0, 0.9, 0.8, 0.6) - 1.4).abs() < 1e-5);
+    }
 
     #[test]
     fn max_sim_takes_the_best_match_and_the_boost_is_capped() {

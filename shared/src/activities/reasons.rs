@@ -31,6 +31,10 @@ pub struct Facts<'a> {
     pub activity: &'a Activity,
     pub similarity: Option<f32>,
     pub distance_km: Option<f64>,
+    /// Nearness lifted it (it is within the nearness scale of the searcher).
+    pub near: bool,
+    /// Soonness lifted it (it starts within the soonness scale).
+    pub soon: bool,
 }
 
 /// Whether `text` is Chinese or Japanese (CJK reasons), else English.
@@ -68,9 +72,14 @@ pub fn template(query: &str, facts: &Facts<'_>, zone: Tz) -> String {
         } else {
             parts.push(format!("描述与「{query}」相关"));
         }
-        parts.push(format!("{}{}开始", activity::day_of_week(local.weekday()), activity::time_of_day(local.hour())));
+        let when = format!("{}{}开始", activity::day_of_week(local.weekday()), activity::time_of_day(local.hour()));
+        parts.push(if facts.soon { format!("很快就开始：{when}") } else { when });
         if let Some(d) = facts.distance_km {
-            parts.push(format!("离你 {d:.1} 公里"));
+            parts.push(if facts.near {
+                format!("就在附近，离你 {d:.1} 公里")
+            } else {
+                format!("离你 {d:.1} 公里")
+            });
         }
         parts.push(format!("还剩 {} 个名额", a.spots_left()));
         format!("推荐「{}」：{}。", a.title, parts.join("，"))
@@ -83,9 +92,10 @@ pub fn template(query: &str, facts: &Facts<'_>, zone: Tz) -> String {
         } else {
             parts.push(format!("its description relates to \"{query}\""));
         }
-        parts.push(format!("starts {} at {:02}:{:02}", local.format("%A"), local.hour(), local.minute()));
+        let when = format!("{} at {:02}:{:02}", local.format("%A"), local.hour(), local.minute());
+        parts.push(if facts.soon { format!("starts soon, {when}") } else { format!("starts {when}") });
         if let Some(d) = facts.distance_km {
-            parts.push(format!("{d:.1} km away"));
+            parts.push(if facts.near { format!("close by, {d:.1} km away") } else { format!("{d:.1} km away") });
         }
         parts.push(format!("{} places left", a.spots_left()));
         format!("Recommended \"{}\": {}.", a.title, parts.join(", "))
@@ -192,7 +202,7 @@ mod tests {
     #[test]
     fn template_reasons_name_the_match_time_distance_and_places() {
         let a = beer();
-        let facts = Facts { activity: &a, similarity: Some(0.83), distance_km: Some(1.24) };
+        let facts = Facts { activity: &a, similarity: Some(0.83), distance_km: Some(1.24), near: false, soon: false };
         let r = template("周五晚上热闹的地方", &facts, chrono_tz::Asia::Shanghai);
         assert_eq!(
             r,
@@ -203,7 +213,17 @@ mod tests {
             r.starts_with("Recommended \"周五大排档啤酒局\": it is close in meaning") && r.contains("1.2 km away"),
             "{r}"
         );
-        let no_words = Facts { activity: &a, similarity: None, distance_km: None };
+        let no_words = Facts { activity: &a, similarity: None, distance_km: None, near: false, soon: false };
         assert!(template("想喝一杯", &no_words, chrono_tz::Asia::Shanghai).contains("描述与「想喝一杯」相关"));
+    }
+
+    #[test]
+    fn template_reasons_say_when_nearness_or_soonness_lifted_it() {
+        let a = beer();
+        let lifted = Facts { activity: &a, similarity: Some(0.83), distance_km: Some(0.4), near: true, soon: true };
+        let r = template("周五晚上热闹的地方", &lifted, chrono_tz::Asia::Shanghai);
+        assert!(r.contains("很快就开始：周五晚上开始") && r.contains("就在附近，离你 0.4 公里"), "{r}");
+        let r = template("somewhere lively", &lifted, chrono_tz::Asia::Shanghai);
+        assert!(r.contains("starts soon, Friday at 20:30") && r.contains("close by, 0.4 km away"), "{r}");
     }
 }

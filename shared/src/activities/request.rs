@@ -186,6 +186,9 @@ pub struct Ranked {
     pub max_sim: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub boost: Option<f32>,
+    /// The multiplier nearness and soonness gave the score (`index::Lift`), when they did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lift: Option<f32>,
     /// Why it was recommended (semantic searches, unless `RAG_MATCH_REASON=off`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub match_reason: Option<String>,

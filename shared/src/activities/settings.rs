@@ -123,6 +123,10 @@ pub struct Settings {
     /// How far a wish's facets move its query vector (`RAG_WISH_WEIGHT`, 0 to 2; 0 = off;
     /// [`crate::activities::wish`]).
     pub wish_weight: f32,
+    /// How nearness, soonness, variety and dislikes move the ranking (`RAG_NEAR_WEIGHT`,
+    /// `RAG_NEAR_SCALE_KM`, `RAG_SOON_WEIGHT`, `RAG_SOON_SCALE_HOURS`, `RAG_DIVERSITY`,
+    /// `RAG_DISLIKE_WEIGHT`; [`crate::activities::ranking::Shaping`]).
+    pub shaping: crate::activities::ranking::Shaping,
     /// Time box of a search's query embedding (`RAG_EMBED_TIMEOUT_MS`).
     pub search_embed_timeout: Duration,
     pub match_reason: MatchReason,
@@ -225,6 +229,27 @@ impl Settings {
                 .unwrap_or(DEFAULT_LEXICAL_WEIGHT),
             wish_weight: bounded("RAG_WISH_WEIGHT", 0.0..=2.0, "a number from 0 to 2")?
                 .unwrap_or(crate::activities::wish::DEFAULT_WEIGHT),
+            shaping: {
+                let d = crate::activities::ranking::Shaping::DEFAULT;
+                let or = |v: Option<f32>, default: f32| v.unwrap_or(default);
+                crate::activities::ranking::Shaping {
+                    near_weight: or(bounded("RAG_NEAR_WEIGHT", 0.0..=2.0, "a number from 0 to 2")?, d.near_weight),
+                    near_scale_km: bounded("RAG_NEAR_SCALE_KM", 0.1..=100.0, "a distance from 0.1 to 100 km")?
+                        .map_or(d.near_scale_km, f64::from),
+                    soon_weight: or(bounded("RAG_SOON_WEIGHT", 0.0..=2.0, "a number from 0 to 2")?, d.soon_weight),
+                    soon_scale_hours: bounded(
+                        "RAG_SOON_SCALE_HOURS",
+                        1.0..=2160.0,
+                        "a number of hours from 1 to 2160",
+                    )?
+                    .map_or(d.soon_scale_hours, f64::from),
+                    diversity: or(bounded("RAG_DIVERSITY", 0.0..=0.9, "a number from 0 to 0.9")?, d.diversity),
+                    dislike_weight: or(
+                        bounded("RAG_DISLIKE_WEIGHT", 0.0..=1.0, "a number from 0 to 1")?,
+                        d.dislike_weight,
+                    ),
+                }
+            },
             search_embed_timeout: env.millis("RAG_EMBED_TIMEOUT_MS", 1500)?,
             // A model writes the reasons when one is configured (seed 004 R5.3), else the template.
             match_reason: {
@@ -290,6 +315,10 @@ mod tests {
         for (named, pairs) in [
             ("RAG_LEXICAL_WEIGHT", vec![("RAG_LEXICAL_WEIGHT", "11")]),
             ("RAG_WISH_WEIGHT", vec![("RAG_WISH_WEIGHT", "-0.1")]),
+            ("RAG_NEAR_SCALE_KM", vec![("RAG_NEAR_SCALE_KM", "0")]),
+            ("RAG_SOON_WEIGHT", vec![("RAG_SOON_WEIGHT", "3")]),
+            ("RAG_DIVERSITY", vec![("RAG_DIVERSITY", "1.5")]),
+            ("RAG_DISLIKE_WEIGHT", vec![("RAG_DISLIKE_WEIGHT", "x")]),
             ("QDRANT_URL", vec![("VECTOR_STORE", "qdrant")]),
             ("QDRANT_READ_ONLY", [&qdrant[..], &[("QDRANT_READ_ONLY", "yes")]].concat()),
         ] {

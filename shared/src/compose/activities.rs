@@ -164,6 +164,7 @@ pub fn retrieval(
         fusion: config.activities.fusion,
         lexical_weight: config.activities.lexical_weight,
         wish_weight: config.activities.wish_weight,
+        shaping: config.activities.shaping,
         zone: config.activities.timezone,
     };
     let interests = crate::activities::interests::Interests::new(records, Arc::clone(&clock));

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 pub mod lab;
 pub mod methods;
 pub mod modes;
+pub mod nearby;
 pub mod negation;
 pub mod rotated;
 pub mod wishes;

@@ -118,6 +118,8 @@ struct Query {
     specific: bool,
     /// Second query views by name ([`TEMPLATES`], `facets`: restated from its desire).
     views: HashMap<&'static str, Vec<f32>>,
+    /// Its vector from the second encoder (USE multilingual v3; `--second`), else empty.
+    second: Vec<f32>,
 }
 
 struct Set {
@@ -127,6 +129,8 @@ struct Set {
     docs: Vec<Vec<f32>>,
     /// Each view's own vector (own words, questions).
     views: Vec<[Vec<f32>; 2]>,
+    /// The two views from the second encoder, summed and normalised (`--second`), else empty.
+    second: Vec<Vec<f32>>,
     queries: Vec<Query>,
 }
 
@@ -212,6 +216,34 @@ impl Set {
 /// (measured, not shipped).
 fn facets(w: f32, negations: bool) -> Method {
     Box::new(move |m: &Model, s: &Set, q: &Query| s.with_desire(m, q, &m.desire(q, negations), w))
+}
+
+/// The second encoder fused at score level, on e5's candidates (its floor and depth, so a
+/// specific query and the time lift are as configured): cosine + `beta` × USE's cosine, plus
+/// the facets; `beta` < 0 is USE's cosine alone over every activity (no e5).
+fn second(beta: f32) -> Method {
+    Box::new(move |m: &Model, s: &Set, q: &Query| {
+        let direction = m.wishes.direction(&m.desire(q, false));
+        if beta < 0.0 {
+            let mut out: Ranked = (0..s.activities.len())
+                .map(|i| (i, cosine(&q.second, &s.second[i]) + WEIGHT * dot(&direction, &s.docs[i])))
+                .collect();
+            out.sort_by(|a, b| b.1.total_cmp(&a.1));
+            out.truncate(DEPTH);
+            s.lift(q, &mut out);
+            return out;
+        }
+        s.ranked(q, &|i, c| c + beta * cosine(&q.second, &s.second[i]) + WEIGHT * dot(&direction, &s.docs[i]))
+    })
+}
+
+/// The methods with the second encoder (`--second`).
+fn second_methods() -> Vec<(String, Method)> {
+    let mut out: Vec<(String, Method)> = vec![("USE alone, every activity, with the facets".into(), second(-1.0))];
+    for beta in [0.1f32, 0.25, 0.5, 1.0] {
+        out.push((format!("e5 + {beta} × USE on e5's candidates, with the facets"), second(beta)));
+    }
+    out
 }
 
 /// Every method measured, the configured one first.
@@ -375,7 +407,13 @@ fn model(vectors: &mut Vectors) -> crate::Result<Model> {
 }
 
 /// A quality set with every query read.
-fn set(name: &'static str, vectors: &mut Vectors, m: &Model, tune: bool) -> crate::Result<Set> {
+fn set(
+    name: &'static str,
+    vectors: &mut Vectors,
+    m: &Model,
+    tune: bool,
+    use_model: Option<&usem::UseModel>,
+) -> crate::Result<Set> {
     let (values, graded) = load(&crate::root().join("benches").join(name))?;
     let activities = values.into_iter().map(Activity::from_json).collect::<shared::Result<Vec<_>>>()?;
     let views: Vec<String> = activities.iter().flat_map(|a| a.dense_views(ZONE)).collect();
@@ -400,18 +438,29 @@ fn set(name: &'static str, vectors: &mut Vectors, m: &Model, tune: bool) -> crat
         let top = lexical.first().map_or(0.0, |h| h.1);
         let specific = specificity(top, bm25.query(&q.query).indices.len(), activities.len()) >= SPECIFIC;
         let wanted = Wanted::parse(&q.query, now, ZONE);
-        let mut query = Query { q, vector, refused, wanted, lexical, specific, views: HashMap::new() };
+        let second = use_model.map_or_else(Vec::new, |u| u.embed(&[text.as_str()]).remove(0));
+        let mut query = Query { q, vector, refused, wanted, lexical, specific, views: HashMap::new(), second };
         if let Some(text) = restated(&m.desire(&query, true)) {
             views.insert("facets", vectors.get(&[text]).remove(0));
         }
         query.views = views;
         queries.push(query);
     }
-    Ok(Set { name, activities, docs, views, queries })
+    let second = match use_model {
+        Some(u) => {
+            let texts: Vec<String> = activities.iter().flat_map(|a| a.dense_views(ZONE)).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            u.embed(&refs).chunks(2).map(normalised_sum).collect()
+        }
+        None => Vec::new(),
+    };
+    Ok(Set { name, activities, docs, views, second, queries })
 }
 
-pub fn run(tune: bool) -> crate::Result {
+/// `second`: also the methods fusing USE multilingual v3 (`infra/fetch-use.sh`'s weights).
+pub fn run(tune: bool, second: bool) -> crate::Result {
     crate::ensure_model()?;
+    let use_model = second.then(crate::use_model).transpose()?;
     let config = Config::from_lookup(|k| std::env::var(k).ok())?;
     let model_file = Arc::new(e5::E5Model::load(&config.activities.embedding_model_path)?);
     let home = PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| ".".into())).join(".cache/research-bundle");
@@ -420,10 +469,21 @@ pub fn run(tune: bool) -> crate::Result {
     let known = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
     let mut vectors = Vectors { model: model_file, known, path, added: false };
     let m = model(&mut vectors)?;
-    let sets = SETS.iter().map(|name| set(name, &mut vectors, &m, tune)).collect::<crate::Result<Vec<_>>>()?;
+    let started = std::time::Instant::now();
+    let sets = SETS
+        .iter()
+        .map(|name| set(name, &mut vectors, &m, tune, use_model.as_ref()))
+        .collect::<crate::Result<Vec<_>>>()?;
+    if use_model.is_some() {
+        eprintln!("sets read, USE embedded, in {:.1} s", started.elapsed().as_secs_f64());
+    }
     vectors.save();
     let only = std::env::var("LAB_ONLY").unwrap_or_default();
-    let methods: Vec<(String, Method)> = methods().into_iter().filter(|(n, _)| n.contains(only.as_str())).collect();
+    let mut methods = methods();
+    if second {
+        methods.extend(second_methods());
+    }
+    let methods: Vec<(String, Method)> = methods.into_iter().filter(|(n, _)| n.contains(only.as_str())).collect();
     if let Ok(which) = std::env::var("LAB_SHOW") {
         for (name, method) in methods.iter().filter(|(n, _)| *n == which) {
             for set in &sets {

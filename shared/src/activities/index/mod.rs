@@ -277,6 +277,68 @@ pub fn pending_json() -> Value {
     json!({"must": [{"key": "embedding", "match": {"value": "pending"}}]})
 }
 
+/// How much nearness and soonness lift a candidate, computed by the index's formula engine
+/// (Qdrant's on the server, the same engine in Qdrant Edge) from one expression each adapter
+/// builds from this value alone:
+///
+/// `1 + near.weight × gauss_decay(distance, scale = near.scale_km)
+///    + soon.weight × exp_decay(startAt − now, scale = soon.scale_hours)`
+///
+/// each decay 1 at zero and ½ at its scale ([`Lift::factor`] is the same in Rust).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lift {
+    /// From the searcher's place: `None` when the search has none, or its weight is 0.
+    pub near: Option<NearLift>,
+    /// From the time of the search: `None` when its weight is 0.
+    pub soon: Option<SoonLift>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NearLift {
+    pub lat: f64,
+    pub lng: f64,
+    pub scale_km: f64,
+    pub weight: f32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SoonLift {
+    pub now: DateTime<Utc>,
+    pub scale_hours: f64,
+    pub weight: f32,
+}
+
+/// The midpoint of both decays: the value at the scale's distance.
+pub const LIFT_MIDPOINT: f32 = 0.5;
+
+impl Lift {
+    /// Whether nothing lifts: every factor is 1, and no formula need run.
+    pub fn is_none(&self) -> bool {
+        self.near.is_none() && self.soon.is_none()
+    }
+
+    /// The factor at `distance_km` from the searcher and `hours` before the start, as the
+    /// index's formula computes it (to f32 rounding): for tests and reasons.
+    pub fn factor(&self, distance_km: f64, hours: f64) -> f64 {
+        let half = f64::from(LIFT_MIDPOINT).ln();
+        let near = self.near.map_or(0.0, |n| f64::from(n.weight) * (half * (distance_km / n.scale_km).powi(2)).exp());
+        let soon = self.soon.map_or(0.0, |s| f64::from(s.weight) * (half * (hours.abs() / s.scale_hours)).exp());
+        1.0 + near + soon
+    }
+
+    /// The two terms apart, `(near, soon)`, each as a share of its weight (0 to 1): what
+    /// `matchReason` reads to say nearness or soonness lifted a result.
+    pub fn terms(&self, distance_km: Option<f64>, hours: f64) -> (f64, f64) {
+        let half = f64::from(LIFT_MIDPOINT).ln();
+        let near = match (self.near, distance_km) {
+            (Some(n), Some(d)) => (half * (d / n.scale_km).powi(2)).exp(),
+            _ => 0.0,
+        };
+        let soon = self.soon.map_or(0.0, |s| (half * (hours.abs() / s.scale_hours)).exp());
+        (near, soon)
+    }
+}
+
 /// How [`VectorIndex::scroll`] orders what it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -309,6 +371,9 @@ pub trait VectorIndex: Send + Sync {
     async fn delete(&self, ids: &[Uuid]) -> Result<()>;
     /// The points that exist among `ids`, in the order asked, with dense vectors if `with_dense`.
     async fn get(&self, ids: &[Uuid], with_dense: bool) -> Result<Vec<Stored>>;
+    /// The points that exist among `ids` (any order), with dense vectors if `with_dense`, each
+    /// with its [`Lift`] factor from the index's formula engine.
+    async fn get_lifted(&self, ids: &[Uuid], with_dense: bool, lift: &Lift) -> Result<Vec<(Stored, f32)>>;
     /// How many points pass `filter` (exact: reads every match).
     async fn count(&self, filter: &HardFilter) -> Result<usize>;
     /// About how many points pass `filter`: the index's cardinality estimate from its payload

@@ -29,31 +29,29 @@
 //! fall with the order), the BM25 score,
 //! `1 / (1 + distanceKm)`, or `1 / rank` for start-time order.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use chrono_tz::Tz;
-use uuid::Uuid;
 
 use crate::activities::embedder::{EmbeddingService, Input};
 use crate::activities::facets::Facets;
 use crate::activities::index::bm25::Bm25;
-use crate::activities::index::{HardFilter, Hit, Near, Order, Stored, VectorIndex, one_turn};
+use crate::activities::index::{HardFilter, Lift, Near, Order, Stored, VectorIndex, one_turn};
 use crate::activities::indexing::activity_of;
-use crate::activities::interests::{Interests, Source};
-use crate::activities::ranking::{MAX_BOOST, SPECIFIC, boost, cosine, distance_km, max_sim, routed, rrf, specificity};
+use crate::activities::interests::{Interests, Personal, Source};
+use crate::activities::ranking::{Shaping, distance_km};
 use crate::activities::reasons::{self, AGENT, Facts};
 use crate::activities::request::{Ranked, SearchRequest, SearchResponse, Strategy};
 use crate::activities::settings::Fusion;
-use crate::activities::when::{Wanted, without_time};
+use crate::activities::when::Wanted;
 use crate::core::clock::Clock;
 use crate::core::error::Result;
 use crate::core::records::{HOT_PATH, bounded};
 use crate::core::retry::RetryPolicy;
 use crate::costs::ledger::Ledger;
 use crate::llm::ChatModel;
+use chrono_tz::Tz;
 
+mod semantic;
 mod users;
 
 /// With this many or fewer activities through the hard filter, they are returned directly.
@@ -107,6 +105,8 @@ pub struct Ranking {
     pub lexical_weight: f32,
     /// How far a wish's facets move the query vector (`RAG_WISH_WEIGHT`; 0: not at all).
     pub wish_weight: f32,
+    /// Nearness, soonness, variety and dislikes ([`Shaping`]).
+    pub shaping: Shaping,
     /// Zone of times in queries and template reasons.
     pub zone: Tz,
 }
@@ -193,26 +193,32 @@ impl Retrieval {
                 Ok(found) => found,
                 Err(e) => {
                     tracing::warn!(error = %e, "interests unavailable; ranked without personalisation");
-                    (Vec::new(), Source::Unavailable)
+                    Personal::none(Source::Unavailable)
                 }
             }),
             None => None,
         };
+        // What the user turned down is never recommended: read that many more to make up for it.
+        let turned_down = personal.as_ref().map_or(&[][..], |p| p.turned_down.as_slice());
         let (strategy, mut results) = if candidates <= DIRECT_MAX {
             let stored = self.index.scroll(&filter, Order::StartAt, DIRECT_MAX).await?;
-            (Strategy::FilterOnly, self.by_place_or_time(req, stored)?)
+            (Strategy::FilterOnly, self.by_place_or_time(req, stored, turned_down)?)
         } else if let Some(query) = &req.semantic_query {
-            let kept = personal.as_ref().map_or(&[][..], |(v, _)| v.as_slice());
-            self.semantic(req, query, (&filter, candidates), kept, request_id, &mut degraded_reason).await?
+            self.semantic(req, query, (&filter, candidates), personal.as_ref(), request_id, &mut degraded_reason)
+                .await?
         } else if let Some(near) = req.near {
-            let stored = self.nearest(&filter, near, (candidates, candidates_estimated), req.limit).await?;
-            (Strategy::Distance, self.by_place_or_time(req, stored)?)
+            let wanted = req.limit + turned_down.len();
+            let stored = self.nearest(&filter, near, (candidates, candidates_estimated), wanted).await?;
+            (Strategy::Distance, self.by_place_or_time(req, stored, turned_down)?)
         } else {
-            let stored = self.index.scroll(&filter, Order::StartAt, req.limit).await?;
-            (Strategy::StartTime, self.by_place_or_time(req, stored)?)
+            let stored = self.index.scroll(&filter, Order::StartAt, req.limit + turned_down.len()).await?;
+            (Strategy::StartTime, self.by_place_or_time(req, stored, turned_down)?)
         };
         if let Some(query) = &req.semantic_query {
-            self.explain(query, &mut results, started, request_id).await;
+            // The lift as the ranking gave it: no soonness where the query named a time.
+            let named = !Wanted::parse(query, self.clock.now(), self.ranking.zone).is_empty();
+            let lift = Lift { soon: self.lift(req).soon.filter(|_| !named), ..self.lift(req) };
+            self.explain(query, &mut results, &lift, started, request_id).await;
         }
         if degraded_reason.is_some() {
             crate::core::metrics::count("DegradedAnswer", &[], 1.0);
@@ -224,7 +230,7 @@ impl Retrieval {
             degraded_reason,
             candidates,
             candidates_estimated,
-            personalization: personal.map(|(_, source)| source),
+            personalization: personal.map(|p| p.source),
             took_ms: started.elapsed().as_millis() as u64,
         })
     }
@@ -289,10 +295,18 @@ impl Retrieval {
         self.index.nearest(&narrowed, held + limit, limit).await
     }
 
-    /// Nearest first with a location, else soonest first; top `limit`.
-    fn by_place_or_time(&self, req: &SearchRequest, stored: Vec<Stored>) -> Result<Vec<Ranked>> {
+    /// Nearest first with a location, else soonest first; top `limit`, none `turned_down`.
+    fn by_place_or_time(
+        &self,
+        req: &SearchRequest,
+        stored: Vec<Stored>,
+        turned_down: &[String],
+    ) -> Result<Vec<Ranked>> {
         let mut ranked = stored
             .iter()
+            .filter(|s| {
+                s.payload.get("id").and_then(|v| v.as_str()).is_none_or(|id| !turned_down.iter().any(|t| t == id))
+            })
             .map(|s| {
                 let activity = activity_of(&s.payload)?;
                 let distance_km =
@@ -304,6 +318,7 @@ impl Retrieval {
                     distance_km,
                     max_sim: None,
                     boost: None,
+                    lift: None,
                     match_reason: None,
                 })
             })
@@ -323,136 +338,34 @@ impl Retrieval {
         Ok(ranked)
     }
 
-    async fn semantic(
-        &self,
-        req: &SearchRequest,
-        query: &str,
-        (filter, candidates): (&HardFilter, usize),
-        kept: &[Vec<f32>],
-        request_id: &str,
-        degraded_reason: &mut Option<String>,
-    ) -> Result<(Strategy, Vec<Ranked>)> {
-        let sparse = self.bm25.query(query);
-        // The time a query names is read by the lift below and by BM25 (the `时间` line); the
-        // dense channel embeds what it wants besides ("周六晚上热闹点的" → "热闹点的").
-        let inputs = [without_time(query)];
-        let embedded = async { self.embed(&inputs, request_id).await?.pop().ok_or_else(|| "no vector".to_owned()) };
-        // A wish's desire is read only where the query may be ranked by meaning.
-        let may_wish = self.ranking.wish_weight > 0.0 && self.ranking.fusion != Fusion::Rrf;
-        let (vector, desire) = self.facets.with_desire(&inputs[0], request_id, may_wish, embedded).await;
-        let vector = match vector {
-            Ok(v) => Some(v),
-            Err(reason) => {
-                tracing::warn!(%reason, "query embedding unavailable: lexical ranking only");
-                *degraded_reason = Some(reason);
-                None
-            }
-        };
-        // Whether the fused list is ranked by meaning alone (by cosine): a wish, under routed
-        // fusion, or every query under `dense`.
-        let mut by_meaning = false;
-        let (strategy, fused) = match &vector {
-            None => (Strategy::Lexical, self.index.search_sparse(&sparse, filter, CHANNEL_DEPTH).await?),
-            Some(v) => {
-                let floor = self.ranking.min_similarity.or(self.embedding.min_similarity()).unwrap_or(0.5);
-                match self.ranking.fusion {
-                    Fusion::Dense => {
-                        by_meaning = true;
-                        (Strategy::Dense, self.index.search_dense(v, filter, CHANNEL_DEPTH, floor).await?)
-                    }
-                    Fusion::Rrf => {
-                        let (dense, lexical) = self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
-                        (Strategy::Hybrid, rrf(&[(&dense, 1.0), (&lexical, self.ranking.lexical_weight)]))
-                    }
-                    Fusion::Routed => {
-                        let (dense, lexical) = self.index.search_both(v, floor, &sparse, filter, CHANNEL_DEPTH).await?;
-                        // IDF is over the whole collection: every bookable activity stands in for
-                        // it (the index's estimate, which reads no point, when the filter narrows).
-                        let bookable = HardFilter::bookable(filter.after);
-                        let documents = if *filter == bookable {
-                            candidates
-                        } else {
-                            self.index.estimate(&bookable).await?.max(candidates)
-                        };
-                        let top = lexical.first().map_or(0.0, |h| h.score);
-                        let specific = specificity(top, sparse.indices.len(), documents);
-                        by_meaning = specific < SPECIFIC;
-                        (Strategy::Hybrid, routed(&dense, &lexical, self.ranking.lexical_weight, specific))
-                    }
-                }
-            }
-        };
-        // A wish ranked by meaning is ranked again by what it wants: its candidates (the same
-        // ones, at or above the floor) by their cosine plus their facets' match to its desire.
-        let wish = match by_meaning && vector.is_some() {
-            true => desire.get().await.map(|d| self.facets.wish(d)),
-            false => {
-                drop(desire); // its reading, if any, stops now
-                None
-            }
-        };
-        // Personalising or a time in the query may lift a candidate from below the cut: rank a
-        // deeper list then.
-        let wanted = Wanted::parse(query, self.clock.now(), self.ranking.zone);
-        let rerank = !kept.is_empty() || !wanted.is_empty() || wish.is_some();
-        let depth = match (&wish, rerank) {
-            (Some(_), _) => CHANNEL_DEPTH,
-            (None, true) => (req.limit * PERSONAL_DEPTH).min(CHANNEL_DEPTH),
-            (None, false) => req.limit,
-        };
-        let top: Vec<Hit> = fused.into_iter().take(depth).collect();
-        let ids: Vec<Uuid> = top.iter().map(|h| h.id).collect();
-        let with_dense = vector.is_some() || !kept.is_empty();
-        let mut stored: HashMap<Uuid, Stored> =
-            self.index.get(&ids, with_dense).await?.into_iter().map(|s| (s.id, s)).collect();
-        let mut ranked = Vec::with_capacity(top.len());
-        for hit in top {
-            // A point deleted between the two reads is skipped.
-            let Some(s) = stored.remove(&hit.id).filter(|s| !s.is_tombstone()) else { continue };
-            // One unreadable point costs its place, not the search.
-            let activity = match activity_of(&s.payload) {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(id = %hit.id, error = %e, "an unreadable stored activity was left out");
-                    continue;
-                }
-            };
-            let similarity = vector.as_deref().zip(s.dense.as_deref()).map(|(q, d)| cosine(q, d));
-            let distance_km = req.near.map(|n| distance_km(n.lat, n.lng, activity.location.lat, activity.location.lng));
-            let max_sim = s.dense.as_deref().and_then(|d| max_sim(d, kept));
-            // The lifts below multiply: a score under 0 would be lowered by them.
-            let base = match (&wish, similarity) {
-                (Some(wish), Some(cos)) => (cos + self.ranking.wish_weight * wish.met_by(&s).unwrap_or(0.0)).max(0.0),
-                (Some(_), None) => 0.0,
-                (None, _) => hit.score,
-            };
-            let (score, boost) = match max_sim {
-                Some(m) => (boost(base, m), Some(1.0 + MAX_BOOST * m.clamp(0.0, 1.0))),
-                None => (base, None),
-            };
-            let score = score * (1.0 + TIME_BOOST * wanted.fit(activity.start_at, self.ranking.zone));
-            ranked.push(Ranked { activity, similarity, score, distance_km, max_sim, boost, match_reason: None });
-        }
-        if rerank {
-            ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
-            ranked.truncate(req.limit);
-        }
-        Ok((strategy, ranked))
-    }
-
     /// The query embedding service (the assistant's meaning head embeds through it too).
     pub fn embedding(&self) -> &EmbeddingService {
         &self.embedding
     }
 
     /// Fills in `matchReason`: the model's where it answered in time, else the template's.
-    async fn explain(&self, query: &str, results: &mut [Ranked], started: Instant, request_id: &str) {
+    async fn explain(&self, query: &str, results: &mut [Ranked], lift: &Lift, started: Instant, request_id: &str) {
         if results.is_empty() {
             return;
         }
+        let now = self.clock.now();
         let facts: Vec<Facts<'_>> = results
             .iter()
-            .map(|r| Facts { activity: &r.activity, similarity: r.similarity, distance_km: r.distance_km })
+            .map(|r| {
+                // Lifted: within the scale, where the lift is at least half its largest.
+                let hours = (r.activity.start_at - now).num_seconds() as f64 / 3600.0;
+                let (near, soon) = match r.lift {
+                    Some(_) => lift.terms(r.distance_km, hours),
+                    None => (0.0, 0.0),
+                };
+                Facts {
+                    activity: &r.activity,
+                    similarity: r.similarity,
+                    distance_km: r.distance_km,
+                    near: near >= 0.5,
+                    soon: soon >= 0.5,
+                }
+            })
             .collect();
         let mut from_model = match &self.reasons {
             Reasons::Off => return,

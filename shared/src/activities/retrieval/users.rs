@@ -12,9 +12,20 @@ const REMEMBER_TRIES: usize = 3;
 
 impl Retrieval {
     /// Records that `user` took part in an activity (`{activityId, satisfied}`) and refreshes
-    /// the user's kept vectors.
+    /// the user's kept vectors (what they liked, what they turned down).
     pub async fn feedback(&self, user: &str, body: &Value) -> Result<Value> {
         self.interests.feedback(&*self.index, user, body).await
+    }
+
+    /// `GET /users/{userId}/preferences`: what the user set and stated, and turned down.
+    pub async fn preferences(&self, user: &str) -> Result<Value> {
+        self.interests.shown(user).await
+    }
+
+    /// `DELETE /users/{userId}/preferences/dislikes`: what they turned down and stated disliking
+    /// no longer counts against an activity.
+    pub async fn clear_dislikes(&self, user: &str) -> Result<Value> {
+        self.interests.clear_dislikes(user).await
     }
 
     /// Stores a user's preferences, embedded once when the embedder answers.
@@ -52,32 +63,45 @@ impl Retrieval {
         crate::core::validate::user_id(user)?;
         // Read, merge, write only if nothing was written meanwhile (another message's
         // `remember`, a PUT), else read again: two messages stating at once both keep theirs.
-        let mut embedded: Option<(String, Option<Vec<f32>>)> = None;
+        // What was embedded on the last try: its texts (likes, dislikes) and vectors.
+        type Made = ((Option<String>, Option<String>), (Option<Vec<f32>>, Option<Vec<f32>>));
+        let mut embedded: Option<Made> = None;
         for _ in 0..REMEMBER_TRIES {
             let stored = self.interests.preferences_rev(user).await?;
-            let rev = stored.as_ref().map(|(_, _, rev)| *rev);
-            let (old, old_vector) = stored.map(|(p, v, _)| (p, v)).unzip();
+            let rev = stored.as_ref().map(|(_, _, _, rev)| *rev);
+            let old_dislikes =
+                stored.as_ref().and_then(|(p, _, d, _)| Some((interests::dislikes_text(p)?, d.clone()?)));
+            let (old, old_vector) = stored.map(|(p, v, _, _)| (p, v)).unzip();
             let (preferences, text) = interests::with_stated(old, new);
-            let vector = match text {
-                // The same text as the last try: its vector is already made.
-                Some(text) if embedded.as_ref().is_some_and(|(t, _)| *t == text) => {
-                    embedded.as_ref().and_then(|(_, v)| v.clone())
+            let texts = (text, interests::dislikes_text(&preferences));
+            let (vector, dislikes) = match &embedded {
+                // The same texts as the last try: their vectors are already made.
+                Some((made, vectors)) if *made == texts => vectors.clone(),
+                _ => {
+                    let inputs: Vec<String> = [&texts.0, &texts.1].into_iter().flatten().cloned().collect();
+                    let mut vectors = match inputs.is_empty() {
+                        true => Vec::new(),
+                        false => self.embed(&inputs, request_id).await.unwrap_or_else(|reason| {
+                            tracing::warn!(%reason, "stated preferences kept with their previous vector, dislikes without one");
+                            Vec::new()
+                        }),
+                    }
+                    .into_iter();
+                    let made =
+                        (texts.0.as_ref().and_then(|_| vectors.next()), texts.1.as_ref().and_then(|_| vectors.next()));
+                    embedded = Some((texts.clone(), made.clone()));
+                    made
                 }
-                Some(text) => {
-                    let v =
-                        self.embed(std::slice::from_ref(&text), request_id).await.map(|mut v| v.pop()).unwrap_or_else(
-                            |reason| {
-                                tracing::warn!(%reason, "stated preferences kept with their previous vector");
-                                None
-                            },
-                        );
-                    embedded = Some((text, v.clone()));
-                    v
-                }
-                None => None,
             };
             let vector = vector.or(old_vector.flatten());
-            if self.interests.set_preferences_if(user, &preferences, vector.as_deref(), rev).await? {
+            // Dislikes not embedded now keep their vector while their text is the same.
+            let dislikes =
+                dislikes.or_else(|| old_dislikes.filter(|(t, _)| Some(t) == texts.1.as_ref()).map(|(_, d)| d));
+            if self
+                .interests
+                .set_preferences_if(user, &preferences, (vector.as_deref(), dislikes.as_deref()), rev)
+                .await?
+            {
                 return Ok(());
             }
         }

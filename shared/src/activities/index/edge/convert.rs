@@ -3,15 +3,15 @@
 
 use qdrant_edge::external::ordered_float::OrderedFloat;
 use qdrant_edge::{
-    Distance, EdgeConfig, EdgeConfigBuilder, EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder, Expression,
-    Filter, Formula, GeoPoint, JsonPath, Modifier, NamedQuery, OperationError, PointId, PointStruct, Prefetch,
-    QueryEnum, QueryRequest, ScoringQuery, Vector, VectorInternal, VectorStructInternal, Vectors, WithPayloadInterface,
-    WithVector,
+    DecayKind, Distance, EdgeConfig, EdgeConfigBuilder, EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder,
+    Expression, Filter, Formula, GeoPoint, JsonPath, Modifier, NamedQuery, OperationError, PointId, PointStruct,
+    Prefetch, QueryEnum, QueryRequest, ScoringQuery, Vector, VectorInternal, VectorStructInternal, Vectors,
+    WithPayloadInterface, WithVector,
 };
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::activities::index::{DenseSpace, HardFilter, Hit, Point, SPARSE, Stored};
+use crate::activities::index::{DenseSpace, HardFilter, Hit, LIFT_MIDPOINT, Lift, Point, SPARSE, Stored};
 use crate::core::error::Result;
 
 use super::store_error;
@@ -118,6 +118,56 @@ pub(super) fn nearest(f: &HardFilter, pool: usize, limit: usize) -> Result<Query
         offset: 0,
         params: None,
         with_vector: WithVector::Bool(false),
+        with_payload: WithPayloadInterface::Bool(true),
+    })
+}
+
+/// The points among `ids`, each scored by `lift`'s formula (see [`Lift`]), as on the server.
+pub(super) fn lifted(ids: &[Uuid], lift: &Lift, dense: &str, with_dense: bool) -> Result<QueryRequest> {
+    let mut terms = vec![Expression::Constant(1.0)];
+    if let Some(n) = lift.near {
+        let origin = GeoPoint::new(n.lng, n.lat).map_err(|e| store_error("origin", e))?;
+        let decay = Expression::Decay {
+            kind: DecayKind::Gauss,
+            x: Box::new(Expression::GeoDistance { origin, to: json_path("location")? }),
+            target: None,
+            midpoint: Some(LIFT_MIDPOINT),
+            scale: Some((n.scale_km * 1000.0) as f32),
+        };
+        terms.push(Expression::Mult(vec![Expression::Constant(n.weight), decay]));
+    }
+    if let Some(s) = lift.soon {
+        let decay = Expression::Decay {
+            kind: DecayKind::Exp,
+            x: Box::new(Expression::DatetimeKey(json_path("startAt")?)),
+            target: Some(Box::new(Expression::Datetime(s.now.to_rfc3339()))),
+            midpoint: Some(LIFT_MIDPOINT),
+            scale: Some((s.scale_hours * 3600.0) as f32),
+        };
+        terms.push(Expression::Mult(vec![Expression::Constant(s.weight), decay]));
+    }
+    let formula = Formula { formula: Expression::Sum(terms), defaults: Default::default() };
+    let formula = formula.try_into().map_err(|e: OperationError| store_error("formula", e))?;
+    let ids: Vec<String> = ids.iter().map(Uuid::to_string).collect();
+    Ok(QueryRequest {
+        prefetches: vec![Prefetch {
+            prefetches: vec![],
+            query: None,
+            limit: ids.len().max(1),
+            params: None,
+            // A point deleted since the search is a tombstone (no place, no time): left out.
+            filter: Some(json_filter(serde_json::json!({
+                "must": [{"has_id": ids}], "must_not": [{"key": crate::activities::index::TOMBSTONE, "match": {"value": true}}]
+            }))?),
+            score_threshold: None,
+        }],
+        query: Some(ScoringQuery::Formula(formula)),
+        filter: None,
+        score_threshold: None,
+        limit: ids.len().max(1),
+        offset: 0,
+        params: None,
+        with_vector: if with_dense { WithVector::Selector(vec![dense.to_owned()]) } else { WithVector::Bool(false) },
         with_payload: WithPayloadInterface::Bool(true),
     })
 }

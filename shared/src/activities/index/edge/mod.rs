@@ -42,14 +42,14 @@ use qdrant_edge::{
 use uuid::Uuid;
 
 use super::{
-    DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
+    DenseSpace, DenseUpdate, HardFilter, Hit, Lift, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
     Stored, continues_turn,
 };
 use crate::activities::settings::EdgeSharing as Sharing;
 use crate::core::error::{Error, Result};
 
 mod convert;
-use convert::{config, filter, hits, json_filter, json_path, nearest, point, query, stored, uuid_of};
+use convert::{config, filter, hits, json_filter, json_path, lifted, nearest, point, query, stored, uuid_of};
 
 /// Points read per scroll page.
 const PAGE: usize = 1000;
@@ -344,6 +344,19 @@ impl super::VectorIndex for EdgeIndex {
                 .retrieve(&ids, Some(WithPayloadInterface::Bool(true)), Some(vectors))
                 .map_err(|e| store_error("retrieve", e))?;
             records.into_iter().map(|r| stored(r.id, r.payload, r.vector, &dense)).collect()
+        })
+        .await
+    }
+
+    async fn get_lifted(&self, ids: &[Uuid], with_dense: bool, lift: &Lift) -> Result<Vec<(Stored, f32)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dense = self.inner.space.name.clone();
+        let request = lifted(ids, lift, &dense, with_dense)?;
+        self.run(move |shard| {
+            let points = shard.query(request).map_err(|e| store_error("lifted get", e))?;
+            points.into_iter().map(|p| Ok((stored(p.id, p.payload, p.vector, &dense)?, p.score))).collect()
         })
         .await
     }

@@ -17,7 +17,7 @@ use qdrant_client::qdrant::{
     Query, QueryBatchPoints, QueryPointsBuilder, Range, ScrollPointsBuilder, SparseVectorParamsBuilder,
     SparseVectorsConfigBuilder, UpdateBatchPointsBuilder, VectorInput, VectorParamsBuilder, VectorsConfigBuilder,
     points_update_operation::{Operation, PointStructList, SetPayload, UpdateVectors},
-    vector_output, vectors_config, with_vectors_selector,
+    vectors_config,
 };
 use qdrant_client::{Payload, QdrantError};
 use serde_json::Value;
@@ -25,7 +25,7 @@ use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::{
-    DenseSpace, DenseUpdate, HardFilter, Hit, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
+    DenseSpace, DenseUpdate, HardFilter, Hit, Lift, Order, PAYLOAD_INDEXES, PayloadIndex, Point, SPARSE, SparseVector,
     Stored, TOMBSTONE, VERSION, VectorIndex,
 };
 use crate::core::error::{Error, Result};
@@ -33,7 +33,7 @@ use crate::core::secrets::Secret;
 
 mod convert;
 
-use convert::{filter, hits, payload_of, uuid_of};
+use convert::{dense_of, dense_selector, filter, hits, lifted, payload_of, uuid_of};
 
 /// Points read per scroll page.
 const PAGE: u32 = 1000;
@@ -324,21 +324,35 @@ impl VectorIndex for QdrantIndex {
         let point_ids: Vec<PointId> = ids.iter().map(|id| id.to_string().into()).collect();
         let mut request = GetPointsBuilder::new(&self.collection, point_ids).with_payload(true);
         if with_dense {
-            request = request.with_vectors(with_vectors_selector::SelectorOptions::Include(
-                qdrant_client::qdrant::VectorsSelector { names: vec![self.space.name.clone()] },
-            ));
+            request = request.with_vectors(dense_selector(&self.space.name));
         }
         let response = self.client().await?.get_points(request).await.map_err(self.grpc("get"))?;
         let mut found: HashMap<Uuid, Stored> = HashMap::new();
         for p in response.result {
             let id = uuid_of(p.id)?;
-            let dense = p.vectors.and_then(|v| v.get_vector_by_name(&self.space.name)).and_then(|v| match v {
-                vector_output::Vector::Dense(d) => Some(d.data),
-                _ => None,
-            });
-            found.insert(id, Stored { id, payload: payload_of(p.payload), dense });
+            found.insert(
+                id,
+                Stored { id, payload: payload_of(p.payload), dense: dense_of(&self.space.name, p.vectors) },
+            );
         }
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+    }
+
+    async fn get_lifted(&self, ids: &[Uuid], with_dense: bool, lift: &Lift) -> Result<Vec<(Stored, f32)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.ready().await?;
+        let mut request = lifted(&self.collection, ids, lift);
+        if with_dense {
+            request = request.with_vectors(dense_selector(&self.space.name));
+        }
+        let response = self.client().await?.query(request).await.map_err(self.grpc("lifted get"))?;
+        let stored = |p: qdrant_client::qdrant::ScoredPoint| {
+            let id = uuid_of(p.id)?;
+            Ok((Stored { id, payload: payload_of(p.payload), dense: dense_of(&self.space.name, p.vectors) }, p.score))
+        };
+        response.result.into_iter().map(stored).collect()
     }
 
     async fn count(&self, f: &HardFilter) -> Result<usize> {
