@@ -171,10 +171,10 @@ pub async fn run(tune: bool, env: impl Fn(&str) -> Option<String>) -> crate::Res
     // One retrieval per time of asking, over the one index and record store.
     let mut at: BTreeMap<chrono::DateTime<chrono::Utc>, Retrieval> = BTreeMap::new();
     for q in &set.queries {
-        if !at.contains_key(&q.now) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = at.entry(q.now) {
             let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(q.now));
             let r = shared::compose::retrieval(&config, Arc::clone(&index), records.clone(), clock)?;
-            at.insert(q.now, r.with_facets(indexed.facets().clone()));
+            slot.insert(r.with_facets(indexed.facets().clone()));
         }
     }
     let mut users = HashMap::new();
