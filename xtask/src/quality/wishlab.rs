@@ -220,11 +220,11 @@ fn facets(w: f32, negations: bool) -> Method {
 
 /// The second encoder fused at score level, on e5's candidates (its floor and depth, so a
 /// specific query and the time lift are as configured): cosine + `beta` × USE's cosine, plus
-/// the facets; `beta` < 0 is USE's cosine alone over every activity (no e5).
-fn second(beta: f32) -> Method {
+/// the facets; no `beta`: USE's cosine alone over every activity (no e5).
+fn second(beta: Option<f32>) -> Method {
     Box::new(move |m: &Model, s: &Set, q: &Query| {
         let direction = m.wishes.direction(&m.desire(q, false));
-        if beta < 0.0 {
+        let Some(beta) = beta else {
             let mut out: Ranked = (0..s.activities.len())
                 .map(|i| (i, cosine(&q.second, &s.second[i]) + WEIGHT * dot(&direction, &s.docs[i])))
                 .collect();
@@ -232,16 +232,16 @@ fn second(beta: f32) -> Method {
             out.truncate(DEPTH);
             s.lift(q, &mut out);
             return out;
-        }
+        };
         s.ranked(q, &|i, c| c + beta * cosine(&q.second, &s.second[i]) + WEIGHT * dot(&direction, &s.docs[i]))
     })
 }
 
 /// The methods with the second encoder (`--second`).
 fn second_methods() -> Vec<(String, Method)> {
-    let mut out: Vec<(String, Method)> = vec![("USE alone, every activity, with the facets".into(), second(-1.0))];
+    let mut out: Vec<(String, Method)> = vec![("USE alone, every activity, with the facets".into(), second(None))];
     for beta in [0.1f32, 0.25, 0.5, 1.0] {
-        out.push((format!("e5 + {beta} × USE on e5's candidates, with the facets"), second(beta)));
+        out.push((format!("e5 + {beta} × USE on e5's candidates, with the facets"), second(Some(beta))));
     }
     out
 }

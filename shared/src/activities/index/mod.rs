@@ -320,10 +320,9 @@ impl Lift {
     /// The factor at `distance_km` from the searcher and `hours` before the start, as the
     /// index's formula computes it (to f32 rounding): for tests and reasons.
     pub fn factor(&self, distance_km: f64, hours: f64) -> f64 {
-        let half = f64::from(LIFT_MIDPOINT).ln();
-        let near = self.near.map_or(0.0, |n| f64::from(n.weight) * (half * (distance_km / n.scale_km).powi(2)).exp());
-        let soon = self.soon.map_or(0.0, |s| f64::from(s.weight) * (half * (hours.abs() / s.scale_hours)).exp());
-        1.0 + near + soon
+        let (near, soon) = self.terms(Some(distance_km), hours);
+        let weight = |w: Option<f32>| f64::from(w.unwrap_or(0.0));
+        1.0 + weight(self.near.map(|n| n.weight)) * near + weight(self.soon.map(|s| s.weight)) * soon
     }
 
     /// The two terms apart, `(near, soon)`, each as a share of its weight (0 to 1): what

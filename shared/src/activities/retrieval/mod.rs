@@ -217,7 +217,7 @@ impl Retrieval {
         if let Some(query) = &req.semantic_query {
             // The lift as the ranking gave it: no soonness where the query named a time.
             let named = !Wanted::parse(query, self.clock.now(), self.ranking.zone).is_empty();
-            let lift = Lift { soon: self.lift(req).soon.filter(|_| !named), ..self.lift(req) };
+            let lift = self.lift(req, named);
             self.explain(query, &mut results, &lift, started, request_id).await;
         }
         if degraded_reason.is_some() {

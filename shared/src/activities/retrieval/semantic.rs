@@ -100,7 +100,7 @@ impl Retrieval {
         // session, in the order it matches (measured: lifting them loses exact-term queries).
         // A time the query names is its own lift (`wanted`): soonness then stays out of it.
         let lift = match by_meaning {
-            true => Lift { soon: self.lift(req).soon.filter(|_| wanted.is_empty()), ..self.lift(req) },
+            true => self.lift(req, !wanted.is_empty()),
             false => Lift { near: None, soon: None },
         };
         let (dislikes, turned_down) = (personal.dislikes.as_slice(), personal.turned_down.as_slice());
@@ -160,7 +160,7 @@ impl Retrieval {
                 None => (base, None),
             };
             let score = score * (1.0 + TIME_BOOST * wanted.fit(activity.start_at, self.ranking.zone));
-            let neg = s.dense.as_deref().and_then(|d| ranking::max_sim(d, dislikes)).filter(|_| disliking);
+            let neg = s.dense.as_deref().filter(|_| disliking).and_then(|d| ranking::max_sim(d, dislikes));
             shape.push((factor, neg));
             let lifted = (!lift.is_none()).then_some(factor);
             ranked.push(Ranked {
@@ -209,9 +209,10 @@ impl Retrieval {
         Ok((strategy, ranked))
     }
 
-    /// The lift of nearness (from the request's place) and soonness (from now) the ranking
-    /// gives: none where its weights are 0.
-    pub(super) fn lift(&self, req: &SearchRequest) -> Lift {
+    /// The lift of nearness (from the request's place) and soonness (from now) a wish gets:
+    /// none where its weights are 0, and no soonness where the query names a time (`named`:
+    /// that time lifts by its own fit).
+    pub(super) fn lift(&self, req: &SearchRequest, named: bool) -> Lift {
         let shaping = self.ranking.shaping;
         let near = req.near.filter(|_| shaping.near_weight > 0.0).map(|n| NearLift {
             lat: n.lat,
@@ -219,7 +220,7 @@ impl Retrieval {
             scale_km: shaping.near_scale_km,
             weight: shaping.near_weight,
         });
-        let soon = (shaping.soon_weight > 0.0).then(|| SoonLift {
+        let soon = (shaping.soon_weight > 0.0 && !named).then(|| SoonLift {
             now: self.clock.now(),
             scale_hours: shaping.soon_scale_hours,
             weight: shaping.soon_weight,
